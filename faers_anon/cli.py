@@ -6,12 +6,14 @@ printed as one ``Error: ...`` line with exit code 1; bugs keep their traceback.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
 
-from faers_anon import __version__
+from faers_anon import __version__, api
 from faers_anon.errors import FaersAnonError
+from faers_anon.fetch import FDA_BASE_URL, FetchConfig
 from hierarchies.errors import HierarchyError
 from knowledge.errors import KnowledgeError
 from signals.errors import SignalsError
@@ -35,6 +37,35 @@ class FaersAnonGroup(click.Group):
 @click.version_option(__version__, prog_name="faers-anon")
 def cli() -> None:
     """faers-anon: anonymize FAERS quarterly data under MS(k,θ*)-bounding and check signal survival."""
+
+
+@cli.command()
+@click.argument("quarters", nargs=-1, required=True)
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Folder for the downloaded zips (created if needed).",
+)
+@click.option(
+    "--base-url",
+    default=FDA_BASE_URL,
+    show_default=True,
+    help="Where the FDA publishes the quarterly ASCII zips.",
+)
+@click.option(
+    "--timeout", default=60.0, show_default=True, type=float, help="Seconds to wait for the server."
+)
+def fetch(quarters: tuple[str, ...], out: Path, base_url: str, timeout: float) -> None:
+    """Download FDA FAERS quarterly ASCII zips (resumable, integrity-checked).
+
+    Example: faers-anon fetch 2024Q1 2024Q2 -o downloads/
+    """
+    result = api.fetch(
+        list(quarters), out, config=FetchConfig(base_url=base_url, timeout=timeout), progress=click.echo
+    )
+    click.echo(result.summary())
 
 
 def main() -> None:
