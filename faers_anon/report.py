@@ -1,0 +1,291 @@
+"""The release report: ``report.json`` (figures) and ``report.html`` (one self-contained page with plots).
+
+SPEC §1, §8, §10 and the release issue: a reviewer reads parameters; privacy (DR, k achieved, the
+group-size histogram); utility (NIL overall and per QID; raw vs released age and weight
+distributions); signals (the reference panel as a forest plot of raw vs released PRR and ROR with
+their CIs; survival overall and per stratum; new signals); and the rejects summary. The HTML holds
+the same figures as the JSON, with the plots inlined as base64 PNG so the page needs nothing else.
+
+Plots are drawn with matplotlib's non-interactive Agg backend. Released ages are ranges: the
+"released" distribution spreads each case uniformly over its range (the *expected* reading of
+SPEC §9), open top bands (80+) over [lo, lo + 20), so the two curves are comparable.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+__all__ = ["ReportInputs", "build_figures", "render_html", "write_json"]
+
+_OPEN_BAND_SPAN = 20.0  # years an open top age band (e.g. 80+) is spread over in the plots
+_AGE_BINS = np.arange(0.0, 106.0, 5.0)
+_WEIGHT_BINS = np.arange(0.0, 205.0, 10.0)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReportInputs:
+    """The frames the plots are drawn from (the JSON figures travel separately as a dict).
+
+    Attributes:
+        raw_ages: one value per case (years, latest version), nulls allowed.
+        released_ages: one row per case: ``age_min``, ``age_max`` (max exclusive; null = open/missing).
+        raw_weights: one value per case (kg), nulls allowed.
+        released_weights: one row per case: ``wt_min``, ``wt_max`` (inclusive), nulls for missing.
+        group_sizes: ``size`` (distinct cases in a group), ``groups`` (how many groups have it).
+        panel: reference-panel rows with ``label`` and, per measure m in (prr, ror) and side s in
+            (raw, release): ``m_s``, ``m_s_lo``, ``m_s_hi``; null where a side has no estimate.
+        survival: per stratum: ``stratum``, ``raw_signals``, ``survived``.
+    """
+
+    raw_ages: pl.Series
+    released_ages: pl.DataFrame
+    raw_weights: pl.Series
+    released_weights: pl.DataFrame
+    group_sizes: pl.DataFrame
+    panel: pl.DataFrame = field(default_factory=pl.DataFrame)
+    survival: pl.DataFrame = field(default_factory=pl.DataFrame)
+
+
+def _png(fig: Figure) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _spread(lo: np.ndarray, hi: np.ndarray, bins: np.ndarray) -> np.ndarray:
+    """Expected count per bin when each case is uniform over [lo, hi) (a point when lo == hi)."""
+    hi = np.where(np.isnan(hi), lo + _OPEN_BAND_SPAN, hi)
+    left, right = bins[:-1], bins[1:]
+    width = np.maximum(hi - lo, 0.0)
+    point = width == 0
+    overlap = np.clip(np.minimum(hi[:, None], right) - np.maximum(lo[:, None], left), 0.0, None)
+    share = np.where(point[:, None], 0.0, overlap / np.where(point, 1.0, width)[:, None])
+    points = np.zeros_like(share)
+    if point.any():
+        index = np.clip(np.searchsorted(bins, lo[point], side="right") - 1, 0, len(left) - 1)
+        points[np.flatnonzero(point), index] = 1.0
+    return np.asarray((share + points).sum(axis=0))
+
+
+def _distribution_plot(
+    raw: pl.Series, lo: pl.Series, hi: pl.Series, *, bins: np.ndarray, unit: str, title: str
+) -> str:
+    raw_values = raw.drop_nulls().cast(pl.Float64).to_numpy()
+    known = lo.is_not_null().to_numpy()
+    lo_values = lo.cast(pl.Float64).to_numpy()[known]
+    hi_values = hi.cast(pl.Float64).fill_null(float("nan")).to_numpy()[known]
+    raw_counts, _ = np.histogram(np.clip(raw_values, bins[0], bins[-1] - 1e-9), bins=bins)
+    released = _spread(lo_values, hi_values, bins)
+    fig, ax = plt.subplots(figsize=(7, 3))
+    centers = (bins[:-1] + bins[1:]) / 2
+    step = bins[1] - bins[0]
+    ax.bar(centers - step / 4, raw_counts, width=step / 2, label=f"raw ({len(raw_values):,} known)")
+    ax.bar(centers + step / 4, released, width=step / 2, label=f"released, expected ({known.sum():,} known)")
+    ax.set_xlabel(unit)
+    ax.set_ylabel("cases")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def _group_size_plot(group_sizes: pl.DataFrame) -> str:
+    fig, ax = plt.subplots(figsize=(7, 3))
+    if group_sizes.height:
+        capped = (
+            group_sizes.with_columns(pl.col("size").clip(upper_bound=30))
+            .group_by("size")
+            .agg(pl.col("groups").sum())
+        )
+        ax.bar(capped["size"].to_numpy(), capped["groups"].to_numpy(), width=0.8)
+    ax.set_xlabel("distinct cases per QID-group (30 = 30 or more)")
+    ax.set_ylabel("groups")
+    ax.set_title("Group sizes")
+    return _png(fig)
+
+
+def _forest_plot(panel: pl.DataFrame, measure: str) -> str:
+    rows = panel.height
+    fig, ax = plt.subplots(figsize=(7, 0.45 * rows + 1.2))
+    y = np.arange(rows)[::-1].astype(float)
+    for offset, side, marker in ((0.15, "raw", "o"), (-0.15, "release", "s")):
+        est = panel[f"{measure}_{side}"].cast(pl.Float64).fill_null(float("nan")).to_numpy()
+        lo = panel[f"{measure}_{side}_lo"].cast(pl.Float64).fill_null(float("nan")).to_numpy()
+        hi = panel[f"{measure}_{side}_hi"].cast(pl.Float64).fill_null(float("nan")).to_numpy()
+        ok = np.isfinite(est) & np.isfinite(lo) & np.isfinite(hi) & (est > 0) & (lo > 0)
+        ax.errorbar(
+            est[ok],
+            y[ok] + offset,
+            xerr=[est[ok] - lo[ok], hi[ok] - est[ok]],
+            fmt=marker,
+            capsize=3,
+            label=side,
+        )
+    ax.axvline(1.0, color="grey", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_yticks(y)
+    ax.set_yticklabels(panel["label"].to_list(), fontsize=8)
+    ax.set_xlabel(f"{measure.upper()} with 95% CI (log scale)")
+    ax.set_title(f"Reference panel: raw vs released {measure.upper()}")
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def _survival_plot(survival: pl.DataFrame) -> str:
+    fig, ax = plt.subplots(figsize=(7, 0.4 * survival.height + 1.2))
+    share = (survival["survived"] / survival["raw_signals"].clip(lower_bound=1)).to_numpy()
+    y = np.arange(survival.height)[::-1]
+    ax.barh(y, share)
+    ax.set_yticks(y)
+    ax.set_yticklabels(survival["stratum"].to_list(), fontsize=8)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of raw signals still signalling on the release")
+    ax.set_title("Signal survival per stratum")
+    return _png(fig)
+
+
+def build_figures(inputs: ReportInputs) -> dict[str, str]:
+    """Draw every plot of the report; returns name → base64 PNG."""
+    figures = {
+        "group_sizes": _group_size_plot(inputs.group_sizes),
+        "age": _distribution_plot(
+            inputs.raw_ages,
+            inputs.released_ages["age_min"],
+            inputs.released_ages["age_max"],
+            bins=_AGE_BINS,
+            unit="age (years)",
+            title="Age: raw vs released",
+        ),
+        "weight": _distribution_plot(
+            inputs.raw_weights,
+            inputs.released_weights["wt_min"],
+            inputs.released_weights["wt_max"],
+            bins=_WEIGHT_BINS,
+            unit="weight (kg)",
+            title="Weight: raw vs released",
+        ),
+    }
+    if inputs.panel.height:
+        figures["panel_prr"] = _forest_plot(inputs.panel, "prr")
+        figures["panel_ror"] = _forest_plot(inputs.panel, "ror")
+    if inputs.survival.height:
+        figures["survival"] = _survival_plot(inputs.survival)
+    return figures
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return "–" if not np.isfinite(value) else f"{value:.4g}"
+    if value is None:
+        return "–"
+    return html.escape(str(value))
+
+
+def _table(rows: Sequence[Mapping[str, Any]], *, limit: int = 50) -> str:
+    if not rows:
+        return "<p><em>none</em></p>"
+    columns = list(rows[0].keys())
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{_fmt(row.get(c))}</td>" for c in columns) + "</tr>" for row in rows[:limit]
+    )
+    more = f"<p>… and {len(rows) - limit} more rows (see report.json)</p>" if len(rows) > limit else ""
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
+
+
+def _kv(mapping: Mapping[str, Any]) -> str:
+    rows = "".join(
+        f"<tr><th>{html.escape(str(k))}</th><td>{_fmt(v) if not isinstance(v, dict | list) else html.escape(json.dumps(v))}</td></tr>"
+        for k, v in mapping.items()
+    )
+    return f"<table class='kv'>{rows}</table>"
+
+
+def _img(figures: Mapping[str, str], name: str, alt: str) -> str:
+    if name not in figures:
+        return ""
+    return f"<img alt='{html.escape(alt)}' src='data:image/png;base64,{figures[name]}'/>"
+
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222}
+h1{font-size:1.6em} h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
+table{border-collapse:collapse;margin:.5em 0;font-size:.9em} td,th{border:1px solid #ddd;padding:.2em .5em;text-align:left}
+.kv th{background:#f6f6f6;width:18em} .verdict-ok{color:#0a6b2f;font-weight:bold} .verdict-bad{color:#a00;font-weight:bold}
+img{max-width:100%;display:block;margin:.5em 0}
+"""
+
+
+def render_html(report: Mapping[str, Any], figures: Mapping[str, str]) -> str:
+    """Render ``report`` (the dict written to report.json) and the figures as one HTML page."""
+    privacy = report.get("privacy", {})
+    utility = report.get("utility", {})
+    signals = report.get("signals", {})
+    verdict = report.get("verification", {})
+    ok = bool(verdict.get("ok"))
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>faers-anon release report</title><style>{_STYLE}</style></head><body>",
+        "<h1>faers-anon release report</h1>",
+        f"<p>Tool version {_fmt(report.get('tool', {}).get('version'))}. Verification: "
+        f"<span class='{'verdict-ok' if ok else 'verdict-bad'}'>{'PASSED' if ok else 'FAILED'}</span></p>",
+        "<h2>Parameters</h2>",
+        _kv(report.get("parameters", {})),
+        "<h2>Counts</h2>",
+        _kv(report.get("counts", {})),
+        "<h2>Privacy</h2>",
+        _kv({k: v for k, v in privacy.items() if k != "group_sizes"}),
+        _img(figures, "group_sizes", "group size histogram"),
+        "<h2>Utility</h2>",
+        _kv({k: v for k, v in utility.items() if not isinstance(v, list)}),
+        _img(figures, "age", "age distribution raw vs released"),
+        _img(figures, "weight", "weight distribution raw vs released"),
+        "<h2>Signals</h2>",
+        _kv({k: v for k, v in signals.items() if not isinstance(v, list)}),
+        _img(figures, "survival", "signal survival per stratum"),
+        "<h3>Reference panel</h3>",
+        _img(figures, "panel_prr", "forest plot of PRR"),
+        _img(figures, "panel_ror", "forest plot of ROR"),
+        _table(signals.get("panel", [])),
+        "<h3>Survival per stratum</h3>",
+        _table(signals.get("per_stratum", [])),
+        "<h3>Signals only on the release</h3>",
+        _table(signals.get("new_signals", []), limit=30),
+        "<h2>Rejects</h2>",
+        _table(report.get("rejects", [])),
+        "<h2>Stages</h2>",
+        _table(report.get("stages", [])),
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def write_json(report: Mapping[str, Any]) -> bytes:
+    """Serialize the report deterministically (sorted keys, non-finite floats as null)."""
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, float) and not np.isfinite(value):
+            return None
+        if isinstance(value, Mapping):
+            return {str(k): clean(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [clean(v) for v in value]
+        if isinstance(value, np.generic):
+            return clean(value.item())
+        return value
+
+    return (json.dumps(clean(report), indent=2, sort_keys=True) + "\n").encode("utf-8")
