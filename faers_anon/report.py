@@ -208,10 +208,10 @@ def _table(rows: Sequence[Mapping[str, Any]], *, limit: int = 50) -> str:
 
 
 def _kv(mapping: Mapping[str, Any]) -> str:
-    rows = "".join(
-        f"<tr><th>{html.escape(str(k))}</th><td>{_fmt(v) if not isinstance(v, dict | list) else html.escape(json.dumps(v))}</td></tr>"
-        for k, v in mapping.items()
-    )
+    def cell(value: Any) -> str:
+        return html.escape(json.dumps(value)) if isinstance(value, dict | list) else _fmt(value)
+
+    rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{cell(v)}</td></tr>" for k, v in mapping.items())
     return f"<table class='kv'>{rows}</table>"
 
 
@@ -224,8 +224,10 @@ def _img(figures: Mapping[str, str], name: str, alt: str) -> str:
 _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222}
 h1{font-size:1.6em} h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
-table{border-collapse:collapse;margin:.5em 0;font-size:.9em} td,th{border:1px solid #ddd;padding:.2em .5em;text-align:left}
-.kv th{background:#f6f6f6;width:18em} .verdict-ok{color:#0a6b2f;font-weight:bold} .verdict-bad{color:#a00;font-weight:bold}
+table{border-collapse:collapse;margin:.5em 0;font-size:.9em}
+td,th{border:1px solid #ddd;padding:.2em .5em;text-align:left}
+.kv th{background:#f6f6f6;width:18em}
+.verdict-ok{color:#0a6b2f;font-weight:bold} .verdict-bad{color:#a00;font-weight:bold}
 img{max-width:100%;display:block;margin:.5em 0}
 """
 
