@@ -1,0 +1,111 @@
+"""P(s | case) and conf(q → s, E): the paper's Example 1 and hand-worked frames (SPEC §5)."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from knowledge import KnowledgeError, case_value_probabilities, confidence, with_default_weights
+
+
+def _table_3b() -> pl.DataFrame:
+    """Lin, Yang & Wang 2016, Table 3(b): the external table E, without weights."""
+    pairs = {
+        "Asprin": ["Flu", "Headache", "Fever"],
+        "Intron A": ["Hepatitis B", "Hepatitis C", "Leukemia", "Melanoma"],
+        "Paracetamol": ["Headache", "Fever"],
+        "Antacid": ["Stomachache", "GERD"],
+    }
+    rows = [(drug.upper(), disease) for drug, diseases in pairs.items() for disease in diseases]
+    return with_default_weights(pl.DataFrame(rows, schema=["drug_key", "disease"], orient="row"))
+
+
+def _table_3a() -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Table 3(a) as super-records (ISRs 001–006 → cases 1–4) and their QID-groups."""
+    cases = pl.DataFrame(
+        {
+            "caseid": [1, 2, 3, 4],
+            "indications": [[], [], [], []],
+            "reactions": [[], [], [], []],
+            "drug_keys": [["PARACETAMOL"], ["ANTACID", "INTRON A"], ["PARACETAMOL"], ["ANTACID"]],
+        },
+        schema_overrides={"indications": pl.List(pl.Utf8), "reactions": pl.List(pl.Utf8)},
+    )
+    # group 0 = ([20–30], M, USA), group 1 = ([30–40], F, UK)
+    groups = pl.DataFrame({"caseid": [1, 2, 3, 4], "group_id": [0, 0, 1, 1]})
+    return cases, groups
+
+
+def test_example_1_headache_confidence_is_a_quarter_and_ms_2_04_holds() -> None:
+    cases, groups = _table_3a()
+    conf = confidence(groups, case_value_probabilities(cases, _table_3b()))
+    uk = dict(conf.filter(pl.col("group_id") == 1).select("value", "conf").iter_rows())
+    assert uk == {"HEADACHE": 0.25, "FEVER": 0.25, "STOMACHACHE": 0.25, "GERD": 0.25}
+    assert conf["conf"].max() <= 0.4
+    usa = dict(conf.filter(pl.col("group_id") == 0).select("value", "conf").iter_rows())
+    assert usa["HEPATITIS B"] == pytest.approx(0.125)
+    assert usa["HEADACHE"] == pytest.approx(0.25)
+    assert groups.group_by("group_id").len()["len"].min() >= 2  # k = 2 distinct cases per group
+
+
+def test_default_weights_spread_a_drug_evenly() -> None:
+    table = _table_3b()
+    assert table.filter(pl.col("drug_key") == "INTRON A")["weight"].to_list() == [0.25] * 4
+    sums = table.group_by("drug_key").agg(pl.col("weight").sum())["weight"]
+    assert sums.to_list() == pytest.approx([1.0] * 4)
+
+
+def test_own_terms_give_one_and_drugs_give_their_largest_weight() -> None:
+    cases = pl.DataFrame(
+        {
+            "caseid": [7, 8],
+            "indications": [["headache "], None],
+            "reactions": [["Nausea", "NAUSEA"], []],
+            "drug_keys": [["PARACETAMOL", "ASPRIN"], ["ASPRIN", "UNKNOWN DRUG", None]],
+        }
+    )
+    probs = case_value_probabilities(cases, _table_3b())
+    got = {(c, v): p for c, v, p in probs.iter_rows()}
+    third = pytest.approx(1 / 3)
+    assert got == {
+        (7, "HEADACHE"): 1.0,
+        (7, "NAUSEA"): 1.0,
+        (7, "FEVER"): 0.5,
+        (7, "FLU"): third,
+        (8, "FLU"): third,
+        (8, "HEADACHE"): third,
+        (8, "FEVER"): third,
+    }
+    assert probs.schema == pl.Schema({"caseid": pl.Int64, "value": pl.Utf8, "p": pl.Float64})
+
+
+def test_sensitive_choice_limits_the_sources() -> None:
+    cases = pl.DataFrame(
+        {"caseid": [1], "indications": [["Fever"]], "reactions": [["Rash"]], "drug_keys": [["ANTACID"]]}
+    )
+    only_drugs = case_value_probabilities(cases, _table_3b(), sensitive=("diseases",))
+    assert only_drugs["value"].to_list() == ["GERD", "STOMACHACHE"]
+    only_reactions = case_value_probabilities(cases.drop("drug_keys"), _table_3b(), sensitive=("reactions",))
+    assert only_reactions.rows() == [(1, "RASH", 1.0)]
+    assert case_value_probabilities(cases, _table_3b(), sensitive=()).height == 0
+
+
+def test_a_combination_links_through_its_ingredients() -> None:
+    table = pl.DataFrame({"drug_key": ["A", "A\\B"], "disease": ["Pain", "Cough"], "weight": [0.5, 1.0]})
+    cases = pl.DataFrame({"caseid": [1], "indications": [[]], "reactions": [[]], "drug_keys": [["A\\B"]]})
+    probs = case_value_probabilities(cases.lazy(), table)
+    assert probs.rows() == [(1, "COUGH", 1.0), (1, "PAIN", 0.5)]
+
+
+def test_bad_arguments_raise_one_line_errors() -> None:
+    cases, groups = _table_3a()
+    with pytest.raises(KnowledgeError, match=r"sensitive: unknown attributes \['drugs'\]"):
+        case_value_probabilities(cases, _table_3b(), sensitive=("drugs",))
+    with pytest.raises(KnowledgeError, match=r"cases: missing columns \['drug_keys'\]"):
+        case_value_probabilities(cases.drop("drug_keys"), _table_3b())
+    bad_e = _table_3b().with_columns(weight=pl.lit(1.5))
+    with pytest.raises(KnowledgeError, match=r"E: row 0: weight: 1.5 is invalid"):
+        case_value_probabilities(cases, bad_e)
+    twice = pl.concat([groups, pl.DataFrame({"caseid": [1], "group_id": [1]})])
+    with pytest.raises(KnowledgeError, match="caseid 1 is in 2 groups"):
+        confidence(twice, case_value_probabilities(cases, _table_3b()))
