@@ -167,7 +167,7 @@ class Hierarchy:
             return self._index[name]
         except KeyError:
             raise HierarchyError(
-                f"code: no node named {name!r} (expected one of {', '.join(map(repr, self.names[:8]))}"
+                f"code: no node named {name!r} (expected one of {', '.join((repr(str(x)) for x in self.names[:8]))}"
                 f"{', ...' if len(self.names) > 8 else ''})"
             ) from None
 
@@ -362,7 +362,7 @@ class Hierarchy:
     def _require_numeric(self, where: str) -> None:
         if not self.is_numeric:
             raise HierarchyError(
-                f"{where}: the tree {self.names[self.root]!r} has no ranges (expected a numeric-backed tree)"
+                f"{where}: the tree {self.name(self.root)!r} has no ranges (expected a numeric-backed tree)"
             )
 
     def _check_code(self, code: int, where: str) -> int:
