@@ -1,0 +1,157 @@
+"""``manifest.json`` of a release: what made it, from which files, and what it holds (SPEC §10).
+
+Layout (keys sorted, two-space indent, UTF-8, trailing newline):
+
+* ``format``: ``"faers-anon-release/1"``.
+* ``tool``: ``{"name": "faers-anon", "version": faers_anon.__version__}``.
+* ``parameters``: the run's parameters exactly as the caller gave them (the seed lives here). The
+  verifier reads ``k``, ``sensitive`` (which case attributes are sensitive: ``indications``/``indi_pt``
+  and/or ``reactions``/``pt``) and ``qids`` (extra QID columns) from it.
+* ``created``: ISO-8601 UTC timestamp. It is the only field that differs between two runs on the
+  same inputs; reproducibility checks compare :func:`fingerprint`, which leaves it out.
+* ``inputs``: relative path → SHA-256 of every file of the ingested folder.
+* ``outputs``: relative path → SHA-256 of every file of the release except ``manifest.json``.
+* ``restricted``: ``null``, or the restricted folder's name and its files' SHA-256.
+* ``counts``: per table ``rows_in``, ``rows_out`` and per quarter the same; ``rejects``: rows per file.
+* ``columns``: per table the published, dropped and restricted columns; ``policy``: the column policy.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from faers_anon import __version__
+from faers_anon.errors import ConfigError, InputError
+
+__all__ = [
+    "FORMAT",
+    "MANIFEST_NAME",
+    "CREATED_FIELD",
+    "sha256_file",
+    "hash_tree",
+    "build_manifest",
+    "dump_parameters",
+    "dump_manifest",
+    "read_manifest",
+    "fingerprint",
+]
+
+FORMAT = "faers-anon-release/1"
+MANIFEST_NAME = "manifest.json"
+CREATED_FIELD = "created"
+_CHUNK = 1 << 20
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def hash_tree(root: Path, *, exclude: frozenset[str] = frozenset()) -> dict[str, str]:
+    """SHA-256 of every regular file under ``root``, keyed by POSIX path relative to ``root``, sorted.
+
+    Args:
+        root: the folder to walk (recursively).
+        exclude: relative paths to leave out (e.g. ``manifest.json`` itself).
+    """
+    hashes: dict[str, str] = {}
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = path.relative_to(root).as_posix()
+        if rel not in exclude:
+            hashes[rel] = sha256_file(path)
+    return hashes
+
+
+def _jsonable(value: object) -> object:
+    if isinstance(value, Path):
+        return value.as_posix()
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=str)
+    if isinstance(value, tuple):
+        return list(value)
+    raise ConfigError(f"manifest: parameter value {value!r} of type {type(value).__name__} is not JSON data")
+
+
+def build_manifest(
+    *,
+    parameters: Mapping[str, object],
+    inputs: Mapping[str, str],
+    outputs: Mapping[str, str],
+    counts: Mapping[str, object],
+    columns: Mapping[str, object],
+    policy: Mapping[str, object],
+    restricted: Mapping[str, object] | None,
+    created: dt.datetime | None = None,
+) -> dict[str, Any]:
+    """Assemble the manifest dictionary (see the module docstring for the fields).
+
+    Args:
+        parameters: the run's parameters as given; must be JSON data (Paths, tuples and sets are
+            converted; anything else is a ConfigError).
+        inputs: relative path → SHA-256 of the ingested files.
+        outputs: relative path → SHA-256 of the release files.
+        counts: rows in/out per table and quarter, rejects per file.
+        columns: published/dropped/restricted columns per table.
+        policy: the column policy's ``describe()``.
+        restricted: the restricted folder's description, or None.
+        created: the timestamp (default: now, UTC, whole seconds).
+    """
+    when = created or dt.datetime.now(dt.UTC).replace(microsecond=0)
+    params = json.loads(dump_parameters(parameters))
+    return {
+        "format": FORMAT,
+        "tool": {"name": "faers-anon", "version": __version__},
+        "parameters": params,
+        CREATED_FIELD: when.isoformat(),
+        "inputs": dict(inputs),
+        "outputs": dict(outputs),
+        "restricted": dict(restricted) if restricted is not None else None,
+        "counts": dict(counts),
+        "columns": dict(columns),
+        "policy": dict(policy),
+    }
+
+
+def dump_parameters(parameters: Mapping[str, object]) -> str:
+    """The parameters as canonical JSON text (raises ConfigError for non-JSON values or NaN)."""
+    try:
+        return json.dumps(dict(parameters), sort_keys=True, default=_jsonable, allow_nan=False)
+    except ValueError as exc:
+        raise ConfigError(f"manifest: parameters are not JSON data ({exc})") from exc
+
+
+def dump_manifest(manifest: Mapping[str, Any]) -> bytes:
+    """The manifest's bytes: sorted keys, two-space indent, UTF-8, trailing newline."""
+    return (json.dumps(manifest, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def read_manifest(release: Path) -> dict[str, Any] | None:
+    """The release's manifest, or None when the release has no ``manifest.json``.
+
+    Raises:
+        InputError: the file exists but is not a JSON object.
+    """
+    path = release / MANIFEST_NAME
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"not valid JSON ({exc})", path=path) from exc
+    if not isinstance(data, dict):
+        raise InputError("expected a JSON object", path=path)
+    return data
+
+
+def fingerprint(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest without ``created``: equal for two runs on the same inputs and parameters."""
+    return {key: value for key, value in manifest.items() if key != CREATED_FIELD}
