@@ -1,0 +1,231 @@
+"""2×2 counts a, b, c, d for every drug–event pair and stratum at once (SPEC §9).
+
+Counting convention: **cases, not drug–event rows.** Input is one row per case (its latest
+version). For a drug D, an event E and a stratum with case weights w (1 on raw data):
+
+    a = Σ w over cases with D and E          b = Σ w over cases with D, without E
+    c = Σ w over cases with E, without D     d = Σ w over cases with neither
+    N = a + b + c + d = Σ w over all cases of the stratum
+
+A case listing a drug twice, or the same event twice, counts once. Several public tools count
+drug–event *rows* instead (a case with 3 drugs and 2 events adds 6 to N), which inflates the margins
+of polypharmacy cases; their PRRs differ from ours. N includes the cases that have no drug under the
+role filter and the cases without any reaction: they are part of the reporting base.
+
+Drug level is ``drug_key`` (null keys are left out). Role filter: ``ps`` keeps role_cod PS (primary
+suspect), ``suspect`` PS and SS, ``any`` every row. Events are MedDRA PTs compared case-insensitively:
+the key is ``upper(strip(collapse_whitespace(pt)))`` (architecture.md's canonical value key), so the
+upper-case legacy terms and mixed-case modern terms meet; the ``event`` column holds that key.
+
+Computation: distinct (case, drug) and distinct (case, event) are joined on ``caseid`` to the
+co-reported pairs, which are grouped by (stratum, drug, event) for a; the margins come from
+per-drug, per-event and per-stratum sums of w. No Python loop touches pairs or rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from signals.errors import SignalsError
+
+__all__ = ["CaseTables", "ROLES", "event_key", "prepare", "CoReports", "co_reports", "count_2x2"]
+
+ROLES: dict[str, tuple[str, ...] | None] = {"ps": ("PS",), "suspect": ("PS", "SS"), "any": None}
+_SEX_CODES = ("F", "M", "*")
+_TINY = 1e-9  # cells below this after subtracting fractional sums are round-off, set to 0
+
+
+@dataclass(frozen=True, slots=True)
+class CaseTables:
+    """The three input frames of an analysis.
+
+    Attributes:
+        cases: one row per case: ``caseid`` plus QID columns (raw: ``age_years``, ``sex``,
+            ``weight_kg``; release: ``age_min``, ``age_max``, ``sex``, ``wt_min``, ``wt_max``).
+        drugs: ``caseid``, ``drug_key``, ``role_cod`` (the rows of each case's latest version).
+        events: ``caseid``, ``pt``.
+    """
+
+    cases: pl.DataFrame
+    drugs: pl.DataFrame
+    events: pl.DataFrame
+
+
+def event_key(pt: pl.Expr) -> pl.Expr:
+    """Canonical event key: upper-cased, whitespace collapsed and stripped; empty → null."""
+    key = pt.str.replace_all(r"\s+", " ").str.strip_chars().str.to_uppercase()
+    return pl.when(key.str.len_chars() > 0).then(key)
+
+
+def _require(frame: pl.DataFrame, name: str, columns: tuple[str, ...]) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise SignalsError(f"{name}: missing column {missing[0]!r} (expected {', '.join(columns)})")
+
+
+def prepare(tables: CaseTables, /, *, role: str) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Validate the inputs; return (cases, case_drugs, case_events).
+
+    ``cases`` gets ``caseid`` as Int64 and ``sex`` upper-cased (values outside F, M, ``*`` → null).
+    ``case_drugs`` is the distinct (``caseid``, ``drug``) under the role filter and ``case_events``
+    the distinct (``caseid``, ``event``), both restricted to the cases of ``cases``.
+
+    Raises:
+        SignalsError: a missing column, an unknown role, or a caseid repeated in ``cases``.
+    """
+    if role not in ROLES:
+        raise SignalsError(f"role must be one of {', '.join(ROLES)}; got {role!r}")
+    _require(tables.cases, "cases", ("caseid",))
+    _require(tables.drugs, "drugs", ("caseid", "drug_key") + (("role_cod",) if ROLES[role] else ()))
+    _require(tables.events, "events", ("caseid", "pt"))
+    cases = tables.cases.with_columns(pl.col("caseid").cast(pl.Int64))
+    repeated = cases.height - cases.get_column("caseid").n_unique()
+    if repeated:
+        raise SignalsError(
+            f"cases: {repeated} repeated caseid (expected one row per case, its latest version)"
+        )
+    if "sex" in cases.columns:
+        sex = pl.col("sex").cast(pl.Utf8).str.strip_chars().str.to_uppercase()
+        cases = cases.with_columns(pl.when(sex.is_in(_SEX_CODES)).then(sex).alias("sex"))
+    ids = cases.lazy().select("caseid")
+    drugs = tables.drugs.lazy().select(
+        pl.col("caseid").cast(pl.Int64), pl.col("drug_key").alias("drug"), "role_cod"
+    )
+    codes = ROLES[role]
+    if codes is not None:
+        drugs = drugs.filter(pl.col("role_cod").str.strip_chars().str.to_uppercase().is_in(codes))
+    case_drugs = (
+        drugs.select("caseid", "drug").drop_nulls().unique().join(ids, on="caseid", how="semi").collect()
+    )
+    case_events = (
+        tables.events.lazy()
+        .select(pl.col("caseid").cast(pl.Int64), event_key(pl.col("pt").cast(pl.Utf8)).alias("event"))
+        .drop_nulls()
+        .unique()
+        .join(ids, on="caseid", how="semi")
+        .collect()
+    )
+    return cases, case_drugs, case_events
+
+
+@dataclass(frozen=True, slots=True)
+class CoReports:
+    """Case–drug and case–event incidence with integer codes, and the co-reported pairs.
+
+    Codes follow the sorted names, so results sorted by code are sorted by name.
+    """
+
+    drugs: pl.DataFrame  # caseid, drug_id
+    events: pl.DataFrame  # caseid, event_id
+    pairs: pl.DataFrame  # caseid, drug_id, event_id
+    drug_names: pl.DataFrame  # drug_id, drug
+    event_names: pl.DataFrame  # event_id, event
+
+
+def _codes(frame: pl.DataFrame, name: str, extra: pl.DataFrame | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    every = frame.select(name) if extra is None else pl.concat([frame.select(name), extra.select(name)])
+    names = every.select(pl.col(name).unique().sort()).with_row_index(f"{name}_id")
+    coded = frame.join(names, on=name).select("caseid", f"{name}_id")
+    return coded, names
+
+
+def co_reports(
+    case_drugs: pl.DataFrame, case_events: pl.DataFrame, /, *, wanted: pl.DataFrame | None = None
+) -> CoReports:
+    """Code drugs and events and join them on ``caseid`` into the co-reported (case, drug, event).
+
+    Args:
+        case_drugs: distinct ``caseid``, ``drug``.
+        case_events: distinct ``caseid``, ``event``.
+        wanted: optional ``drug``, ``event`` pairs; when given, only these pairs are kept (and their
+            names get codes even when absent from the data).
+    """
+    drugs, drug_names = _codes(case_drugs, "drug", wanted)
+    events, event_names = _codes(case_events, "event", wanted)
+    pairs = drugs.lazy().join(events.lazy(), on="caseid")
+    if wanted is not None:
+        pairs = pairs.join(
+            _wanted_ids(wanted, drug_names, event_names).lazy(), on=["drug_id", "event_id"], how="semi"
+        )
+    return CoReports(drugs, events, pairs.collect(), drug_names, event_names)
+
+
+def _wanted_ids(wanted: pl.DataFrame, drug_names: pl.DataFrame, event_names: pl.DataFrame) -> pl.DataFrame:
+    return (
+        wanted.select("drug", "event")
+        .unique()
+        .join(drug_names, on="drug")
+        .join(event_names, on="event")
+        .select("drug_id", "event_id")
+    )
+
+
+def count_2x2(
+    co: CoReports,
+    members: pl.DataFrame,
+    /,
+    *,
+    min_a: float,
+    wanted: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """The 2×2 table of every co-reported pair in every stratum (see the module docstring).
+
+    Args:
+        co: coded incidence from :func:`co_reports`.
+        members: ``caseid``, ``stratum_id``, ``w`` from :func:`signals.strata.memberships`.
+        min_a: keep the rows with a ≥ min_a (and a > 0) only; ignored for ``wanted`` pairs.
+        wanted: ``drug``, ``event`` pairs to report in every stratum even when a = 0 (a pair whose
+            drug or event never occurs in the data gets a = 0 and its margins, possibly 0).
+
+    Returns:
+        ``stratum_id``, ``drug``, ``event``, ``a``, ``b``, ``c``, ``d`` (Float64, ≥ 0; whole
+        numbers unless weights are fractional), sorted by stratum, drug and event.
+    """
+    m = members.lazy()
+    a = (
+        co.pairs.lazy()
+        .join(m, on="caseid")
+        .group_by("stratum_id", "drug_id", "event_id")
+        .agg(pl.col("w").sum().alias("a"))
+    )
+    n_drug = (
+        co.drugs.lazy()
+        .join(m, on="caseid")
+        .group_by("stratum_id", "drug_id")
+        .agg(pl.col("w").sum().alias("nd"))
+    )
+    n_event = (
+        co.events.lazy()
+        .join(m, on="caseid")
+        .group_by("stratum_id", "event_id")
+        .agg(pl.col("w").sum().alias("ne"))
+    )
+    n = m.group_by("stratum_id").agg(pl.col("w").sum().alias("n"))
+    if wanted is None:
+        table = a.filter((pl.col("a") >= min_a) & (pl.col("a") > 0.0))
+    else:
+        grid = (
+            _wanted_ids(wanted, co.drug_names, co.event_names)
+            .lazy()
+            .join(n.select("stratum_id"), how="cross")
+        )
+        table = grid.join(a, on=["stratum_id", "drug_id", "event_id"], how="left")
+    table = (
+        table.join(n_drug, on=["stratum_id", "drug_id"], how="left")
+        .join(n_event, on=["stratum_id", "event_id"], how="left")
+        .join(n, on="stratum_id", how="left")
+        .with_columns(pl.col("a", "nd", "ne").fill_null(0.0))
+        .with_columns(
+            b=pl.col("nd") - pl.col("a"),
+            c=pl.col("ne") - pl.col("a"),
+            d=pl.col("n") - pl.col("nd") - pl.col("ne") + pl.col("a"),
+        )
+        .with_columns([pl.when(pl.col(x) < _TINY).then(0.0).otherwise(pl.col(x)).alias(x) for x in "bcd"])
+        .sort("stratum_id", "drug_id", "event_id")
+        .join(co.drug_names.lazy(), on="drug_id", how="left", maintain_order="left")
+        .join(co.event_names.lazy(), on="event_id", how="left", maintain_order="left")
+        .select("stratum_id", "drug", "event", "a", "b", "c", "d")
+    )
+    return table.collect()

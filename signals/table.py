@@ -1,0 +1,196 @@
+"""The signal table: 2×2 counts and measures for every drug–event pair, overall and per stratum.
+
+One call does SPEC §9 end to end: validate the three case frames, code drugs and events, build the
+co-reported pairs once, then for each stratification (overall; the age/sex bands; each condition)
+and each reading (``exact`` on raw data; ``certain``, ``possible``, ``expected`` on released
+ranges, see :mod:`signals.strata`) count a, b, c, d (:mod:`signals.counts`) and add the measures
+and criteria (:mod:`signals.measures`). The stratum ``all`` covers every case, so its only reading
+is ``exact`` on a release too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from signals.counts import CaseTables, co_reports, count_2x2, prepare
+from signals.errors import SignalsError
+from signals.measures import CRITERIA, disproportionality
+from signals.strata import (
+    EXACT_READINGS,
+    OVERALL,
+    RANGE_READINGS,
+    STRATIFY_VARIABLES,
+    Stratum,
+    band_strata,
+    has_ranges,
+    memberships,
+    parse_condition,
+)
+
+__all__ = ["SignalConfig", "SignalTable", "signal_table", "strata_of", "readings_of", "KEY_COLUMNS"]
+
+KEY_COLUMNS = ("stratum", "reading", "drug", "event")
+_STRATUM_COLUMNS = ("age_band", "sex", "condition")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SignalConfig:
+    """Options of a signal analysis.
+
+    Attributes:
+        role: ``ps`` (primary suspect), ``suspect`` (PS or SS) or ``any``.
+        stratify: variables whose levels are crossed into strata: ``age`` (bands), ``sex``, or both.
+        conditions: conditions, each a stratum of its own (``age>=18``, ``sex=F&age>=60``).
+        min_a: keep the rows with a ≥ min_a (> 0; fractional a exists in the ``expected`` reading).
+        age_bands: inner edges of the age bands in years, increasing (default 18, 45, 65).
+        overall: include the stratum ``all``.
+        age_cap: upper end (years) of an open age range under the ``expected`` reading.
+        weight_cap: upper end (kg) of an open weight range under the ``expected`` reading.
+    """
+
+    role: str = "ps"
+    stratify: tuple[str, ...] = ()
+    conditions: tuple[str, ...] = ()
+    min_a: float = 1.0
+    age_bands: tuple[float, ...] = (18.0, 45.0, 65.0)
+    overall: bool = True
+    age_cap: float = 120.0
+    weight_cap: float = 650.0
+
+    def __post_init__(self) -> None:
+        if self.role not in ("ps", "suspect", "any"):
+            raise SignalsError(f"role must be ps, suspect or any; got {self.role!r}")
+        for variable in self.stratify:
+            if variable not in STRATIFY_VARIABLES:
+                raise SignalsError(f"stratify: unknown variable {variable!r} (expected age, sex)")
+        if len(set(self.stratify)) != len(self.stratify):
+            raise SignalsError(f"stratify: a variable is repeated in {','.join(self.stratify)!r}")
+        for text in self.conditions:
+            parse_condition(text)
+        if not (math.isfinite(self.min_a) and self.min_a > 0):
+            raise SignalsError(f"min_a must be a number > 0; got {self.min_a!r}")
+        edges = list(self.age_bands)
+        if not edges or edges[0] <= 0 or any(lo >= hi for lo, hi in zip(edges, edges[1:], strict=False)):
+            raise SignalsError(f"age_bands must be increasing numbers > 0; got {self.age_bands!r}")
+        if not (self.age_cap > 0 and self.weight_cap > 0):
+            raise SignalsError(
+                f"age_cap and weight_cap must be > 0; got {self.age_cap!r}, {self.weight_cap!r}"
+            )
+        if not (self.overall or self.stratify or self.conditions):
+            raise SignalsError("nothing to count: overall is off and no stratify or conditions given")
+
+
+def strata_of(config: SignalConfig) -> list[tuple[Stratum, ...]]:
+    """The stratifications of a configuration: overall, the band cross product, then each condition."""
+    groups: list[tuple[Stratum, ...]] = [(OVERALL,)] if config.overall else []
+    if config.stratify:
+        groups.append(band_strata(config.stratify, age_bands=config.age_bands))
+    groups.extend((parse_condition(text),) for text in dict.fromkeys(config.conditions))
+    return groups
+
+
+def readings_of(stratum: Stratum, *, ranges: bool) -> tuple[str, ...]:
+    """Readings reported for a stratum: ``exact`` for ``all`` or raw data, else the three range readings."""
+    return RANGE_READINGS if (ranges and stratum.predicates) else EXACT_READINGS
+
+
+@dataclass(frozen=True, slots=True)
+class SignalTable:
+    """Result of :func:`signal_table`.
+
+    Attributes:
+        frame: one row per (stratum, reading, drug, event) with a ≥ min_a: ``stratum``, ``reading``,
+            the tidy stratum columns (``age_band``, ``sex``, ``condition``; null where not used),
+            ``drug``, ``event``, ``a``, ``b``, ``c``, ``d`` (Float64), the measures and the criteria.
+        ranges: True when the input held released ranges.
+        n_cases: cases analysed.
+        config: the options used.
+    """
+
+    frame: pl.DataFrame
+    ranges: bool
+    n_cases: int
+    config: SignalConfig = field(repr=False)
+
+    def signals(self, criterion: str = "evans") -> pl.DataFrame:
+        """The rows meeting ``criterion`` (``evans``, ``ror`` or ``ic``)."""
+        if criterion not in CRITERIA:
+            raise SignalsError(f"criterion must be one of {', '.join(CRITERIA)}; got {criterion!r}")
+        return self.frame.filter(pl.col(CRITERIA[criterion]))
+
+    def summary(self) -> str:
+        """Counts of rows and of signals per criterion, overall and over the strata."""
+        kind = "released ranges" if self.ranges else "exact values"
+        counts = self.frame.group_by(pl.col("stratum") == OVERALL.label).agg(
+            pl.len().alias("rows"), *(pl.col(c).sum().alias(k) for k, c in CRITERIA.items())
+        )
+        lines = [
+            f"{self.n_cases:,} cases ({kind}), role {self.config.role}, min a {self.config.min_a:g}: "
+            f"{self.frame.height:,} drug-event rows"
+        ]
+        for row in counts.sort("stratum", descending=True).iter_rows(named=True):
+            where = "overall" if row["stratum"] else "strata"
+            found = ", ".join(f"{k} {row[k]:,}" for k in CRITERIA)
+            lines.append(f"  {where}: {row['rows']:,} rows; signals: {found}")
+        return "\n".join(lines)
+
+
+def signal_table(tables: CaseTables, /, *, config: SignalConfig | None = None) -> SignalTable:
+    """2×2 counts, PRR/ROR/IC/χ² and criteria for every drug–event pair in every stratum (SPEC §9).
+
+    Counting convention (cases, not pairs), role filter and event matching: :mod:`signals.counts`.
+    Strata and readings: :mod:`signals.strata`. Measures, zero-cell rule and criteria:
+    :mod:`signals.measures`.
+
+    Args:
+        tables: cases (one row per case, latest version), drugs and events.
+        config: options; default :class:`SignalConfig`.
+
+    Returns:
+        A :class:`SignalTable`, rows sorted by stratum (in configuration order), reading, drug, event.
+
+    Raises:
+        SignalsError: bad options or input (missing column, repeated caseid, unknown role).
+    """
+    config = config or SignalConfig()
+    cases, case_drugs, case_events = prepare(tables, role=config.role)
+    ranges = has_ranges(cases)
+    co = co_reports(case_drugs, case_events)
+    caps = {"age": config.age_cap, "weight": config.weight_cap}
+    parts: list[pl.DataFrame] = []
+    labels: list[pl.DataFrame] = []
+    first = 0
+    for group in strata_of(config):
+        labels.append(_labels(group, first))
+        for reading in readings_of(group[0], ranges=ranges):
+            members = memberships(cases, group, reading=reading, first_id=first, caps=caps)
+            counts = count_2x2(co, members, min_a=config.min_a)
+            parts.append(counts.with_columns(pl.lit(reading).alias("reading")))
+        first += len(group)
+    frame = _assemble(parts, labels)
+    return SignalTable(frame=disproportionality(frame), ranges=ranges, n_cases=cases.height, config=config)
+
+
+def _labels(group: Sequence[Stratum], first: int) -> pl.DataFrame:
+    rows = [
+        {
+            "stratum_id": first + i,
+            "stratum": s.label,
+            **{c: None for c in _STRATUM_COLUMNS},
+            **dict(s.columns),
+        }
+        for i, s in enumerate(group)
+    ]
+    schema = {"stratum_id": pl.UInt32, "stratum": pl.Utf8, **{c: pl.Utf8 for c in _STRATUM_COLUMNS}}
+    return pl.DataFrame(rows, schema=schema)
+
+
+def _assemble(parts: list[pl.DataFrame], labels: list[pl.DataFrame]) -> pl.DataFrame:
+    names = pl.concat(labels)
+    used = [c for c in _STRATUM_COLUMNS if names.get_column(c).is_not_null().any()]
+    frame = pl.concat(parts).join(names, on="stratum_id", how="left", maintain_order="left")
+    return frame.select("stratum", "reading", *used, "drug", "event", "a", "b", "c", "d")
