@@ -92,7 +92,7 @@ def from_rows(rows: Iterable[NodeRow], /, *, source: str = "rows") -> Hierarchy:
                     f"{wheres[i]}: parent: unknown node {p!r} (expected a name listed as a child)"
                 )
             first[p] = len(names)
-            wheres.append(f"{source}: root {p!r}")
+            wheres.append(wheres[i])  # the first row that names it as a parent
             names.append(p)
             parents.append(None)
             lo.append(math.nan)

@@ -166,10 +166,8 @@ class Hierarchy:
         try:
             return self._index[name]
         except KeyError:
-            raise HierarchyError(
-                f"code: no node named {name!r} (expected one of {', '.join((repr(str(x)) for x in self.names[:8]))}"
-                f"{', ...' if len(self.names) > 8 else ''})"
-            ) from None
+            shown = ", ".join(repr(str(x)) for x in self.names[:8]) + (", ..." if len(self.names) > 8 else "")
+            raise HierarchyError(f"code: no node named {name!r} (expected one of {shown})") from None
 
     def name(self, code: int) -> str:
         """Name of the node with code ``code`` (0 <= code < n)."""
