@@ -1,0 +1,125 @@
+"""Case super-records: every version (report) of a caseid merged into one row (SPEC §4).
+
+Source: SPEC §4 ("Case super-records", the paper's "combined records"); docs/architecture.md
+"cases.parquet" (the contract); latest-version rule of FORMAT.md §6.
+
+For the versions V of a case:
+
+* ``primaryids`` / ``caseversions``: every kept report, ordered oldest → latest by the version order
+  below; ``n_reports`` = |V|.
+* ``latest_primaryid``: the last version in the order (highest ``caseversion``, then latest
+  ``fda_dt``, then latest ``quarter``, then highest ``primaryid``). A missing ``caseversion``
+  (legacy AERS) or ``fda_dt`` ranks below every present one.
+* ``age_min``/``age_max``, ``wt_min``/``wt_max``: [min, max] of the versions' *known* ``age_years`` /
+  ``weight_kg`` — the smallest numeric generalization covering them.
+* ``sex``: the one known code when the versions agree, ``*`` (the root of the sex tree, their lowest
+  common ancestor) when they disagree.
+* ``indications``, ``reactions``: the union over versions of the canonical value keys
+  (``knowledge.values.value_key_expr``: upper-cased, whitespace collapsed), so ``Pyrexia`` and the
+  legacy ``PYREXIA`` are one value; ``drug_keys``: the union of ``drug_key``. Unique, sorted; an
+  empty list when no version has any.
+
+Decision (docs/architecture.md): a version with a missing QID value asserts nothing about the
+patient, so the super-record covers the versions' known values and is missing (null) only when every
+version is missing there.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from knowledge.values import value_key_expr
+
+__all__ = ["VERSION_ORDER", "latest_primaryid", "latest_versions", "merge_versions"]
+
+#: Version order within a case, ascending: the last one is the latest (FORMAT.md §6).
+VERSION_ORDER: tuple[str, ...] = ("caseversion", "fda_dt", "quarter", "primaryid")
+
+_TERMS = pl.List(pl.Utf8)
+
+
+def latest_primaryid() -> pl.Expr:
+    """``primaryid`` of the latest version by :data:`VERSION_ORDER` (nulls rank lowest).
+
+    Use inside ``group_by("caseid").agg(...)`` or as a window, ``latest_primaryid().over("caseid")``.
+    """
+    order = [pl.col(c) for c in VERSION_ORDER]
+    return pl.col("primaryid").sort_by(order, nulls_last=False).last()
+
+
+def latest_versions(reports: pl.LazyFrame | pl.DataFrame, /) -> pl.LazyFrame:
+    """The latest report of each case.
+
+    Args:
+        reports: at least ``caseid``, ``primaryid``, ``caseversion``, ``fda_dt``, ``quarter``.
+
+    Returns:
+        A lazy frame ``caseid`` Int64, ``latest_primaryid`` Int64; one row per caseid.
+    """
+    return reports.lazy().group_by("caseid").agg(latest_primaryid().alias("latest_primaryid"))
+
+
+def _sex_cover(sex: pl.Expr) -> pl.Expr:
+    known = sex.drop_nulls()
+    return pl.when(known.n_unique() == 1).then(known.first()).when(known.n_unique() > 1).then(pl.lit("*"))
+
+
+def _term_lists(rows: pl.LazyFrame | pl.DataFrame, key: pl.Expr, alias: str) -> pl.LazyFrame:
+    return (
+        rows.lazy()
+        .select(pl.col("caseid"), key.alias(alias))
+        .drop_nulls()
+        .unique()
+        .group_by("caseid")
+        .agg(pl.col(alias).sort())
+    )
+
+
+def merge_versions(
+    reports: pl.LazyFrame | pl.DataFrame,
+    drug: pl.LazyFrame | pl.DataFrame,
+    reac: pl.LazyFrame | pl.DataFrame,
+    indi: pl.LazyFrame | pl.DataFrame,
+    /,
+) -> pl.DataFrame:
+    """One super-record per caseid, as docs/architecture.md "cases.parquet" defines it.
+
+    Args:
+        reports: kept reports (``caseid``, ``primaryid``, ``caseversion``, ``fda_dt``, ``quarter``,
+            ``age_years``, ``sex``, ``weight_kg``); ``primaryid`` unique.
+        drug: kept DRUG rows (``caseid``, ``drug_key``).
+        reac: kept REAC rows (``caseid``, ``pt``).
+        indi: kept INDI rows (``caseid``, ``indi_pt``).
+
+    Returns:
+        ``caseid``, ``primaryids``, ``caseversions``, ``n_reports`` (UInt32), ``latest_primaryid``,
+        ``age_min``, ``age_max``, ``sex``, ``wt_min``, ``wt_max``, ``indications``, ``reactions``,
+        ``drug_keys``; sorted by caseid. Child rows of caseids without a report are ignored.
+    """
+    versions = (
+        reports.lazy()
+        .sort(["caseid", *VERSION_ORDER], nulls_last=False)
+        .group_by("caseid", maintain_order=True)
+        .agg(
+            pl.col("primaryid").alias("primaryids"),
+            pl.col("caseversion").alias("caseversions"),
+            pl.len().cast(pl.UInt32).alias("n_reports"),
+            pl.col("primaryid").last().alias("latest_primaryid"),
+            pl.col("age_years").min().alias("age_min"),
+            pl.col("age_years").max().alias("age_max"),
+            _sex_cover(pl.col("sex")).alias("sex"),
+            pl.col("weight_kg").min().alias("wt_min"),
+            pl.col("weight_kg").max().alias("wt_max"),
+        )
+    )
+    lists = {
+        "indications": _term_lists(indi, value_key_expr(pl.col("indi_pt")), "indications"),
+        "reactions": _term_lists(reac, value_key_expr(pl.col("pt")), "reactions"),
+        "drug_keys": _term_lists(drug, pl.col("drug_key"), "drug_keys"),
+    }
+    merged = versions
+    for name, frame in lists.items():
+        merged = merged.join(frame, on="caseid", how="left").with_columns(
+            pl.col(name).fill_null(pl.lit([], dtype=_TERMS))
+        )
+    return merged.sort("caseid").collect()

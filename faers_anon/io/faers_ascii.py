@@ -1,0 +1,182 @@
+"""Reading one FAERS ``$``-delimited file as text: a lazy frame of raw fields with line numbers.
+
+Source: SPEC §3 ("read with polars, as strings first, then type"); FORMAT.md §7 (parser checklist).
+
+How a file is read, and why:
+
+* The header line is read on its own: names are matched case-blind, a byte-order mark and spaces
+  are removed, and era spellings are unified (:func:`~faers_anon.io.schema.canonical_header`).
+  A header that ends with ``$`` (an empty last name) has that empty name dropped.
+* Data lines are scanned by polars as one text field each (no quoting, FAERS has none) and split on
+  ``$`` into at most header-width + 2 parts, so the field count of every row is known exactly:
+  a row may have the header's width, or one more field that is empty (legacy AERS's stray trailing
+  ``$``, harmless in any era). More fields (an embedded ``$``, two records on one line) fail the
+  ``row_width`` rule; the surplus is kept as ``extra_fields`` for the reject file.
+* Short rows (fewer fields than the header) are padded with missing values, as loaders do
+  (FORMAT.md §7, ALTIO "short rows padded"), and counted per file.
+* Blank lines are not records: they are skipped and neither read nor counted. ``line`` is the
+  1-based physical line (header = 1), so skipped lines never shift the numbers. CRLF and LF both work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from faers_anon.errors import InputError
+from faers_anon.io.parse import empty_to_null, parse_int
+from faers_anon.io.schema import COLUMNS, REQUIRED, canonical_header
+from faers_anon.io.sources import LocalFile
+
+__all__ = ["ScannedFile", "read_header", "scan_table", "scan_deleted", "EXTRA_FIELDS", "SHORT_ROW"]
+
+#: Column holding the fields beyond the header's width (null when the width is right).
+EXTRA_FIELDS = "extra_fields"
+#: Column that is True for a short row padded with missing values.
+SHORT_ROW = "_short_row"
+_OVER_1, _OVER_2 = "_over_1", "_over_2"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ScannedFile:
+    """A FAERS data file as a lazy frame of raw text fields.
+
+    Attributes:
+        file: the local file read.
+        frame: ``quarter``, ``source_file``, ``line`` (Int64), every canonical column of the table as
+            Utf8 (``""`` for an empty field, null for a missing one or a column the era lacks),
+            :data:`SHORT_ROW` and :data:`EXTRA_FIELDS`.
+        ignored_columns: header names the table does not use (legacy ``image``, ``confid`` …).
+        missing_columns: canonical columns the file lacks (read as null).
+    """
+
+    file: LocalFile
+    frame: pl.LazyFrame
+    ignored_columns: tuple[str, ...]
+    missing_columns: tuple[str, ...]
+
+
+def read_header(file: LocalFile) -> list[str]:
+    """The header names of a file as found (``\\r\\n`` and a trailing empty name removed).
+
+    Raises:
+        InputError: the file is empty.
+    """
+    with file.path.open("r", encoding="utf-8", newline="") as stream:
+        first = stream.readline()
+    line = first.rstrip("\r\n")
+    if not line.strip():
+        raise InputError(
+            "empty header line (expected $-delimited column names)", path=file.source.name, line=1
+        )
+    names = line.split("$")
+    if len(names) > 1 and not names[-1].strip():
+        names = names[:-1]
+    return names
+
+
+def _lines(file: LocalFile) -> pl.LazyFrame:
+    """Every line after the header as one Utf8 field ``_raw``, with its physical line number."""
+    return pl.scan_csv(
+        file.path,
+        separator="\x00",
+        has_header=False,
+        skip_rows=1,
+        infer_schema=False,
+        quote_char=None,
+        schema={"_raw": pl.Utf8},
+        truncate_ragged_lines=True,
+        raise_if_empty=False,
+    ).with_row_index("line", offset=2)
+
+
+def _meta(file: LocalFile) -> list[pl.Expr]:
+    return [
+        pl.lit(file.source.quarter, pl.Utf8).alias("quarter"),
+        pl.lit(file.source.name, pl.Utf8).alias("source_file"),
+        pl.col("line").cast(pl.Int64),
+    ]
+
+
+def scan_table(file: LocalFile, table: str, /) -> ScannedFile:
+    """Scan one data file of ``table`` into raw text columns (nothing is read until collected).
+
+    Args:
+        file: a local UTF-8 file of a FAERS data table.
+        table: one of :data:`~faers_anon.io.schema.TABLES`.
+
+    Returns:
+        The scanned file; see :class:`ScannedFile`.
+
+    Raises:
+        InputError: the header is empty, repeats a name, or lacks a required column.
+    """
+    names = canonical_header(table, read_header(file))
+    where = file.source.name
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise InputError(f"header repeats column {repeated[0]!r} (expected unique names)", path=where, line=1)
+    columns = COLUMNS[table]
+    for required in REQUIRED[table]:
+        if required not in names:
+            raise InputError(
+                f"{table.upper()} header lacks column {required!r} (expected {', '.join(REQUIRED[table])})",
+                path=where,
+                line=1,
+            )
+    width = len(names)
+    parts = [f"_f{i}" for i in range(width)]
+    split = (
+        pl.col("_raw")
+        .str.splitn("$", width + 2)
+        .struct.rename_fields([*parts, _OVER_1, _OVER_2])
+        .struct.unnest()
+    )
+    by_name = dict(zip(names, parts, strict=True))
+    raw = [(pl.col(by_name[c]) if c in by_name else pl.lit(None, pl.Utf8)).alias(c) for c in columns]
+    over_ok = pl.col(_OVER_2).is_null() & (pl.col(_OVER_1).is_null() | (pl.col(_OVER_1) == ""))
+    frame = (
+        _lines(file)
+        .filter(pl.col("_raw").is_not_null())
+        .select(pl.col("line"), split)
+        .select(
+            *_meta(file),
+            *raw,
+            pl.col(parts[-1]).is_null().alias(SHORT_ROW),
+            pl.when(~over_ok)
+            .then(pl.concat_str([_OVER_1, _OVER_2], separator="$", ignore_nulls=True))
+            .alias(EXTRA_FIELDS),
+        )
+    )
+    return ScannedFile(
+        file=file,
+        frame=frame,
+        ignored_columns=tuple(n for n in names if n not in columns),
+        missing_columns=tuple(c for c in columns if c not in by_name),
+    )
+
+
+def scan_deleted(file: LocalFile, /) -> pl.LazyFrame:
+    """Scan a DELETE list: no header, one caseid per line, blank lines skipped (FORMAT.md §5).
+
+    Returns:
+        A lazy frame ``quarter``, ``source_file``, ``line`` (Int64), ``raw_caseid`` (the stripped text)
+        and ``caseid`` (Int64, null where the text is not an integer).
+    """
+    lines = pl.scan_csv(
+        file.path,
+        separator="\x00",
+        has_header=False,
+        infer_schema=False,
+        quote_char=None,
+        schema={"_raw": pl.Utf8},
+        truncate_ragged_lines=True,
+        raise_if_empty=False,
+    ).with_row_index("line", offset=1)
+    text = empty_to_null(pl.col("_raw").str.strip_chars())
+    return (
+        lines.with_columns(text.alias("raw_caseid"))
+        .filter(pl.col("raw_caseid").is_not_null())
+        .select(*_meta(file), pl.col("raw_caseid"), parse_int(pl.col("raw_caseid")).alias("caseid"))
+    )

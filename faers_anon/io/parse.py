@@ -1,0 +1,98 @@
+"""Typing FAERS text fields: integers, numbers and (partial) dates, as polars expressions.
+
+Source: FORMAT.md §2, §4 and §7 (partial dates, float artefacts such as ``61.0`` and ``20141226.0``
+from files re-saved through pandas); SPEC §3 ("read as strings first, then type").
+
+Every parser is ``cast(strict=False)``-like: a value it cannot read becomes null, and
+:func:`cast_failed` tells which non-empty values were turned null, so the ingest can count them
+(rules ``<column>_is_integer``, ``<column>_is_number``, ``<column>_is_date``). Surrounding spaces are
+ignored for typed fields; text fields stay verbatim.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from faers_anon.io.schema import Kind
+
+__all__ = ["empty_to_null", "parse_int", "parse_float", "parse_date", "parse", "cast_failed"]
+
+_INTEGRAL_FLOAT = r"^[+-]?\d+\.0*$"
+_FLOAT_SUFFIX = r"\.0*$"
+
+
+def empty_to_null(raw: pl.Expr) -> pl.Expr:
+    """An empty field is missing (FORMAT.md §7): ``""`` → null, every other value unchanged."""
+    return pl.when(raw.str.len_bytes() > 0).then(raw)
+
+
+def parse_int(raw: pl.Expr) -> pl.Expr:
+    """Int64 from text: ``"61"`` → 61; ``"61.0"`` → 61 (an integral float written by pandas).
+
+    Returns:
+        Int64; null for empty, non-integral (``"61.5"``), non-numeric or out-of-range values.
+    """
+    text = raw.str.strip_chars()
+    direct = text.cast(pl.Int64, strict=False)
+    via_float = (
+        pl.when(text.str.contains(_INTEGRAL_FLOAT))
+        .then(text.str.replace(_FLOAT_SUFFIX, ""))
+        .cast(pl.Int64, strict=False)
+    )
+    return pl.coalesce(direct, via_float)
+
+
+def parse_float(raw: pl.Expr) -> pl.Expr:
+    """Float64 from text: ``"61"``, ``"61.0"``, ``" 2.5 "``.
+
+    Returns:
+        Float64; null for empty or non-numeric values and for ``nan``/``inf`` (not measurements).
+    """
+    value = raw.str.strip_chars().cast(pl.Float64, strict=False)
+    return pl.when(value.is_finite()).then(value)
+
+
+def parse_date(raw: pl.Expr) -> pl.Expr:
+    """Date from FAERS date text: ``YYYYMMDD``; partial ``YYYYMM`` / ``YYYY`` → first of month / year.
+
+    A pandas float artefact (``20141226.0``) is read as the integer it stands for. Source: FORMAT.md
+    §3 (legacy forced partial dates to full ones), §7 (FAERS keeps partial dates).
+
+    Returns:
+        Date; null for empty values, other lengths, non-digits and impossible dates (``20120231``).
+    """
+    digits = raw.str.strip_chars().str.replace(_FLOAT_SUFFIX, "")
+    length = digits.str.len_bytes()
+    full = (
+        pl.when(length == 8)
+        .then(digits)
+        .when(length == 6)
+        .then(digits + "01")
+        .when(length == 4)
+        .then(digits + "0101")
+    )
+    return pl.when(full.str.contains(r"^\d{8}$")).then(full).str.to_date("%Y%m%d", strict=False)
+
+
+def parse(raw: pl.Expr, kind: Kind) -> pl.Expr:
+    """Type one raw text column according to its :class:`~faers_anon.io.schema.Kind`.
+
+    Args:
+        raw: the column as text (empty fields already null or still ``""``).
+        kind: how to type it.
+
+    Returns:
+        Int64 for ID/INT, Float64 for FLOAT, Date for DATE, Utf8 (empty → null) for TEXT.
+    """
+    if kind in (Kind.ID, Kind.INT):
+        return parse_int(raw)
+    if kind is Kind.FLOAT:
+        return parse_float(raw)
+    if kind is Kind.DATE:
+        return parse_date(raw)
+    return empty_to_null(raw)
+
+
+def cast_failed(raw: pl.Expr, typed: pl.Expr) -> pl.Expr:
+    """True where a non-blank raw value was turned null by typing (the value was unreadable)."""
+    return raw.str.strip_chars().str.len_bytes().fill_null(0).gt(0) & typed.is_null()

@@ -1,0 +1,218 @@
+"""Finding FAERS files in the user's zips and folders, and making each a local UTF-8 file.
+
+Source: FORMAT.md §1 (names and folders), §5 (deleted-case files), §7 (encoding). Decisions:
+
+* A source is an FDA zip (``faers_ascii_2023q1.zip``, legacy ``aers_ascii_2004q1.zip``), a folder, or
+  one FAERS text file. Names are matched case-blind at any depth: ``DEMO23Q1.txt``, ``demo12q4.txt``,
+  ``DEMO04Q1.TXT``, ``DEMO18Q1_new.txt`` (DEMO, DRUG, REAC, INDI, OUTC, THER, RPSR), and the deletion
+  lists ``DELETE22Q4.txt``, ``ADR19Q1DeletedCases.txt``, ``21Q1DeletedCases.txt``, ``AllDeletedCases.txt``.
+  Other members (PDFs, XML, ``STATyyQq.TXT``) are ignored.
+* The quarter comes from the file name: ``DEMO23Q1.txt`` → ``2023Q1`` (every FAERS year is 20yy).
+  ``AllDeletedCases.txt`` takes the quarter of its zip's name, else none.
+* A folder is searched for text files; only when it holds none are the zips inside it read, so a
+  folder holding both the zips and their extracted files is read once.
+* Files are read as UTF-8. A file that is not valid UTF-8 is read as Latin-1 (FORMAT.md §7: loaders
+  fall back to Latin-1; ``drug19q3.txt`` has such bytes) and the report records the encoding. Zip
+  members are extracted into a work folder, checked in the same pass.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import zipfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from faers_anon.errors import InputError
+from faers_anon.io.schema import TABLES
+
+__all__ = ["SourceFile", "LocalFile", "discover", "materialize", "quarter_of"]
+
+_CHUNK = 1 << 24
+_TABLE_NAME = re.compile(r"^(demo|drug|reac|indi|outc|ther|rpsr)(\d{2})q([1-4])(?:_new)?\.txt$", re.I)
+_DELETE_NAMES = (
+    re.compile(r"^delete(\d{2})q([1-4])\.txt$", re.I),
+    re.compile(r"^(?:adr)?(\d{2})q([1-4])deletedcases\.txt$", re.I),
+)
+_ALL_DELETED = re.compile(r"^alldeletedcases\.txt$", re.I)
+_ZIP_QUARTER = re.compile(r"(?:^|[^0-9])(20\d{2})q([1-4])(?:[^0-9]|$)", re.I)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SourceFile:
+    """One FAERS file found in a source.
+
+    Attributes:
+        table: a name of :data:`~faers_anon.io.schema.TABLES`, or ``"deleted"`` for a DELETE list.
+        quarter: ``"2023Q1"``; None only for ``AllDeletedCases.txt`` outside a named zip.
+        name: the file's base name, as found (the ``source_file`` column).
+        origin: the zip or folder (or file) the user named.
+        member: the path inside the zip, or None for a file on disk.
+    """
+
+    table: str
+    quarter: str | None
+    name: str
+    origin: Path
+    member: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LocalFile:
+    """A source file available on disk as UTF-8 text.
+
+    Attributes:
+        source: what was found.
+        path: the readable local file (the original, or an extracted/transcoded copy).
+        encoding: ``"utf-8"`` or ``"latin-1"`` (the file's encoding as found).
+    """
+
+    source: SourceFile
+    path: Path
+    encoding: str
+
+
+def quarter_of(name: str) -> tuple[str, str | None] | None:
+    """Table and quarter of a FAERS file name, or None when the name is not a FAERS file.
+
+    Args:
+        name: a base file name such as ``DEMO23Q1.txt`` or ``DELETE22Q4.txt``.
+
+    Returns:
+        (table, quarter), e.g. ``("demo", "2023Q1")`` or ``("deleted", "2022Q4")``; the quarter of
+        ``AllDeletedCases.txt`` is None.
+    """
+    match = _TABLE_NAME.match(name)
+    if match:
+        return match.group(1).lower(), f"20{match.group(2)}Q{match.group(3)}"
+    for pattern in _DELETE_NAMES:
+        match = pattern.match(name)
+        if match:
+            return "deleted", f"20{match.group(1)}Q{match.group(2)}"
+    if _ALL_DELETED.match(name):
+        return "deleted", None
+    return None
+
+
+def _found(name: str, origin: Path, member: str | None, default_quarter: str | None) -> SourceFile | None:
+    kind = quarter_of(name)
+    if kind is None:
+        return None
+    table, quarter = kind
+    return SourceFile(
+        table=table, quarter=quarter or default_quarter, name=name, origin=origin, member=member
+    )
+
+
+def _zip_members(path: Path) -> list[SourceFile]:
+    match = _ZIP_QUARTER.search(path.name)
+    default_quarter = f"{match.group(1)}Q{match.group(2)}" if match else None
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [info.filename for info in archive.infolist() if not info.is_dir()]
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise InputError(f"{path}: not a readable zip file ({exc}; expected an FDA FAERS zip)") from exc
+    found = (_found(Path(member).name, path, member, default_quarter) for member in names)
+    return [f for f in found if f is not None]
+
+
+def _one_source(path: Path) -> list[SourceFile]:
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder (expected a FAERS zip, folder or text file)")
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+        found = [f for p in files if (f := _found(p.name, p, None, None)) is not None]
+        if not found:
+            found = [f for p in files if p.suffix.lower() == ".zip" for f in _zip_members(p)]
+    elif zipfile.is_zipfile(path) or path.suffix.lower() == ".zip":
+        found = _zip_members(path)
+    else:
+        single = _found(path.name, path, None, None)
+        found = [single] if single is not None else []
+    if not found:
+        raise InputError(
+            f"{path}: no FAERS files found (expected DEMOyyQq.txt, DRUGyyQq.txt, … or DELETEyyQq.txt)"
+        )
+    return found
+
+
+def discover(sources: Sequence[Path]) -> list[SourceFile]:
+    """All FAERS files in the given sources, ordered by quarter, table and then as given.
+
+    Args:
+        sources: zips, folders or single FAERS text files.
+
+    Returns:
+        The files found; DELETE lists have table ``"deleted"``.
+
+    Raises:
+        InputError: a source does not exist, is a corrupt zip, or holds no FAERS file.
+    """
+    found = [(i, f) for i, source in enumerate(sources) for f in _one_source(Path(source))]
+    order = {t: n for n, t in enumerate((*TABLES, "deleted"))}
+    found.sort(key=lambda item: (item[1].quarter or "", order[item[1].table], item[0], item[1].name))
+    return [f for _, f in found]
+
+
+def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
+    while chunk := stream.read(_CHUNK):
+        yield chunk
+
+
+def _is_utf8(path: Path) -> bool:
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        with path.open("rb") as stream:
+            for chunk in _chunks(stream):
+                decoder.decode(chunk)
+            decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _is_ascii(path: Path) -> bool:
+    with path.open("rb") as stream:
+        return all(chunk.isascii() for chunk in _chunks(stream))
+
+
+def _transcode_latin1(path: Path, target: Path) -> None:
+    with path.open("rb") as src, target.open("wb") as dst:
+        for chunk in _chunks(src):
+            dst.write(chunk.decode("latin-1").encode("utf-8"))
+
+
+def materialize(file: SourceFile, workdir: Path, /) -> LocalFile:
+    """Make one found file readable from disk as UTF-8.
+
+    Args:
+        file: a file from :func:`discover`.
+        workdir: a folder for extracted and transcoded copies (the caller removes it).
+
+    Returns:
+        The local file and its encoding as found.
+
+    Raises:
+        InputError: the zip member cannot be extracted (corrupt data, CRC error).
+    """
+    path = file.origin
+    if file.member is not None:
+        target = workdir / f"{len(list(workdir.iterdir()))}_{file.name}"
+        try:
+            with zipfile.ZipFile(file.origin) as archive, archive.open(file.member) as src:
+                with target.open("wb") as dst:
+                    for chunk in _chunks(src):
+                        dst.write(chunk)
+        except (zipfile.BadZipFile, OSError, EOFError) as exc:
+            raise InputError(
+                f"{file.origin.name}:{file.member}: cannot extract ({exc}; expected a sound zip member)"
+            ) from exc
+        path = target
+    if _is_ascii(path) or _is_utf8(path):
+        return LocalFile(source=file, path=path, encoding="utf-8")
+    utf8 = workdir / f"{len(list(workdir.iterdir()))}_utf8_{file.name}"
+    _transcode_latin1(path, utf8)
+    return LocalFile(source=file, path=utf8, encoding="latin-1")
