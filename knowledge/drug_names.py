@@ -21,7 +21,7 @@ The key of one name (``name_key_expr``), step by step:
    ``B/A``, ``A AND B`` and ``A\\B`` all give ``A\\B``.
 4. Salt rule, per ingredient: trailing words from ``SALT_WORDS`` (counter-ions, hydrates, simple
    esters: ``HYDROCHLORIDE``, ``SODIUM``, ``MALEATE``, ``CITRATE``, ``TRIHYDRATE``, ``PROPIONATE``…)
-   are removed, then one leading cation (``SODIUM``, ``POTASSIUM``, ``CALCIUM``, ``MAGNESIUM``) is
+   are removed, then leading cations (``SODIUM``, ``POTASSIUM``, ``CALCIUM``, ``MAGNESIUM``) are
    removed, so ``ROSIGLITAZONE MALEATE``, ``METFORMIN HCL``, ``SODIUM VALPROATE`` and
    ``VALPROATE SODIUM`` meet their parent moiety. A name made only of salt words (and mineral
    cations such as ``FERROUS``, ``ZINC``) is a salt itself and is kept whole: ``SODIUM CHLORIDE``,
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import polars as pl
 
-from knowledge._csv import read_text_table
+from knowledge._csv import LINE, read_text_table
 from knowledge.errors import KnowledgeError
 
 __all__ = [
@@ -79,7 +79,7 @@ _SALT_ALT = "|".join(SALT_WORDS)
 _ANY_SALT_ALT = "|".join((*SALT_WORDS, *_MINERAL_CATIONS))
 _ALL_SALT = rf"^(?:{_ANY_SALT_ALT})(?: (?:{_ANY_SALT_ALT}))*$"
 _TRAILING_SALTS = rf"^(.+?)(?: (?:{_SALT_ALT}))+$"
-_LEADING_CATION = rf"^(?:{'|'.join(_LEADING_CATIONS)}) (.+)$"
+_LEADING_CATION = rf"^(?:(?:{'|'.join(_LEADING_CATIONS)}) )+(.+)$"
 _COMBINATION_SEPARATORS = (r"\s+AND\s+", r"\s*\+\s*", r"\s*&\s*", r"\s*\\\s*")
 _SLASH_BETWEEN_LETTERS = r"([A-Z])\s*/\s*([A-Z])"
 
@@ -110,7 +110,7 @@ def normalize_name_expr(name: pl.Expr) -> pl.Expr:
 
 
 def _strip_salts(ingredient: pl.Expr) -> pl.Expr:
-    """Rule 4 on one ingredient: trailing salt words, then one leading cation; pure salts kept."""
+    """Rule 4 on one ingredient: trailing salt words, then leading cations; pure salts kept."""
     stripped = ingredient.str.replace(_TRAILING_SALTS, "${1}").str.replace(_LEADING_CATION, "${1}")
     return pl.when(ingredient.str.contains(_ALL_SALT)).then(ingredient).otherwise(stripped)
 
@@ -181,7 +181,7 @@ def load_drug_names(path: str | Path) -> pl.DataFrame:
     Raises:
         KnowledgeError: the file is missing, unreadable or lacks the two columns.
     """
-    raw = read_text_table(path)
+    raw = read_text_table(path).drop(LINE)
     columns = {c.strip().lower(): c for c in raw.columns}
     name_col = columns.get("name")
     substance_col = columns.get("display name", columns.get("substance"))

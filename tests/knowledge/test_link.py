@@ -41,11 +41,11 @@ def test_example_1_headache_confidence_is_a_quarter_and_ms_2_04_holds() -> None:
     conf = confidence(groups, case_value_probabilities(cases, _table_3b()))
     uk = dict(conf.filter(pl.col("group_id") == 1).select("value", "conf").iter_rows())
     assert uk == {"HEADACHE": 0.25, "FEVER": 0.25, "STOMACHACHE": 0.25, "GERD": 0.25}
-    assert conf["conf"].max() <= 0.4
+    assert max(conf["conf"].to_list()) <= 0.4
     usa = dict(conf.filter(pl.col("group_id") == 0).select("value", "conf").iter_rows())
     assert usa["HEPATITIS B"] == pytest.approx(0.125)
     assert usa["HEADACHE"] == pytest.approx(0.25)
-    assert groups.group_by("group_id").len()["len"].min() >= 2  # k = 2 distinct cases per group
+    assert min(groups.group_by("group_id").len()["len"].to_list()) >= 2  # k = 2 distinct cases per group
 
 
 def test_default_weights_spread_a_drug_evenly() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -82,7 +83,7 @@ def test_separator_and_columns_are_sniffed_and_can_be_named(tmp_path: Path) -> N
     ],
 )
 def test_bad_tables_name_file_line_and_field(
-    tmp_path: Path, text: str, kwargs: dict[str, str], message: str
+    tmp_path: Path, text: str, kwargs: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(KnowledgeError, match=message):
         load_table(_write(tmp_path, text), **kwargs)
