@@ -10,8 +10,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from faers_anon.fetch import FetchConfig, FetchResult, fetch_quarters
+from faers_anon.verify import Verdict, VerifyConfig, verify_release
 
-__all__ = ["fetch"]
+__all__ = ["fetch", "verify"]
 
 
 def fetch(
@@ -24,3 +25,16 @@ def fetch(
 ) -> FetchResult:
     """Download the FDA's quarterly ASCII zips into ``out``; see :func:`faers_anon.fetch.fetch_quarters`."""
     return fetch_quarters(quarters, out, config=config, progress=progress)
+
+
+def verify(release: Path, /, *, config: VerifyConfig | None = None) -> Verdict:
+    """Re-check a written release from its files alone; see :func:`faers_anon.verify.verify_release`."""
+    cfg = config or VerifyConfig()
+    return verify_release(
+        release,
+        k=cfg.k,
+        sensitive=cfg.sensitive,
+        qids=cfg.qids,
+        tolerance=cfg.tolerance,
+        check_hashes=cfg.check_hashes,
+    )

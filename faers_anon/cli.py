@@ -12,8 +12,9 @@ from typing import Any
 import click
 
 from faers_anon import __version__, api
-from faers_anon.errors import FaersAnonError
+from faers_anon.errors import FaersAnonError, VerificationError
 from faers_anon.fetch import FDA_BASE_URL, FetchConfig
+from faers_anon.verify import VerifyConfig
 from hierarchies.errors import HierarchyError
 from knowledge.errors import KnowledgeError
 from signals.errors import SignalsError
@@ -66,6 +67,24 @@ def fetch(quarters: tuple[str, ...], out: Path, base_url: str, timeout: float) -
         list(quarters), out, config=FetchConfig(base_url=base_url, timeout=timeout), progress=click.echo
     )
     click.echo(result.summary())
+
+
+@cli.command()
+@click.argument("release", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--k", type=int, default=None, help="Minimum distinct cases per group [default: manifest's].")
+@click.option("--no-hashes", is_flag=True, help="Skip the SHA-256 check of the files manifest.json lists.")
+def verify(release: Path, k: int | None, no_hashes: bool) -> None:
+    """Re-check a release against MS(k,θ*)-bounding from its files alone; exit 1 when it fails.
+
+    Prints DR, the group-size distribution and the violating groups (first 20, then a count).
+
+    Example: faers-anon verify out/release-24Q1 --k 5
+    """
+    verdict = api.verify(release, config=VerifyConfig(k=k, check_hashes=not no_hashes))
+    click.echo(verdict.summary(limit=20))
+    if not verdict.ok:
+        count = verdict.violations.height
+        raise VerificationError(f"{release}: fails MS(k={verdict.k}, θ*)-bounding ({count} violation(s))")
 
 
 def main() -> None:

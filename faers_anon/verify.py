@@ -1,0 +1,389 @@
+"""Independent re-check of a written release against MS(k, θ*)-bounding (SPEC §5, §8, §10).
+
+The verifier reads only the release's files (``parquet/<table>.parquet``, or the ``ascii/`` files when
+a parquet table is absent; ``knowledge.csv``; ``thresholds.csv``; ``manifest.json``) and recomputes
+everything itself, sharing no code with the clustering engine or the release writer, so a bug there
+cannot hide here. Rules checked:
+
+* ``k``: every QID-group, a distinct released tuple (``age_group``, ``age_min``, ``age_max``, ``sex``,
+  ``wt_min``, ``wt_max`` and any extra QID columns), holds at least k distinct caseids (SPEC §4: k
+  counts cases, never rows). A missing value is a value of its own (SPEC §5).
+* ``case_split``: all reports of a case carry one QID tuple (SPEC §4).
+* ``theta``: conf(q → s, E) ≤ θ_s + tolerance for every group q and every value s in ``thresholds.csv``,
+  with conf(q → s, E) = Σ_{distinct cases c in q} P(s | c) / (distinct cases in q) and P(s | c) = 1 if
+  s is among the case's indications (``indi_pt``) or reactions (``pt``), as far as the manifest's
+  ``parameters.sensitive`` makes them sensitive (default both), else max over the case's drugs d
+  (``drug_key``) of w(d, s) from ``knowledge.csv``, 0 if none (SPEC §5). The case's values are the union
+  over all its released reports (its super-record). Values outside ``thresholds.csv`` have θ = 1 and
+  can never fail. Terms, diseases, drug keys and threshold values are compared by the canonical key
+  upper(strip(collapse whitespace(term))); a value listed twice keeps its smallest θ.
+* ``integrity``: every file the manifest lists in ``outputs`` exists with that SHA-256 (skipped
+  without a manifest or with ``check_hashes=False``; files the manifest does not list are ignored).
+
+DR = dangerous groups / groups, a group being dangerous when some s has conf > θ_s + tolerance
+(SPEC §8); a release with no group has DR 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from faers_anon.errors import ConfigError, InputError
+
+__all__ = ["VerifyConfig", "Verdict", "verify_release", "STANDARD_QIDS"]
+
+STANDARD_QIDS: tuple[str, ...] = ("age_group", "age_min", "age_max", "sex", "wt_min", "wt_max")
+_QID_ALIASES = {"age": ("age_group", "age_min", "age_max"), "sex": ("sex",), "weight": ("wt_min", "wt_max"),
+                "wt": ("wt_min", "wt_max")}  # fmt: skip
+_SENSITIVE = {"indications": "indi", "indication": "indi", "indi": "indi", "indi_pt": "indi",
+              "reactions": "reac", "reaction": "reac", "reac": "reac", "pt": "reac"}  # fmt: skip
+_VIOLATIONS = {"group": pl.Int64, "qid": pl.String, "rule": pl.String, "detail": pl.String}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VerifyConfig:
+    """Overrides for what the manifest says; None means "read it from ``manifest.json``".
+
+    Args:
+        k: minimum distinct cases per QID-group (manifest ``parameters.k``).
+        sensitive: sensitive case attributes, among ``indications``/``indi_pt`` and ``reactions``/``pt``
+            (manifest ``parameters.sensitive``; default both).
+        qids: extra QID columns beyond the six standard ones (manifest ``parameters.qids``; the names
+            ``age``, ``sex``, ``weight`` stand for the standard columns).
+        tolerance: slack when comparing conf with θ (floating-point sums).
+        check_hashes: check the manifest's SHA-256 of every listed output file.
+    """
+
+    k: int | None = None
+    sensitive: tuple[str, ...] | None = None
+    qids: tuple[str, ...] | None = None
+    tolerance: float = 1e-9
+    check_hashes: bool = True
+
+    def __post_init__(self) -> None:
+        if self.k is not None and (isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1):
+            raise ConfigError(f"k must be an integer >= 1; got {self.k!r}")
+        if not 0 <= self.tolerance < 1e-3:
+            raise ConfigError(f"tolerance must be in [0, 0.001); got {self.tolerance!r}")
+        if self.sensitive is not None:
+            _sensitive_tables(self.sensitive)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Verdict:
+    """The verifier's answer.
+
+    Attributes:
+        release: the folder checked.
+        ok: no violation of any rule.
+        k: the k checked.
+        n_cases: distinct caseids; n_reports: DEMO rows; n_groups: distinct QID tuples.
+        n_dangerous: groups with some conf > θ_s; dr: n_dangerous / n_groups (0 when no group).
+        group_sizes: ``size`` (distinct cases) → ``groups`` (how many groups have that size), by size.
+        violations: ``group`` (Int64; null for release-wide rules), ``qid`` (the group's tuple as
+            text), ``rule`` (k, case_split, theta, integrity), ``detail``.
+    """
+
+    release: Path
+    ok: bool
+    k: int
+    n_cases: int
+    n_reports: int
+    n_groups: int
+    n_dangerous: int
+    dr: float
+    group_sizes: pl.DataFrame
+    violations: pl.DataFrame
+
+    def summary(self, *, limit: int = 20) -> str:
+        """DR, the group-size distribution and the first ``limit`` violations, as text."""
+        state = "OK" if self.ok else "FAILS"
+        lines = [
+            f"release {self.release}: {state} MS(k={self.k}, θ*)-bounding",
+            f"cases {self.n_cases}, reports {self.n_reports}, QID-groups {self.n_groups}",
+            f"DR = {self.dr:.4f} ({self.n_dangerous} dangerous of {self.n_groups} groups)",
+        ]
+        sizes = [f"{s}: {g}" for s, g in self.group_sizes.iter_rows()]
+        shown = ", ".join(sizes[:15]) + (f", … ({len(sizes) - 15} more sizes)" if len(sizes) > 15 else "")
+        lines.append(f"group sizes (cases: groups): {shown or 'none'}")
+        if self.violations.height:
+            lines.append(f"violations ({self.violations.height}):")
+            for group, qid, rule, detail in self.violations.head(limit).iter_rows():
+                where = f"group {group} [{qid}]" if group is not None else "release"
+                lines.append(f"  {where}: {rule}: {detail}")
+            if self.violations.height > limit:
+                lines.append(f"  … and {self.violations.height - limit} more")
+        return "\n".join(lines)
+
+
+def verify_release(
+    release: Path,
+    *,
+    k: int | None = None,
+    sensitive: Sequence[str] | None = None,
+    qids: Sequence[str] | None = None,
+    tolerance: float = 1e-9,
+    check_hashes: bool = True,
+) -> Verdict:
+    """Re-check a release from its files alone (rules in the module docstring).
+
+    Args:
+        release: the release folder.
+        k, sensitive, qids, tolerance, check_hashes: see :class:`VerifyConfig`; given values override
+            the manifest.
+
+    Returns:
+        The verdict; ``ok`` is False when any rule fails (the function does not raise for that).
+
+    Raises:
+        InputError: not a folder, a missing or malformed table, knowledge.csv, thresholds.csv or manifest.
+        ConfigError: no k given and none in the manifest; unknown sensitive attribute names.
+    """
+    config = VerifyConfig(
+        k=k,
+        sensitive=tuple(sensitive) if sensitive is not None else None,
+        qids=tuple(qids) if qids is not None else None,
+        tolerance=tolerance,
+        check_hashes=check_hashes,
+    )
+    if not release.is_dir():
+        raise InputError("not a release folder", path=release)
+    manifest = _read_manifest(release)
+    params = manifest.get("parameters") or {}
+    if config.k is None and params.get("k") is None:
+        raise ConfigError(f"{release}: no k given and manifest.json has no parameters.k")
+    k_used: int = config.k if config.k is not None else VerifyConfig(k=params["k"]).k  # type: ignore[assignment]
+    attrs = (
+        config.sensitive
+        if config.sensitive is not None
+        else params.get("sensitive", ("indications", "reactions"))
+    )
+    tables = _sensitive_tables((attrs,) if isinstance(attrs, str) else tuple(attrs))
+    extra = config.qids if config.qids is not None else tuple(params.get("qids") or ())
+    qid_cols = [*STANDARD_QIDS, *(c for c in _expand_qids(extra) if c not in STANDARD_QIDS)]
+
+    demo = _table(release, "demo", ["caseid", *qid_cols]).collect()
+    groups = demo.select(qid_cols).unique().sort(qid_cols, nulls_last=True).with_row_index("group")
+    groups = groups.with_columns(pl.col("group").cast(pl.Int64), _label(qid_cols))
+    reports = demo.join(groups, on=qid_cols, how="left", nulls_equal=True)
+    members = reports.select("caseid", "group").unique()
+    sizes = members.group_by("group").agg(pl.len().alias("cases"))
+    found = [
+        sizes.filter(pl.col("cases") < k_used).select(
+            "group",
+            pl.lit("k").alias("rule"),
+            pl.format("{} distinct cases < k = {}", "cases", pl.lit(k_used)).alias("detail"),
+        ),
+        _splits(members),
+    ]
+    conf = _conf(release, members, sizes, tables)
+    dangerous = conf.filter(pl.col("conf") > pl.col("theta") + config.tolerance)
+    found.append(
+        dangerous.sort("group", "value").select(
+            "group",
+            pl.lit("theta").alias("rule"),
+            pl.format("conf({}) = {} > theta {}", "value", pl.col("conf").round(6), "theta").alias("detail"),
+        )
+    )
+    violations = (
+        pl.concat(found)
+        .join(groups.select("group", "qid"), on="group", how="left")
+        .select("group", "qid", "rule", "detail")
+    )
+    if config.check_hashes:
+        violations = pl.concat([violations, _integrity(release, manifest)])
+    violations = violations.cast(_VIOLATIONS).sort("group", "rule", "detail", nulls_last=True)  # type: ignore[arg-type]
+    n_groups = groups.height
+    n_dangerous = dangerous.select(pl.col("group").n_unique()).item()
+    return Verdict(
+        release=release,
+        ok=violations.height == 0,
+        k=k_used,
+        n_cases=members.select(pl.col("caseid").n_unique()).item(),
+        n_reports=demo.height,
+        n_groups=n_groups,
+        n_dangerous=n_dangerous,
+        dr=n_dangerous / n_groups if n_groups else 0.0,
+        group_sizes=sizes.group_by(pl.col("cases").alias("size")).agg(pl.len().alias("groups")).sort("size"),
+        violations=violations,
+    )
+
+
+def _canonical(expr: pl.Expr) -> pl.Expr:
+    """upper(strip(collapse whitespace(term))); empty → null."""
+    key = expr.cast(pl.String).str.replace_all(r"\s+", " ").str.strip_chars().str.to_uppercase()
+    return pl.when(key.str.len_chars() > 0).then(key)
+
+
+def _sensitive_tables(names: Sequence[str]) -> frozenset[str]:
+    unknown = [n for n in names if str(n).lower() not in _SENSITIVE]
+    if unknown:
+        raise ConfigError(
+            f"sensitive: unknown attribute(s) {unknown} (expected indications and/or reactions)"
+        )
+    return frozenset(_SENSITIVE[str(n).lower()] for n in names)
+
+
+def _expand_qids(names: Sequence[str]) -> list[str]:
+    columns: list[str] = []
+    for name in names:
+        for column in _QID_ALIASES.get(str(name).lower(), (str(name),)):
+            if column not in columns:
+                columns.append(column)
+    return columns
+
+
+def _label(qid_cols: Sequence[str]) -> pl.Expr:
+    parts = [pl.format(f"{c}={{}}", pl.col(c).cast(pl.String).fill_null("null")) for c in qid_cols]
+    return pl.concat_str(parts, separator=", ").alias("qid")
+
+
+def _read_manifest(release: Path) -> dict[str, Any]:
+    path = release / "manifest.json"
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"not valid JSON ({exc})", path=path) from exc
+    if not isinstance(data, dict) or not isinstance(data.get("parameters", {}), dict):
+        raise InputError("expected a JSON object with a parameters object", path=path)
+    return data
+
+
+def _table(release: Path, table: str, columns: Sequence[str]) -> pl.LazyFrame:
+    """One release table (parquet, else the ascii files of every quarter), ``caseid`` as text."""
+    parquet = release / "parquet" / f"{table}.parquet"
+    pattern = re.compile(rf"^{table}\d\dq[1-4]\.txt$", re.IGNORECASE)
+    texts = sorted(p for p in (release / "ascii").glob("*") if pattern.match(p.name)) if (
+        release / "ascii"
+    ).is_dir() else []  # fmt: skip
+    if parquet.is_file():
+        frame, where = pl.scan_parquet(parquet), parquet
+    elif texts:
+        scans = [pl.scan_csv(p, separator="$", quote_char=None, infer_schema=False) for p in texts]
+        frame, where = pl.concat(scans, how="diagonal"), texts[0]
+    else:
+        raise InputError(
+            f"missing table {table} (neither parquet/{table}.parquet nor ascii files)", path=release
+        )
+    present = frame.collect_schema().names()
+    for name in columns:
+        if name not in present:
+            raise InputError("missing column", path=where, field=name)
+    return frame.select(columns).with_columns(pl.col("caseid").cast(pl.String))
+
+
+def _read_csv(path: Path, numeric: str, text: Sequence[str]) -> pl.DataFrame:
+    """A release CSV with text columns ``text`` and a number in [0, 1] in ``numeric``; line = 1-based."""
+    if not path.is_file():
+        raise InputError("missing file", path=path)
+    try:
+        frame = pl.read_csv(path, infer_schema=False, row_index_name="line", row_index_offset=2)
+    except pl.exceptions.PolarsError as exc:
+        raise InputError(f"unreadable CSV ({str(exc).splitlines()[0]})", path=path) from exc
+    for name in (*text, numeric):
+        if name not in frame.columns:
+            raise InputError("missing column", path=path, field=name)
+    frame = frame.with_columns(pl.col(numeric).cast(pl.Float64, strict=False).alias("_num"))
+    bad = frame.filter(pl.col("_num").is_null() | pl.col("_num").is_nan() | ~pl.col("_num").is_between(0, 1))
+    if bad.height:
+        raise InputError(
+            f"{bad[numeric][0]!r} is not a number in [0, 1]",
+            path=path,
+            line=int(bad["line"][0]),
+            field=numeric,
+        )
+    return frame.select(*(_canonical(pl.col(c)).alias(c) for c in text), pl.col("_num").alias(numeric))
+
+
+def _conf(release: Path, members: pl.DataFrame, sizes: pl.DataFrame, tables: frozenset[str]) -> pl.DataFrame:
+    """conf(q → s, E) and θ_s for every group q and every s of thresholds.csv that some case reaches."""
+    thetas = (
+        _read_csv(release / "thresholds.csv", "theta", ["value"])
+        .drop_nulls("value")
+        .group_by("value")
+        .agg(pl.col("theta").min())
+    )
+    knowledge = _read_csv(release / "knowledge.csv", "weight", ["drug_key", "disease"]).rename(
+        {"disease": "value"}
+    )
+    parts = [pl.DataFrame(schema={"caseid": pl.String, "value": pl.String, "p": pl.Float64}).lazy()]
+    own = {"indi": "indi_pt", "reac": "pt"}
+    for table in sorted(tables):
+        parts.append(
+            _table(release, table, ["caseid", own[table]]).select(
+                "caseid", _canonical(pl.col(own[table])).alias("value"), pl.lit(1.0).alias("p")
+            )
+        )
+    if knowledge.height:
+        parts.append(
+            _table(release, "drug", ["caseid", "drug_key"])
+            .select("caseid", _canonical(pl.col("drug_key")).alias("drug_key"))
+            .join(knowledge.lazy(), on="drug_key")
+            .select("caseid", "value", pl.col("weight").alias("p"))
+        )
+    p_case = (
+        pl.concat(parts)
+        .join(thetas.lazy().select("value"), on="value", how="semi")
+        .group_by("caseid", "value")
+        .agg(pl.col("p").max())
+    )
+    return (
+        members.lazy()
+        .join(p_case, on="caseid")
+        .group_by("group", "value")
+        .agg(pl.col("p").sum().alias("sigma"))
+        .join(sizes.lazy(), on="group")
+        .join(thetas.lazy(), on="value")
+        .with_columns((pl.col("sigma") / pl.col("cases")).alias("conf"))
+        .collect()
+    )
+
+
+def _splits(members: pl.DataFrame) -> pl.DataFrame:
+    """One row per case whose reports carry more than one QID tuple, blamed on its first group."""
+    return (
+        members.group_by("caseid")
+        .agg(pl.col("group").sort())
+        .filter(pl.col("group").list.len() > 1)
+        .sort("caseid")
+        .select(
+            pl.col("group").list.first().alias("group"),
+            pl.lit("case_split").alias("rule"),
+            pl.format(
+                "caseid {} has reports in groups {}",
+                "caseid",
+                pl.col("group").cast(pl.List(pl.String)).list.join(", "),
+            ).alias("detail"),
+        )
+    )
+
+
+def _integrity(release: Path, manifest: dict[str, Any]) -> pl.DataFrame:
+    details: list[str] = []
+    outputs = manifest.get("outputs") or {}
+    for rel, digest in sorted(outputs.items()):
+        path = release / rel
+        if not path.is_file():
+            details.append(f"{rel}: listed in manifest.json but missing")
+            continue
+        digest_now = hashlib.sha256()
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest_now.update(chunk)
+        if digest_now.hexdigest() != digest:
+            details.append(f"{rel}: SHA-256 differs from manifest.json")
+    return pl.DataFrame(
+        {"group": [None] * len(details), "qid": [None] * len(details), "rule": ["integrity"] * len(details),
+         "detail": details},
+        schema=_VIOLATIONS,
+    )  # fmt: skip
