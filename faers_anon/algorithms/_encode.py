@@ -1,0 +1,116 @@
+"""Build the kernel's arrays (:class:`Tables`, :class:`Cases`, :class:`Pool`) from per-case numpy arrays.
+
+Vectorized numpy only (lexsort, run boundaries); no loop over cases. Cases must arrive in a fixed order
+(the caller sorts by caseid) so that patterns, classes and every tie in the kernel are deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from faers_anon.algorithms._pool import Cases, Pool, Tables
+from hierarchies import Hierarchy
+
+I64 = NDArray[np.int64]
+F64 = NDArray[np.float64]
+
+
+def build_tables(
+    trees: Sequence[Hierarchy], lo: F64, hi: F64, wmiss: NDArray[np.bool_], domain: tuple[float, float] | None
+) -> Tables:
+    """LCA tables (padded to the largest tree), normalized heights and 1 / weight range.
+
+    The weight range is ``domain[1] − domain[0]`` when given, else max(hi) − min(lo) over the known
+    weights; an empty range (one weight value, or none known) gives 1 / range := 0, so the weight term
+    is 0 for every all-known group, which is exact since all widths are then 0.
+    """
+    size = max((len(t.names) for t in trees), default=1)
+    lca = np.zeros((len(trees), size, size), np.int64)
+    hnorm = np.zeros((len(trees), size), np.float64)
+    for j, tree in enumerate(trees):
+        n = len(tree.names)
+        lca[j, :n, :n] = tree.lca_table
+        if tree.height > 0:
+            hnorm[j, :n] = tree.node_height / tree.height
+    if domain is not None:
+        width = float(domain[1]) - float(domain[0])
+    elif bool(np.any(~wmiss)):
+        width = float(np.max(hi[~wmiss]) - np.min(lo[~wmiss]))
+    else:
+        width = 0.0
+    inv = np.array([1.0 / width if width > 0 else 0.0])
+    return Tables(lca, hnorm, inv)
+
+
+def build_pool(cat: I64, wmiss: NDArray[np.bool_], lo: F64, hi: F64, rows: I64) -> Pool:
+    """Patterns sorted by (class, lo, hi), classes as pattern ranges, three skip-listed orders."""
+    n, n_cat = cat.shape
+    lo0 = np.where(wmiss, 0.0, lo)
+    hi0 = np.where(wmiss, 0.0, hi)
+    keys = (hi0, lo0, wmiss.astype(np.int64), *(cat[:, j] for j in reversed(range(n_cat))))
+    order = np.lexsort(keys).astype(np.int64)
+    s_cat, s_wm, s_lo, s_hi = cat[order], wmiss[order], lo0[order], hi0[order]
+    new_class = np.ones(n, np.bool_)
+    if n > 1:
+        new_class[1:] = np.any(s_cat[1:] != s_cat[:-1], axis=1) | (s_wm[1:] != s_wm[:-1])
+    new_pat = new_class.copy()
+    if n > 1:
+        new_pat[1:] |= (s_lo[1:] != s_lo[:-1]) | (s_hi[1:] != s_hi[:-1])
+    pat_start = np.flatnonzero(new_pat).astype(np.int64)
+    n_pat = pat_start.shape[0]
+    pat_count = np.diff(np.append(pat_start, n)).astype(np.int64)
+    cls_of_case = np.cumsum(new_class) - 1
+    pat_class = cls_of_case[pat_start].astype(np.int64)
+    cls_start = np.flatnonzero(np.diff(np.append(-1, pat_class)) != 0).astype(np.int64)
+    cls_end = np.append(cls_start[1:], n_pat).astype(np.int64)
+    case_pattern = np.empty(n, np.int64)
+    case_pattern[order] = np.cumsum(new_pat) - 1
+    slot_of = np.empty(n, np.int64)
+    slot_of[order] = np.arange(n, dtype=np.int64)
+    pat_lo, pat_hi = s_lo[pat_start], s_hi[pat_start]
+    hi_order = np.lexsort((np.arange(n_pat), pat_hi, pat_class)).astype(np.int64)
+    wd_order = np.lexsort((np.arange(n_pat), pat_hi - pat_lo, pat_class)).astype(np.int64)
+    hi_pos = np.empty(n_pat, np.int64)
+    hi_pos[hi_order] = np.arange(n_pat)
+    wd_pos = np.empty(n_pat, np.int64)
+    wd_pos[wd_order] = np.arange(n_pat)
+    cls_count = np.add.reduceat(pat_count, cls_start) if n_pat else np.zeros(0, np.int64)
+    alive = np.arange(n_pat + 1, dtype=np.int64)
+    return Pool(
+        pat_class=pat_class,
+        pat_lo=pat_lo,
+        pat_hi=pat_hi,
+        pat_start=pat_start,
+        pat_count=pat_count,
+        slots=order,
+        slot_of=slot_of,
+        case_pattern=case_pattern,
+        nxt=alive.copy(),
+        prv=alive.copy(),
+        hi_order=hi_order,
+        hi_pos=hi_pos,
+        hi_prv=alive.copy(),
+        wd_order=wd_order,
+        wd_pos=wd_pos,
+        wd_prv=alive.copy(),
+        cls_start=cls_start,
+        cls_end=cls_end,
+        cls_cat=s_cat[pat_start[cls_start]].astype(np.int64),
+        cls_wmiss=s_wm[pat_start[cls_start]].astype(np.bool_),
+        cls_count=cls_count.astype(np.int64),
+        remaining=np.array([n, int(rows.sum())], np.int64),
+    )
+
+
+def build_cases(rows: I64, val_ptr: I64, val_id: NDArray[np.int32], val_p: F64, theta: F64) -> Cases:
+    """Per-case rows and protected values in CSR form (contiguous arrays of the kernel's dtypes)."""
+    return Cases(
+        np.ascontiguousarray(rows, np.int64),
+        np.ascontiguousarray(val_ptr, np.int64),
+        np.ascontiguousarray(val_id, np.int32),
+        np.ascontiguousarray(val_p, np.float64),
+        np.ascontiguousarray(theta, np.float64),
+    )
