@@ -179,16 +179,12 @@ class Hierarchy:
         Raises:
             HierarchyError: a value names no node (the message shows the first such value).
         """
-        index = self._index
-        out = []
-        for v in values:
-            if v is None:
-                out.append(self.missing)
-            elif v in index:
-                out.append(index[v])
-            else:
-                self.code(v)
-        return np.array(out, dtype=np.int64)
+        index, missing = self._index, self.missing
+        items = list(values)
+        out = np.array([missing if v is None else index.get(v, -1) for v in items], dtype=np.int64)
+        if bool(np.any(out < 0)):
+            self.code(str(items[int(np.flatnonzero(out < 0)[0])]))
+        return out
 
     def decode(self, codes: ArrayLike) -> NDArray[np.str_]:
         """Names of an array of codes, same shape."""

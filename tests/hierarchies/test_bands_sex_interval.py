@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -11,11 +12,14 @@ from hypothesis import strategies as st
 
 from hierarchies import (
     MISSING,
+    Hierarchy,
     HierarchyError,
     NodeRow,
     from_levels,
     from_rows,
     interval,
+    mesh_age_tree,
+    paper_example_age_tree,
     sex_tree,
     weight_bands,
 )
@@ -187,3 +191,22 @@ def test_from_levels_errors(
 ) -> None:
     with pytest.raises(HierarchyError, match=message):
         from_levels(table, ranges=ranges)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        mesh_age_tree,
+        lambda: mesh_age_tree(split_80_plus=True),
+        paper_example_age_tree,
+        sex_tree,
+        lambda: weight_bands(range(0, 160, 10)),
+    ],
+)
+def test_every_bundled_tree_has_missing_as_a_leaf_under_the_root(make: Callable[[], Hierarchy]) -> None:
+    t = make()
+    assert t.name(t.missing) == MISSING and int(t.parent[t.missing]) == t.root
+    assert t.node_height[t.missing] == 0 and t.name(t.root) == "*"
+    others = np.array([c for c in range(len(t)) if c != t.missing])
+    assert (t.lca_pairs(others, t.missing) == t.root).all()
+    assert t.lca([t.missing, t.missing]) == t.missing
