@@ -10,9 +10,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from faers_anon.fetch import FetchConfig, FetchResult, fetch_quarters
+from faers_anon.io.ingest import IngestConfig, ingest_quarters
+from faers_anon.io.ingest_report import IngestResult
 from faers_anon.verify import Verdict, VerifyConfig, verify_release
 
-__all__ = ["fetch", "verify"]
+__all__ = ["fetch", "ingest", "verify"]
 
 
 def fetch(
@@ -25,6 +27,14 @@ def fetch(
 ) -> FetchResult:
     """Download the FDA's quarterly ASCII zips into ``out``; see :func:`faers_anon.fetch.fetch_quarters`."""
     return fetch_quarters(quarters, out, config=config, progress=progress)
+
+
+def ingest(sources: Sequence[Path], out: Path, /, *, config: IngestConfig | None = None) -> IngestResult:
+    """Read FAERS quarters (zips, folders) into the ingested folder ``out``.
+
+    See :func:`faers_anon.io.ingest.ingest_quarters` and docs/architecture.md "The ingested folder".
+    """
+    return ingest_quarters(sources, out, config=config)
 
 
 def verify(release: Path, /, *, config: VerifyConfig | None = None) -> Verdict:

@@ -14,6 +14,7 @@ import click
 from faers_anon import __version__, api
 from faers_anon.errors import FaersAnonError, VerificationError
 from faers_anon.fetch import FDA_BASE_URL, FetchConfig
+from faers_anon.io.ingest import IngestConfig
 from faers_anon.verify import VerifyConfig
 from hierarchies.errors import HierarchyError
 from knowledge.errors import KnowledgeError
@@ -67,6 +68,33 @@ def fetch(quarters: tuple[str, ...], out: Path, base_url: str, timeout: float) -
         list(quarters), out, config=FetchConfig(base_url=base_url, timeout=timeout), progress=click.echo
     )
     click.echo(result.summary())
+
+
+@cli.command()
+@click.argument("sources", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Folder for the ingested tables (replaced if it holds a previous ingest).",
+)
+@click.option("--demo", is_flag=True, help="Also ingest the bundled demo quarter.")
+@click.option(
+    "--drug-names",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Brand -> ingredient lookup for drug_key (e.g. FDA's unii_names_bn_of.tsv).",
+)
+def ingest(sources: tuple[Path, ...], out: Path, **options: Any) -> None:
+    """Read FAERS quarterly files (FDA zips or folders, FAERS or legacy AERS) into typed Parquet.
+
+    Bad rows go to OUT/rejects/ with a reason; cases on DELETE lists are removed; versions of a case
+    are merged into OUT/cases.parquet; OUT/ingest_report.json counts every row.
+
+    Example: faers-anon ingest faers_ascii_2023q1.zip faers_ascii_2023q2.zip -o out/2023
+    """
+    click.echo(api.ingest(list(sources), out, config=IngestConfig(**options)).summary())
 
 
 @cli.command()
