@@ -56,8 +56,9 @@ class VerifyConfig:
         k: minimum distinct cases per QID-group (manifest ``parameters.k``).
         sensitive: sensitive case attributes, among ``indications``/``indi_pt`` and ``reactions``/``pt``
             (manifest ``parameters.sensitive``; default both).
-        qids: extra QID columns beyond the six standard ones (manifest ``parameters.qids``; the names
-            ``age``, ``sex``, ``weight`` stand for the standard columns).
+        qids: extra QID columns beyond the six standard ones (default: manifest ``parameters.qids`` plus
+            the ``columns.demo.qid`` list the release writer records; the names ``age``, ``sex``,
+            ``weight`` stand for the standard columns).
         tolerance: slack when comparing conf with θ (floating-point sums).
         check_hashes: check the manifest's SHA-256 of every listed output file.
     """
@@ -167,7 +168,8 @@ def verify_release(
         else params.get("sensitive", ("indications", "reactions"))
     )
     tables = _sensitive_tables((attrs,) if isinstance(attrs, str) else tuple(attrs))
-    extra = config.qids if config.qids is not None else tuple(params.get("qids") or ())
+    written = (manifest.get("columns") or {}).get("demo", {}).get("qid") or []
+    extra = config.qids if config.qids is not None else (*(params.get("qids") or ()), *written)
     qid_cols = [*STANDARD_QIDS, *(c for c in _expand_qids(extra) if c not in STANDARD_QIDS)]
 
     demo = _table(release, "demo", ["caseid", *qid_cols]).collect()

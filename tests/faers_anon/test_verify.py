@@ -286,3 +286,27 @@ def test_property_verdict_matches_a_direct_computation(
     assert verdict.violations.filter(pl.col("rule") == "k").height == small
     assert verdict.ok == (dangerous == 0 and small == 0)
     assert sum(verdict.group_sizes["groups"]) == len(members)
+
+
+def test_extra_qid_columns_recorded_by_the_writer_split_groups(tmp_path: Path) -> None:
+    partition = pl.DataFrame(
+        {"caseid": [1, 2, 3], "group_id": [0, 0, 1], "age_group": ["Adult"] * 3, "age_min": [19.0] * 3,
+         "age_max": [None] * 3, "sex": ["*"] * 3, "wt_min": [None] * 3, "wt_max": [None] * 3,
+         "occr_country": ["US", "US", "EU"]},
+        schema_overrides={"age_max": pl.Float64, "wt_min": pl.Float64, "wt_max": pl.Float64},
+    )  # fmt: skip
+    written = write_release(
+        _ingested(tmp_path / "in"),
+        partition,
+        tmp_path / "rel",
+        knowledge=pl.DataFrame({"drug_key": ["D"], "disease": ["Headache"], "weight": [0.5]}),
+        thresholds=pl.DataFrame({"value": ["HEADACHE"], "theta": [1.0]}),
+        parameters={"k": 2},
+    )
+    demo = pl.read_parquet(written.path / "parquet" / "demo.parquet")
+    assert demo.sort("primaryid")["occr_country"].to_list() == ["US", "US", "US", "EU"]
+    verdict = verify_release(written.path)
+    assert verdict.n_groups == 2
+    assert verdict.violations.select("rule", "detail").rows() == [("k", "1 distinct cases < k = 2")]
+    assert verdict.violations["qid"][0].endswith("occr_country=EU")
+    assert verify_release(written.path, qids=[]).ok  # without the extra QID: one group of 3 cases
