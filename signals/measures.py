@@ -24,7 +24,8 @@ a, b, c, d is 0, PRR, ROR and their CIs are computed on a + 0.5, b + 0.5, c + 0.
 Haldane–Anscombe correction, as ``statsmodels`` ``Table2x2(shift_zeros=True)``), and
 ``zero_cell`` is true. IC needs no correction (its +0.5 already keeps it finite; E = 0 gives IC = 0).
 χ² uses the observed cells; when a margin is 0 (every case has the drug, or the event, or none has)
-its denominator is 0 and χ² is defined as 0: the table holds no contrast.
+its denominator is 0 and χ² is defined as 0: the table holds no contrast. An empty table (N = 0, a
+stratum without cases) thus gives PRR = ROR = 1, IC = 0 (E := 0), χ² = 0 and no signal.
 
 Fractional counts (the ``expected`` reading of released ranges) go through the same formulas: the
 estimates are those of the expected table; their CIs and χ² treat the expected cells as if observed,
@@ -70,14 +71,14 @@ def disproportionality(counts: pl.DataFrame, /) -> pl.DataFrame:
     Formulas, sources, the zero-cell rule and the ranges are in the module docstring (SPEC §9).
 
     Args:
-        counts: any frame with Float64-castable ``a``, ``b``, ``c``, ``d`` ≥ 0 and a + b + c + d > 0.
+        counts: any frame with Float64-castable ``a``, ``b``, ``c``, ``d`` ≥ 0.
 
     Returns:
         ``counts`` with ``prr, prr_lo, prr_hi, ror, ror_lo, ror_hi, ic, ic025, ic975, chi2, zero_cell,
         signal_evans, signal_ror, signal_ic`` appended; row order kept.
 
     Raises:
-        SignalsError: a missing cell column, a negative cell, or an empty table (N = 0).
+        SignalsError: a missing cell column or a negative cell.
     """
     for cell in "abcd":
         if cell not in counts.columns:
@@ -87,8 +88,6 @@ def disproportionality(counts: pl.DataFrame, /) -> pl.DataFrame:
         low = frame.select(pl.min_horizontal("a", "b", "c", "d").min()).item()
         if low < 0:
             raise SignalsError(f"counts: negative cell {low:g} (expected a, b, c, d >= 0)")
-        if frame.select((pl.sum_horizontal("a", "b", "c", "d") <= 0).any()).item():
-            raise SignalsError("counts: a row with a + b + c + d = 0 (expected at least one case)")
     a, b, c, d = (pl.col(x) for x in "abcd")
     zero = (a == 0) | (b == 0) | (c == 0) | (d == 0)
     h = pl.when(zero).then(0.5).otherwise(0.0)
@@ -100,7 +99,7 @@ def disproportionality(counts: pl.DataFrame, /) -> pl.DataFrame:
     se_ror = (1 / a_ + 1 / b_ + 1 / c_ + 1 / d_).sqrt()
     margins = (a + b) * (c + d) * (a + c) * (b + d)
     excess = ((a * d - b * c).abs() - n / 2).clip(lower_bound=0.0)
-    expected = (a + b) * (a + c) / n
+    expected = pl.when(n > 0).then((a + b) * (a + c) / n).otherwise(0.0)
     out = (
         frame.with_columns(
             prr=ln_prr.exp(),

@@ -1,0 +1,354 @@
+"""Signal survival: which raw-data signals still signal on the release, and which appear only there.
+
+SPEC §9. Both inputs go through :func:`signals.table.signal_table` with the same options. A *signal*
+is a row (stratum, drug, event) with a ≥ ``min_a`` that meets a criterion (``evans``, ``ror``, ``ic``;
+with the default ``min_a`` = 3 every criterion works on the same pairs, since Evans needs a ≥ 3).
+A raw row is matched with the release row of the same stratum, drug and event in each of the
+release's readings (``exact`` for the stratum ``all``; ``certain``, ``possible``, ``expected`` for
+the other strata on released ranges). A pair absent on one side had a < ``min_a`` there and does
+not signal there.
+
+* survival: per stratum, reading and criterion, ``n_raw`` raw signals, ``n_survived`` of them still
+  signalling on the release, ``share_survived`` = n_survived / n_raw (null when n_raw = 0: nothing
+  to survive), ``n_release`` release signals and ``n_new`` = release signals that are not raw ones.
+* correlation: Spearman's rank correlation of PRR over the pairs present on both sides (null with
+  fewer than 3 such pairs or a constant side).
+* panel: every reference rule with raw and released counts, PRR/ROR/IC and their CIs; relative
+  change = release/raw − 1 for PRR and ROR, and 2^(IC_release − IC_raw) − 1 for IC (the relative
+  change of the shrunk observed-to-expected ratio whose log2 IC is, defined even when IC_raw = 0);
+  ``survived`` = ``yes``/``no`` for a rule that signals on the raw data (under ``criterion``) and
+  does / does not on the release, ``n/a`` for a rule that does not signal on the raw data.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from signals.counts import CaseTables
+from signals.errors import SignalsError
+from signals.measures import CRITERIA
+from signals.panels import load_reference_pairs, medwatch_panel, panel_table
+from signals.strata import OVERALL
+from signals.table import SignalConfig, SignalTable, readings_of, signal_table, strata_of
+
+__all__ = ["PANEL_CONDITIONS", "CompareConfig", "Comparison", "compare"]
+
+PANEL_CONDITIONS = ("age>=18", "age>=60", "age<18", "sex=F")
+_SIDE_COLUMNS = ("a", "prr", "prr_lo", "ror", "ror_lo", "ic", "ic025", "chi2", *CRITERIA.values())
+_PANEL_SIDE = (
+    "a",
+    "b",
+    "c",
+    "d",
+    "prr",
+    "prr_lo",
+    "prr_hi",
+    "ror",
+    "ror_lo",
+    "ror_hi",
+    "ic",
+    "ic025",
+    "ic975",
+)
+_KEYS = ["stratum", "reading", "drug", "event"]
+
+
+def _default_signals() -> SignalConfig:
+    return SignalConfig(stratify=("age", "sex"), conditions=PANEL_CONDITIONS, min_a=3.0)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CompareConfig:
+    """Options of a raw-versus-release comparison.
+
+    Attributes:
+        signals: options of both signal tables; default age × sex bands, the four conditions of the
+            paper's Table 5 (age ≥ 18, age ≥ 60, age < 18, sex = F) and min_a = 3.
+        criterion: the criterion of the headline figures and of the panel's ``survived``.
+        reference: optional reference-pair CSV (e.g. ``../shared/data/reference_signals/
+            reference_pairs.csv``) compared besides the bundled MedWatch panel.
+        outcome_groups: optional outcome-group CSV for the reference pairs' event groups.
+    """
+
+    signals: SignalConfig = field(default_factory=_default_signals)
+    criterion: str = "evans"
+    reference: Path | None = None
+    outcome_groups: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.criterion not in CRITERIA:
+            raise SignalsError(f"criterion must be one of {', '.join(CRITERIA)}; got {self.criterion!r}")
+        if self.outcome_groups is not None and self.reference is None:
+            raise SignalsError("outcome_groups needs reference (the pairs whose events it groups)")
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """Result of :func:`compare`: frames and a JSON-ready overview.
+
+    Attributes:
+        raw: the raw signal table.
+        release: the release signal table.
+        pairs: every (stratum, reading, drug, event) on either side with ``a``, ``prr``, ``prr_lo``,
+            ``ror``, ``ror_lo``, ``ic``, ``ic025``, ``chi2`` and the criteria, suffixed ``_raw`` and
+            ``_release`` (measures null on the side where a < min_a; criteria false there).
+        survival: stratum, reading, criterion, n_raw, n_survived, share_survived, n_release, n_new.
+        correlation: stratum, reading, n_common, prr_spearman.
+        new_signals: criterion, stratum, reading, drug, event, a/prr on both sides: release-only signals.
+        panel: the reference rules, raw and released measures, relative changes and ``survived``.
+        overview: headline numbers (see :meth:`as_dict`).
+    """
+
+    raw: SignalTable
+    release: SignalTable
+    pairs: pl.DataFrame
+    survival: pl.DataFrame
+    correlation: pl.DataFrame
+    new_signals: pl.DataFrame
+    panel: pl.DataFrame
+    overview: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The overview: options, case counts, survival overall and pooled over strata per reading,
+        pooled PRR rank correlations and the panel's survival; JSON-ready (no NaN)."""
+        return self.overview
+
+    def summary(self) -> str:
+        """A few lines for the terminal: survival overall and per reading, the panel."""
+        o = self.overview
+        crit = o["criterion"]
+        lines = [
+            f"raw {o['cases']['raw']:,} cases, release {o['cases']['release']:,} cases; criterion {crit}"
+        ]
+        lines.append("  overall: " + _survival_text(o["overall"][crit]))
+        for reading, by_criterion in o["strata"].items():
+            rho = o["prr_spearman"].get(reading)
+            rho_text = "n/a" if rho is None else f"{rho:.3f}"
+            lines.append(
+                f"  strata, {reading}: {_survival_text(by_criterion[crit])}; PRR Spearman {rho_text}"
+            )
+        for reading, counts in o["panel"]["survived"].items():
+            lines.append(
+                f"  panel, {reading}: {counts['yes']} of {o['panel']['raw_signals']} raw signals survive "
+                f"({o['panel']['rules']} rules)"
+            )
+        return "\n".join(lines)
+
+
+def _survival_text(row: dict[str, Any]) -> str:
+    share = "n/a" if row["share_survived"] is None else f"{row['share_survived']:.1%}"
+    return f"{row['n_survived']:,} of {row['n_raw']:,} raw signals survive ({share}), {row['n_new']:,} new"
+
+
+def compare(raw: CaseTables, release: CaseTables, /, *, config: CompareConfig | None = None) -> Comparison:
+    """Compare the signals of raw data with those of its release (SPEC §9; see the module docstring).
+
+    Args:
+        raw: the raw case tables (exact ages: ``age_years``).
+        release: the released case tables (ranges ``age_min``/``age_max``, sex with ``*``), or any
+            second exact data set.
+        config: options; default :class:`CompareConfig`.
+
+    Returns:
+        A :class:`Comparison`.
+
+    Raises:
+        SignalsError: bad input or options, or raw data holding ranges.
+    """
+    config = config or CompareConfig()
+    raw_table = signal_table(raw, config=config.signals)
+    if raw_table.ranges:
+        raise SignalsError("raw: holds ranges (age_min or wt_min); expected exact values (age_years)")
+    release_table = signal_table(release, config=config.signals)
+    combos = _combos(config.signals, ranges=release_table.ranges)
+    pairs = _pairs(raw_table.frame, release_table.frame, combos)
+    survival = _survival(pairs, combos)
+    correlation = _correlation(pairs, combos)
+    new_signals = _new_signals(pairs)
+    panel = _panel(raw, release, config)
+    overview = _overview(config, raw_table, release_table, pairs, survival, panel)
+    return Comparison(raw_table, release_table, pairs, survival, correlation, new_signals, panel, overview)
+
+
+def _combos(config: SignalConfig, *, ranges: bool) -> pl.DataFrame:
+    rows = [
+        {"stratum": s.label, "reading": r}
+        for group in strata_of(config)
+        for s in group
+        for r in readings_of(s, ranges=ranges)
+    ]
+    return pl.DataFrame(rows, schema={"stratum": pl.Utf8, "reading": pl.Utf8}).with_row_index("order")
+
+
+def _side(frame: pl.DataFrame, suffix: str) -> pl.DataFrame:
+    return frame.select(*_KEYS, *(pl.col(c).alias(f"{c}_{suffix}") for c in _SIDE_COLUMNS))
+
+
+def _pairs(raw: pl.DataFrame, release: pl.DataFrame, combos: pl.DataFrame) -> pl.DataFrame:
+    expanded = raw.drop("reading").join(combos.select("stratum", "reading"), on="stratum")
+    flags = [f"{c}_{side}" for c in CRITERIA.values() for side in ("raw", "release")]
+    return (
+        _side(expanded, "raw")
+        .join(_side(release, "release"), on=_KEYS, how="full", coalesce=True)
+        .with_columns(pl.col(flags).fill_null(False))
+        .join(combos, on=["stratum", "reading"], how="left")
+        .sort("order", "drug", "event")
+        .drop("order")
+    )
+
+
+def _survival(pairs: pl.DataFrame, combos: pl.DataFrame) -> pl.DataFrame:
+    parts = []
+    for name, column in CRITERIA.items():
+        r, s = pl.col(f"{column}_raw"), pl.col(f"{column}_release")
+        counts = pairs.group_by("stratum", "reading").agg(
+            n_raw=r.sum(), n_survived=(r & s).sum(), n_release=s.sum(), n_new=(s & ~r).sum()
+        )
+        parts.append(
+            combos.join(counts, on=["stratum", "reading"], how="left").with_columns(
+                pl.lit(name).alias("criterion")
+            )
+        )
+    return (
+        pl.concat(parts)
+        .with_columns(pl.col("n_raw", "n_survived", "n_release", "n_new").fill_null(0).cast(pl.Int64))
+        .with_columns(
+            share_survived=pl.when(pl.col("n_raw") > 0).then(pl.col("n_survived") / pl.col("n_raw"))
+        )
+        .sort("order", maintain_order=True)
+        .select(
+            "stratum", "reading", "criterion", "n_raw", "n_survived", "share_survived", "n_release", "n_new"
+        )
+    )
+
+
+def _spearman(frame: pl.DataFrame | pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
+    rho = pl.corr("prr_raw", "prr_release", method="spearman")
+    return (
+        frame.lazy()
+        .filter(pl.col("prr_raw").is_not_null() & pl.col("prr_release").is_not_null())
+        .group_by(by)
+        .agg(n_common=pl.len(), _rho=rho)
+        .with_columns(
+            prr_spearman=pl.when((pl.col("n_common") >= 3) & pl.col("_rho").is_finite()).then("_rho")
+        )
+        .drop("_rho")
+    )
+
+
+def _correlation(pairs: pl.DataFrame, combos: pl.DataFrame) -> pl.DataFrame:
+    found = _spearman(pairs, ["stratum", "reading"]).collect()
+    return (
+        combos.join(found, on=["stratum", "reading"], how="left")
+        .with_columns(pl.col("n_common").fill_null(0).cast(pl.Int64))
+        .sort("order")
+        .select("stratum", "reading", "n_common", "prr_spearman")
+    )
+
+
+def _new_signals(pairs: pl.DataFrame) -> pl.DataFrame:
+    parts = [
+        pairs.filter(pl.col(f"{column}_release") & ~pl.col(f"{column}_raw")).select(
+            pl.lit(name).alias("criterion"), *_KEYS, "a_raw", "a_release", "prr_raw", "prr_release"
+        )
+        for name, column in CRITERIA.items()
+    ]
+    return pl.concat(parts)
+
+
+def _panel(raw: CaseTables, release: CaseTables, config: CompareConfig) -> pl.DataFrame:
+    panels = [medwatch_panel()]
+    if config.reference is not None:
+        panels.append(load_reference_pairs(config.reference, outcome_groups=config.outcome_groups))
+    panel = pl.concat(panels, how="diagonal_relaxed").with_row_index("rule")
+    flag = CRITERIA[config.criterion]
+    raw_side = panel_table(raw, panel, config=config.signals).select(
+        "rule", *(pl.col(c).alias(f"{c}_raw") for c in _PANEL_SIDE), pl.col(flag).alias("signal_raw")
+    )
+    release_side = panel_table(release, panel, config=config.signals)
+    described = [c for c in release_side.columns if c not in (*_PANEL_SIDE, "chi2", "zero_cell")]
+    described = [c for c in described if not c.startswith("signal_")]
+    joined = release_side.select(
+        *described,
+        *(pl.col(c).alias(f"{c}_release") for c in _PANEL_SIDE),
+        pl.col(flag).alias("signal_release"),
+    ).join(raw_side, on="rule", how="left", maintain_order="left")
+    return joined.with_columns(
+        prr_change=pl.col("prr_release") / pl.col("prr_raw") - 1,
+        ror_change=pl.col("ror_release") / pl.col("ror_raw") - 1,
+        ic_change=pl.lit(2.0).pow(pl.col("ic_release") - pl.col("ic_raw")) - 1,
+        survived=pl.when(~pl.col("signal_raw"))
+        .then(pl.lit("n/a"))
+        .when(pl.col("signal_release"))
+        .then(pl.lit("yes"))
+        .otherwise(pl.lit("no")),
+    ).drop("rule")
+
+
+def _pooled(survival: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    sums = survival.group_by("criterion").agg(pl.col("n_raw", "n_survived", "n_release", "n_new").sum())
+    out: dict[str, dict[str, Any]] = {}
+    for row in sums.sort("criterion").iter_rows(named=True):
+        n_raw = int(row["n_raw"])
+        out[row["criterion"]] = {
+            "n_raw": n_raw,
+            "n_survived": int(row["n_survived"]),
+            "share_survived": row["n_survived"] / n_raw if n_raw else None,
+            "n_release": int(row["n_release"]),
+            "n_new": int(row["n_new"]),
+        }
+    return out
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _overview(
+    config: CompareConfig,
+    raw: SignalTable,
+    release: SignalTable,
+    pairs: pl.DataFrame,
+    survival: pl.DataFrame,
+    panel: pl.DataFrame,
+) -> dict[str, Any]:
+    is_all = pl.col("stratum") == OVERALL.label
+    strata = survival.filter(~is_all)
+    readings = strata.get_column("reading").unique(maintain_order=True).to_list()
+    pooled_rho = _spearman(pairs.filter(~is_all), ["reading"]).collect()
+    overall_rho = _spearman(pairs.filter(is_all), ["reading"]).collect()
+    rho = {"overall": _finite(overall_rho.item(0, "prr_spearman")) if overall_rho.height else None}
+    rho.update({r["reading"]: _finite(r["prr_spearman"]) for r in pooled_rho.iter_rows(named=True)})
+    flagged = panel.filter(pl.col("signal_raw"))
+    return {
+        "criterion": config.criterion,
+        "options": {
+            "role": config.signals.role,
+            "min_a": config.signals.min_a,
+            "stratify": list(config.signals.stratify),
+            "conditions": list(config.signals.conditions),
+        },
+        "cases": {"raw": raw.n_cases, "release": release.n_cases},
+        "rows": {"raw": raw.frame.height, "release": release.frame.height},
+        "overall": _pooled(survival.filter(is_all)),
+        "strata": {r: _pooled(strata.filter(pl.col("reading") == r)) for r in readings},
+        "prr_spearman": rho,
+        "panel": {
+            "rules": int(panel.select(pl.struct("panel", "drug", "event", "condition").n_unique()).item()),
+            "raw_signals": int(
+                flagged.select(pl.struct("panel", "drug", "event", "condition").n_unique()).item()
+            ),
+            "survived": {
+                r: {
+                    k: int(flagged.filter((pl.col("reading") == r) & (pl.col("survived") == k)).height)
+                    for k in ("yes", "no")
+                }
+                for r in panel.get_column("reading").unique(maintain_order=True).to_list()
+            },
+        },
+    }

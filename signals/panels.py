@@ -1,0 +1,204 @@
+"""Reference signal panels: known drug–event rules, each counted and measured at its own condition.
+
+The bundled panel is the paper's Table 5 (Lin, Yang & Wang 2016, BMC Med Inform Decis Mak 16(S1):58;
+SPEC §9): seven FDA MedWatch rules with a demographic condition — AVANDIA with myocardial
+infarction, death and cerebrovascular accident (age ≥ 18), TYSABRI with progressive multifocal
+leukoencephalopathy (age ≥ 18), ZELNORM with cerebrovascular accident (female), WARFARIN with
+myocardial infarction (age ≥ 60), REVATIO with death (age < 18). The paper prints the "18~" of
+AVANDIA once for its three rows, and its text reads "Avandia, age > 18 years old ⇒ death", so the
+condition holds for all three (``../shared/data/reference_signals/reference_pairs.csv`` attaches it
+to the myocardial infarction row only; we follow the paper and SPEC §9).
+
+Panel frame columns: ``panel``, ``drug`` (label), ``event`` (PT as given), ``event_group`` (null or
+an outcome group name), ``condition`` (null = all cases), ``expected`` (positive/negative/null),
+``drug_keys`` and ``event_terms`` (List(Utf8)).
+
+Matching. A case has the panel drug when one of its ``drug_key`` values equals one of
+``drug_keys`` or starts with it followed by a space (so ``WARFARIN`` also matches ``WARFARIN
+SODIUM``: keys with or without salts). Combination products (``METFORMIN\\ROSIGLITAZONE``) do not
+match. REVATIO is listed with SILDENAFIL because a modern ``drug_key`` comes from ``prod_ai``, which
+does not tell Revatio from Viagra; the age < 18 condition leaves mostly Revatio's paediatric use. A
+case has the panel event when one of its PTs equals one of ``event_terms``, compared by the canonical
+key of :func:`signals.counts.event_key`.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+
+import polars as pl
+
+from signals.counts import CaseTables, co_reports, count_2x2, event_key, prepare
+from signals.errors import SignalsError
+from signals.measures import disproportionality
+from signals.strata import OVERALL, has_ranges, memberships, parse_condition
+from signals.table import SignalConfig, readings_of
+
+__all__ = ["PANEL_COLUMNS", "medwatch_panel", "load_reference_pairs", "panel_table"]
+
+PANEL_COLUMNS = ("panel", "drug", "event", "event_group", "condition", "expected", "drug_keys", "event_terms")
+_GROUP_NOTE = re.compile(r"use group (\w+)")
+
+
+def _key(expr: pl.Expr) -> pl.Expr:
+    return expr.str.replace_all(r"\s+", " ").str.strip_chars().str.to_uppercase()
+
+
+def medwatch_panel() -> pl.DataFrame:
+    """The bundled panel: the seven MedWatch rules of the paper's Table 5 (see the module docstring).
+
+    Returns:
+        A panel frame (``panel`` = ``medwatch``), plus ``marketed`` and ``withdrawn_or_warning`` years.
+    """
+    source = resources.files("signals").joinpath("data", "medwatch_table5.csv")
+    raw = pl.read_csv(source.read_bytes(), infer_schema=False)
+    return raw.select(
+        pl.lit("medwatch").alias("panel"),
+        "drug",
+        "event",
+        pl.lit(None, pl.Utf8).alias("event_group"),
+        "condition",
+        pl.lit("positive").alias("expected"),
+        pl.col("drug_keys").str.split("|"),
+        pl.col("event_terms").str.split("|"),
+        pl.col("marketed").cast(pl.Int64),
+        pl.col("withdrawn_or_warning").cast(pl.Int64),
+    )
+
+
+def load_reference_pairs(path: str | Path, /, *, outcome_groups: str | Path | None = None) -> pl.DataFrame:
+    """Read a reference set such as ``../shared/data/reference_signals/reference_pairs.csv``.
+
+    Expected columns: ``drug``, ``event_pt``, ``expected``, ``demographic_condition``, ``source``.
+    Drug keys are the upper-cased name, or both parts of ``NAME (ingredient)``. When
+    ``outcome_groups`` (``outcome_group``, ``meddra_pt``) is given and a row's source says
+    ``use group X``, the event is the group X (every PT of it); otherwise the PT itself.
+
+    Returns:
+        A panel frame with ``panel`` = ``reference``.
+
+    Raises:
+        SignalsError: a missing file or column, or a condition that cannot be read.
+    """
+    pairs = _read(path, ("drug", "event_pt", "expected", "demographic_condition", "source"))
+    outer = _key(pl.col("drug").str.replace_all(r"\([^()]*\)", " "))
+    inner = _key(pl.col("drug").str.extract(r"\(([^()]*)\)", 1))
+    frame = pairs.select(
+        pl.lit("reference").alias("panel"),
+        "drug",
+        pl.col("event_pt").alias("event"),
+        pl.col("source").str.extract(_GROUP_NOTE.pattern, 1).alias("event_group"),
+        pl.when(pl.col("demographic_condition").str.strip_chars() != "")
+        .then("demographic_condition")
+        .alias("condition"),
+        "expected",
+        pl.concat_list(outer, inner).list.drop_nulls().list.unique(maintain_order=True).alias("drug_keys"),
+        pl.concat_list("event_pt").alias("event_terms"),
+    )
+    for text in frame.get_column("condition").drop_nulls().unique():
+        parse_condition(text)
+    if outcome_groups is None:
+        return frame.with_columns(pl.lit(None, pl.Utf8).alias("event_group"))
+    groups = (
+        _read(outcome_groups, ("outcome_group", "meddra_pt"))
+        .group_by("outcome_group")
+        .agg(pl.col("meddra_pt").unique().sort().alias("group_terms"))
+    )
+    return (
+        frame.join(groups, left_on="event_group", right_on="outcome_group", how="left", maintain_order="left")
+        .with_columns(
+            pl.when(pl.col("group_terms").is_not_null()).then("event_group").alias("event_group"),
+            pl.coalesce("group_terms", "event_terms").alias("event_terms"),
+        )
+        .select(PANEL_COLUMNS)
+    )
+
+
+def _read(path: str | Path, columns: tuple[str, ...]) -> pl.DataFrame:
+    file = Path(path)
+    if not file.is_file():
+        raise SignalsError(f"{file}: reference file not found")
+    frame = pl.read_csv(file, infer_schema=False)
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise SignalsError(f"{file.name}: missing column {missing[0]!r} (expected {', '.join(columns)})")
+    return frame
+
+
+def _map_drugs(case_drugs: pl.DataFrame, panel: pl.DataFrame) -> pl.DataFrame:
+    """(caseid, drug label) for every case with a key of the panel drug (exact or word prefix)."""
+    keys = (
+        panel.select(pl.col("drug").alias("label"), pl.col("drug_keys").alias("key"))
+        .explode("key")
+        .with_columns(_key(pl.col("key")))
+        .unique()
+        .with_columns(words=pl.col("key").str.count_matches(" ") + 1)
+    )
+    names = case_drugs.select(pl.col("drug").unique())
+    parts = [
+        names.with_columns(key=pl.col("drug").str.extract(rf"^((?:\S+ ){{{n - 1}}}\S+)(?: |$)", 1)).join(
+            keys.filter(pl.col("words") == n).select("label", "key"), on="key"
+        )
+        for n in keys.get_column("words").unique().sort()
+    ]
+    found = pl.concat([p.select("drug", "label") for p in parts]).unique()
+    return case_drugs.join(found, on="drug").select("caseid", pl.col("label").alias("drug")).unique()
+
+
+def _map_events(case_events: pl.DataFrame, panel: pl.DataFrame) -> pl.DataFrame:
+    """(caseid, event id) for every case with a term of the panel event; the id is group or PT."""
+    terms = (
+        panel.select(pl.coalesce("event_group", "event").alias("label"), pl.col("event_terms").alias("event"))
+        .explode("event")
+        .with_columns(event_key(pl.col("event")))
+        .unique()
+    )
+    return case_events.join(terms, on="event").select("caseid", pl.col("label").alias("event")).unique()
+
+
+def panel_table(
+    tables: CaseTables, panel: pl.DataFrame, /, *, config: SignalConfig | None = None
+) -> pl.DataFrame:
+    """Counts, measures and criteria of every panel rule at its condition, in each reading.
+
+    Conventions are those of :func:`signals.table.signal_table` (cases not pairs, role filter,
+    zero-cell rule); ``config`` gives the role and the caps (its strata and ``min_a`` do not apply:
+    every rule is reported, a = 0 included).
+
+    Returns:
+        The panel's descriptive columns (without the key lists), ``reading``, ``a``, ``b``, ``c``,
+        ``d``, the measures and the criteria; one row per rule and reading, in panel order.
+
+    Raises:
+        SignalsError: a missing panel column or bad input tables.
+    """
+    config = config or SignalConfig()
+    missing = [c for c in PANEL_COLUMNS if c not in panel.columns]
+    if missing:
+        raise SignalsError(f"panel: missing column {missing[0]!r} (expected {', '.join(PANEL_COLUMNS)})")
+    cases, case_drugs, case_events = prepare(tables, role=config.role)
+    ranges = has_ranges(cases)
+    rules = panel.with_row_index("_rule").with_columns(pl.coalesce("event_group", "event").alias("_event"))
+    wanted = rules.select("drug", pl.col("_event").alias("event"))
+    co = co_reports(_map_drugs(case_drugs, panel), _map_events(case_events, panel), wanted=wanted)
+    caps = {"age": config.age_cap, "weight": config.weight_cap}
+    parts = []
+    for condition in rules.get_column("condition").unique(maintain_order=True):
+        stratum = OVERALL if condition is None else parse_condition(condition)
+        chosen = rules.filter(pl.col("condition").eq_missing(condition))
+        for reading in readings_of(stratum, ranges=ranges):
+            members = memberships(cases, (stratum,), reading=reading, caps=caps)
+            counts = count_2x2(
+                co, members, min_a=0.0, wanted=chosen.select("drug", pl.col("_event").alias("event"))
+            )
+            parts.append(
+                chosen.select("_rule", "drug", "_event")
+                .join(counts.rename({"event": "_event"}), on=["drug", "_event"], how="left")
+                .with_columns(pl.lit(reading).alias("reading"), pl.col("a", "b", "c", "d").fill_null(0.0))
+            )
+    counted = pl.concat(parts).select("_rule", "reading", "a", "b", "c", "d")
+    described = rules.drop("drug_keys", "event_terms", "_event")
+    out = described.join(counted, on="_rule").sort("_rule", maintain_order=True).drop("_rule")
+    return disproportionality(out)
