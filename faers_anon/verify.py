@@ -27,7 +27,6 @@ DR = dangerous groups / groups, a group being dangerous when some s has conf > Î
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from typing import Any
 import polars as pl
 
 from faers_anon.errors import ConfigError, InputError
+from faers_anon.manifest import read_manifest
 
 __all__ = ["VerifyConfig", "Verdict", "verify_release", "STANDARD_QIDS"]
 
@@ -157,7 +157,9 @@ def verify_release(
     )
     if not release.is_dir():
         raise InputError("not a release folder", path=release)
-    manifest = _read_manifest(release)
+    manifest = read_manifest(release) or {}
+    if not isinstance(manifest.get("parameters", {}), dict):
+        raise InputError("parameters: expected a JSON object", path=release / "manifest.json")
     params = manifest.get("parameters") or {}
     if config.k is None and params.get("k") is None:
         raise ConfigError(f"{release}: no k given and manifest.json has no parameters.k")
@@ -246,19 +248,6 @@ def _expand_qids(names: Sequence[str]) -> list[str]:
 def _label(qid_cols: Sequence[str]) -> pl.Expr:
     parts = [pl.format(f"{c}={{}}", pl.col(c).cast(pl.String).fill_null("null")) for c in qid_cols]
     return pl.concat_str(parts, separator=", ").alias("qid")
-
-
-def _read_manifest(release: Path) -> dict[str, Any]:
-    path = release / "manifest.json"
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"not valid JSON ({exc})", path=path) from exc
-    if not isinstance(data, dict) or not isinstance(data.get("parameters", {}), dict):
-        raise InputError("expected a JSON object with a parameters object", path=path)
-    return data
 
 
 def _table(release: Path, table: str, columns: Sequence[str]) -> pl.LazyFrame:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from faers_anon import __version__
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.io import release_writer
-from faers_anon.io.column_policy import DEFAULT_POLICY, FAERS_COLUMNS, QID_COLUMNS, ColumnPolicy
+from faers_anon.io.column_policy import DEFAULT_POLICY, QID_COLUMNS, ColumnPolicy
 from faers_anon.io.release_writer import restricted_path, write_release
 from faers_anon.manifest import fingerprint, hash_tree, sha256_file
 
@@ -352,18 +352,6 @@ def test_extra_file_names_cannot_shadow_the_layout(ingested: Path, tmp_path: Pat
     for bad in ("manifest.json", "../x", "ascii/DEMO24Q1.txt"):
         with pytest.raises(ConfigError, match="extra file name"):
             _write(ingested, tmp_path / "r", extra_files={bad: b""})
-
-
-def test_column_policy_rejects_unsafe_or_broken_settings() -> None:
-    with pytest.raises(ConfigError, match="demo.age is a raw QID"):
-        DEFAULT_POLICY.with_actions("demo", age="keep")
-    with pytest.raises(ConfigError, match="drug must keep drug_key"):
-        DEFAULT_POLICY.with_actions("drug", drug_key="drop")
-    with pytest.raises(ConfigError, match="unknown action 'publish'"):
-        DEFAULT_POLICY.with_actions("reac", pt="publish")  # type: ignore[arg-type]
-    assert DEFAULT_POLICY.action("demo", "not_a_faers_column") == "drop"
-    assert DEFAULT_POLICY.action("demo", "fda_dt") == "keep"
-    assert set(DEFAULT_POLICY.columns["drug"]) >= set(FAERS_COLUMNS["drug"])
 
 
 @settings(max_examples=15, deadline=None)
