@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from faers_anon.analysis import ComparisonRun, SignalsRun, run_compare, run_signals
 from faers_anon.fetch import FetchConfig, FetchResult, fetch_quarters
 from faers_anon.io.ingest import IngestConfig, ingest_quarters
 from faers_anon.io.ingest_report import IngestResult
 from faers_anon.verify import Verdict, VerifyConfig, verify_release
+from signals import CompareConfig, SignalConfig
 
-__all__ = ["fetch", "ingest", "verify"]
+__all__ = ["fetch", "ingest", "verify", "signals", "compare"]
 
 
 def fetch(
@@ -48,3 +50,19 @@ def verify(release: Path, /, *, config: VerifyConfig | None = None) -> Verdict:
         tolerance=cfg.tolerance,
         check_hashes=cfg.check_hashes,
     )
+
+
+def signals(data: Path, output: Path, /, *, config: SignalConfig | None = None) -> SignalsRun:
+    """PRR/ROR/IC/χ² and criteria for every drug–event pair of an ingested folder or a release.
+
+    Writes ``output`` (``.csv``, else Parquet); see :func:`faers_anon.analysis.run_signals`.
+    """
+    return run_signals(data, output, config=config)
+
+
+def compare(raw: Path, release: Path, out: Path, /, *, config: CompareConfig | None = None) -> ComparisonRun:
+    """Signal survival from an ingested folder to its release, with the reference panel, into ``out``.
+
+    See :func:`faers_anon.analysis.run_compare`.
+    """
+    return run_compare(raw, release, out, config=config)

@@ -6,6 +6,8 @@ printed as one ``Error: ...`` line with exit code 1; bugs keep their traceback.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from faers_anon.io.ingest import IngestConfig
 from faers_anon.verify import VerifyConfig
 from hierarchies.errors import HierarchyError
 from knowledge.errors import KnowledgeError
+from signals import CompareConfig, SignalConfig
 from signals.errors import SignalsError
 
 __all__ = ["cli", "main", "USER_ERRORS"]
@@ -113,6 +116,114 @@ def verify(release: Path, k: int | None, no_hashes: bool) -> None:
     if not verdict.ok:
         count = verdict.violations.height
         raise VerificationError(f"{release}: fails MS(k={verdict.k}, θ*)-bounding ({count} violation(s))")
+
+
+def _names(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
+    return None if value is None else tuple(v.strip() for v in value.split(",") if v.strip())
+
+
+def _numbers(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[float, ...] | None:
+    if value is None:
+        return None
+    try:
+        return tuple(float(v) for v in value.split(","))
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated numbers, e.g. 18,45,65; got {value!r}") from None
+
+
+def signal_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Options shared by ``signals`` and ``compare``; unset ones keep the command's defaults."""
+    options = [
+        click.option("--stratify", callback=_names, help="age, sex or age,sex (crossed strata)."),
+        click.option(
+            "--condition",
+            "conditions",
+            multiple=True,
+            help='A stratum of its own, e.g. "age>=18", "sex=F", "sex=F&age>=60" (repeatable).',
+        ),
+        click.option(
+            "--min-a", type=float, default=None, help="Keep drug-event rows with a >= this [1; compare 3]."
+        ),
+        click.option(
+            "--role", type=click.Choice(["ps", "suspect", "any"]), default=None, help="Drug roles [ps]."
+        ),
+        click.option("--age-bands", callback=_numbers, help="Inner age-band edges in years [18,45,65]."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _signal_config(base: SignalConfig, options: dict[str, Any]) -> SignalConfig:
+    given = {k: v for k, v in options.items() if v is not None and v != ()}
+    return dataclasses.replace(base, **given)
+
+
+@cli.command(name="signals")
+@click.argument("data", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="Parquet (or .csv) file.",
+)
+@signal_options
+def signals_command(data: Path, output: Path, **options: Any) -> None:
+    """PRR, ROR, IC, chi-square and signal criteria for every drug-event pair of DATA.
+
+    DATA is an ingested folder (exact ages) or a release (age ranges: each condition is read as
+    certain, possible and expected). Cases are counted, not drug-event rows.
+
+    Example: faers-anon signals out/24Q1 -o signals.parquet --stratify age,sex --condition "age>=18" --min-a 3
+    """
+    click.echo(api.signals(data, output, config=_signal_config(SignalConfig(), options)).summary())
+
+
+@cli.command(name="compare")
+@click.argument("raw", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("release", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "-o", "--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Output folder."
+)
+@signal_options
+@click.option("--criterion", type=click.Choice(["evans", "ror", "ic"]), default="evans", show_default=True)
+@click.option(
+    "--reference",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Extra reference pairs CSV (e.g. ../shared/data/reference_signals/reference_pairs.csv).",
+)
+@click.option(
+    "--outcome-groups",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Outcome-group CSV for --reference (outcome_pt_groups.csv).",
+)
+def compare_command(
+    raw: Path,
+    release: Path,
+    out: Path,
+    criterion: str,
+    reference: Path | None,
+    outcome_groups: Path | None,
+    **options: Any,
+) -> None:
+    """Signal survival from RAW (ingested folder) to RELEASE, and the MedWatch reference panel.
+
+    Defaults: age x sex strata, the conditions age>=18, age>=60, age<18, sex=F, min a 3.
+    Writes summary.json, survival.csv, correlation.csv, new_signals.csv, panel.csv, pairs.parquet.
+
+    Example: faers-anon compare out/24Q1 out/release-24Q1 -o out/compare-24Q1 --criterion evans
+    """
+    base = CompareConfig()
+    config = CompareConfig(
+        signals=_signal_config(base.signals, options),
+        criterion=criterion,
+        reference=reference,
+        outcome_groups=outcome_groups,
+    )
+    click.echo(api.compare(raw, release, out, config=config).summary())
 
 
 def main() -> None:

@@ -1,0 +1,194 @@
+"""Signal analysis of an ingested folder or a release folder (SPEC §9; docs/architecture.md contracts).
+
+The driver reads the three case frames the :mod:`signals` library needs, one row per case (its
+latest version, ``is_latest``), and writes what the library returns:
+
+* ingested folder (``reports.parquet``, ``drug.parquet``, ``reac.parquet``): cases carry the exact
+  ``age_years``, ``sex`` (F/M/null) and ``weight_kg``;
+* release folder (``parquet/demo.parquet``, ``parquet/drug.parquet``, ``parquet/reac.parquet``):
+  cases carry the released ranges ``age_min``, ``age_max`` (max exclusive), ``sex`` (F/M/``*``/null),
+  ``wt_min``, ``wt_max``.
+
+DRUG and REAC rows are those of the latest report of each case (joined on ``primaryid``), so a
+follow-up that dropped a drug or a reaction is read as the case now stands.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from faers_anon.errors import InputError
+from signals import CaseTables, CompareConfig, Comparison, SignalConfig, SignalTable, compare, signal_table
+
+__all__ = [
+    "SignalsRun",
+    "ComparisonRun",
+    "read_case_tables",
+    "run_signals",
+    "run_compare",
+    "COMPARE_FILES",
+]
+
+_INGESTED = {
+    "cases": ("reports.parquet", ("primaryid", "caseid", "is_latest", "age_years", "sex"), ("weight_kg",)),
+    "drugs": ("drug.parquet", ("primaryid", "drug_key", "role_cod"), ()),
+    "events": ("reac.parquet", ("primaryid", "pt"), ()),
+}
+_RELEASE = {
+    "cases": (
+        "parquet/demo.parquet",
+        ("primaryid", "caseid", "is_latest", "age_min", "age_max", "sex"),
+        ("wt_min", "wt_max"),
+    ),
+    "drugs": ("parquet/drug.parquet", ("primaryid", "drug_key", "role_cod"), ()),
+    "events": ("parquet/reac.parquet", ("primaryid", "pt"), ()),
+}
+COMPARE_FILES = (
+    "summary.json",
+    "survival.csv",
+    "correlation.csv",
+    "new_signals.csv",
+    "panel.csv",
+    "pairs.parquet",
+)
+
+
+def _scan(folder: Path, relative: str, required: tuple[str, ...], optional: tuple[str, ...]) -> pl.LazyFrame:
+    path = folder / relative
+    if not path.is_file():
+        raise InputError(f"missing {relative} (expected an ingested folder or a release folder)", path=folder)
+    try:
+        names = list(pl.read_parquet_schema(path))
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise InputError(f"unreadable parquet ({str(exc).splitlines()[0]})", path=path) from exc
+    for column in required:
+        if column not in names:
+            raise InputError(f"missing column (expected {', '.join(required)})", path=path, field=column)
+    return pl.scan_parquet(path).select(*required, *(c for c in optional if c in names))
+
+
+def read_case_tables(folder: Path, /) -> CaseTables:
+    """Read the case, drug and event frames of an ingested folder or a release folder.
+
+    Args:
+        folder: an ingested folder (has ``reports.parquet``) or a release (has ``parquet/demo.parquet``).
+
+    Returns:
+        :class:`signals.CaseTables` of the latest version of every case.
+
+    Raises:
+        InputError: neither layout, a missing or unreadable file, or a missing column.
+    """
+    if (folder / "reports.parquet").is_file():
+        layout = _INGESTED
+    elif (folder / "parquet" / "demo.parquet").is_file():
+        layout = _RELEASE
+    else:
+        raise InputError(
+            "neither an ingested folder (reports.parquet) nor a release (parquet/demo.parquet)", path=folder
+        )
+    reports = _scan(folder, *layout["cases"]).filter(pl.col("is_latest"))
+    latest = reports.select("primaryid", "caseid")
+    drugs = (
+        _scan(folder, *layout["drugs"]).join(latest, on="primaryid").select("caseid", "drug_key", "role_cod")
+    )
+    events = _scan(folder, *layout["events"]).join(latest, on="primaryid").select("caseid", "pt")
+    cases, drug_rows, event_rows = pl.collect_all([reports.drop("primaryid", "is_latest"), drugs, events])
+    return CaseTables(cases=cases, drugs=drug_rows, events=event_rows)
+
+
+@dataclass(frozen=True, slots=True)
+class SignalsRun:
+    """A signal table written to ``output``."""
+
+    table: SignalTable
+    output: Path
+
+    def summary(self) -> str:
+        """The table's summary and where it was written."""
+        return f"{self.table.summary()}\nwritten: {self.output}"
+
+
+def run_signals(data: Path, output: Path, /, *, config: SignalConfig | None = None) -> SignalsRun:
+    """Compute the signal table of ``data`` and write it to ``output`` (``.csv``, else Parquet).
+
+    Raises:
+        InputError: unreadable input (see :func:`read_case_tables`) or an unwritable output.
+        SignalsError: bad options.
+    """
+    table = signal_table(read_case_tables(data), config=config or SignalConfig())
+    _write(table.frame, output)
+    return SignalsRun(table=table, output=output)
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonRun:
+    """A comparison written into ``folder`` (files named in :data:`COMPARE_FILES`)."""
+
+    comparison: Comparison
+    folder: Path
+
+    def summary(self) -> str:
+        """The comparison's summary and where it was written."""
+        return f"{self.comparison.summary()}\nwritten: {self.folder}/ ({', '.join(COMPARE_FILES)})"
+
+
+def run_compare(
+    raw: Path, release: Path, out: Path, /, *, config: CompareConfig | None = None
+) -> ComparisonRun:
+    """Compare the signals of ``raw`` (ingested) with those of ``release``; write tidy files into ``out``.
+
+    Files: ``summary.json`` (options and :meth:`signals.Comparison.as_dict`), ``survival.csv``,
+    ``correlation.csv``, ``new_signals.csv``, ``panel.csv`` and ``pairs.parquet``.
+
+    Raises:
+        InputError: unreadable input or an unwritable output.
+        SignalsError: bad options, or ``raw`` holding ranges.
+    """
+    config = config or CompareConfig()
+    result = compare(read_case_tables(raw), read_case_tables(release), config=config)
+    summary = {
+        "raw": str(raw),
+        "release": str(release),
+        "config": _jsonable(asdict(config)),
+        **result.as_dict(),
+    }
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(
+            json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8"
+        )
+    except OSError as exc:
+        raise InputError(f"cannot write ({exc.strerror})", path=out) from exc
+    _write(result.survival, out / "survival.csv")
+    _write(result.correlation, out / "correlation.csv")
+    _write(result.new_signals, out / "new_signals.csv")
+    _write(result.panel, out / "panel.csv")
+    _write(result.pairs, out / "pairs.parquet")
+    return ComparisonRun(comparison=result, folder=out)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def _write(frame: pl.DataFrame, path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix.lower() == ".csv":
+            frame.write_csv(path)
+        else:
+            frame.write_parquet(path, compression="zstd")
+    except OSError as exc:
+        raise InputError(f"cannot write ({exc.strerror})", path=path) from exc
