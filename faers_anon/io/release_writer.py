@@ -63,6 +63,15 @@ __all__ = ["ReleaseWritten", "write_release", "restricted_path"]
 
 _RESERVED = frozenset({"ascii", "parquet", "rejects", "knowledge.csv", "thresholds.csv", MANIFEST_NAME})
 _REJECT_PUBLIC = ("quarter", "source_file", "line", "reason")
+_KNOWLEDGE: Mapping[str, pl.DataType] = {
+    "drug_key": pl.String(),
+    "disease": pl.String(),
+    "weight": pl.Float64(),
+}
+_THRESHOLDS: Mapping[str, pl.DataType] = {
+    "value": pl.String(), "theta": pl.Float64(), "share": pl.Float64(), "action": pl.String()
+}  # fmt: skip
+_NOT_QIDS = frozenset({"primaryid", "caseid", "caseversion", "quarter", "is_latest", "row"})
 _QUARTER = re.compile(r"^\d{4}Q[1-4]$")
 
 
@@ -129,10 +138,11 @@ def write_release(
         ConfigError: ``out`` exists without ``force``; a partition that is not one row per ingested case;
             malformed knowledge, thresholds, parameters or extra file names.
     """
+    _check_target(out, force)
     tables = {table: _read_table(ingested / INGESTED_FILES[table]) for table in TABLES}
     part = _check_partition(partition, tables["demo"])
-    know = _check_knowledge(knowledge)
-    thetas = _check_thresholds(thresholds)
+    know = _check_frame(knowledge, "knowledge", _KNOWLEDGE, 3)
+    thetas = _check_frame(thresholds, "thresholds", _THRESHOLDS, 2)
     extras = _check_extras(extra_files or {})
     rejects = sorted((ingested / "rejects").glob("*.parquet")) if (ingested / "rejects").is_dir() else []
     shaped = {t: shape_table(t, f, part, policy) for t, f in tables.items()}
@@ -140,7 +150,6 @@ def write_release(
         s.restricted is not None for s in shaped.values()
     )
     restricted = restricted_path(out)
-    _check_target(out, force)
     if needs_restricted:
         _check_target(restricted, force)
 
@@ -212,6 +221,9 @@ def _check_partition(partition: pl.DataFrame, reports: pl.DataFrame) -> pl.DataF
     missing = [c for c in PARTITION_SCHEMA if c not in partition.columns]
     if missing:
         raise ConfigError(f"partition: missing column(s) {', '.join(missing)}")
+    clash = sorted(_NOT_QIDS & (set(partition.columns) - set(PARTITION_SCHEMA)))
+    if clash:
+        raise ConfigError(f"partition: column(s) {', '.join(clash)} cannot be QIDs")
     try:
         part = partition.with_columns(pl.col(c).cast(t, strict=True) for c, t in PARTITION_SCHEMA.items())
     except pl.exceptions.PolarsError as exc:
@@ -237,36 +249,20 @@ def _check_partition(partition: pl.DataFrame, reports: pl.DataFrame) -> pl.DataF
     return part
 
 
-def _check_knowledge(knowledge: pl.DataFrame) -> pl.DataFrame:
-    if "drug_key" not in knowledge.columns and "drug" in knowledge.columns:
-        knowledge = knowledge.rename({"drug": "drug_key"})
-    missing = [c for c in ("drug_key", "disease", "weight") if c not in knowledge.columns]
+def _check_frame(
+    frame: pl.DataFrame, what: str, types: Mapping[str, pl.DataType], required: int
+) -> pl.DataFrame:
+    """The first ``required`` columns of ``types`` must be present, the others are optional; sorted."""
+    if what == "knowledge" and "drug_key" not in frame.columns and "drug" in frame.columns:
+        frame = frame.rename({"drug": "drug_key"})
+    missing = [c for c in list(types)[:required] if c not in frame.columns]
     if missing:
-        raise ConfigError(
-            f"knowledge: missing column(s) {', '.join(missing)} (expected drug_key, disease, weight)"
-        )
+        raise ConfigError(f"{what}: missing column(s) {', '.join(missing)} (expected {', '.join(types)})")
     try:
-        frame = knowledge.select(
-            pl.col("drug_key").cast(pl.String),
-            pl.col("disease").cast(pl.String),
-            pl.col("weight").cast(pl.Float64),
-        )
+        checked = frame.select(pl.col(c).cast(t) for c, t in types.items() if c in frame.columns)
     except pl.exceptions.PolarsError as exc:
-        raise ConfigError(f"knowledge: wrong column type ({str(exc).splitlines()[0]})") from exc
-    return frame.sort(pl.all(), maintain_order=True)
-
-
-def _check_thresholds(thresholds: pl.DataFrame) -> pl.DataFrame:
-    missing = [c for c in ("value", "theta") if c not in thresholds.columns]
-    if missing:
-        raise ConfigError(f"thresholds: missing column(s) {', '.join(missing)} (expected value, theta)")
-    names = [c for c in ("value", "theta", "share", "action") if c in thresholds.columns]
-    types = {"value": pl.String(), "theta": pl.Float64(), "share": pl.Float64(), "action": pl.String()}
-    try:
-        frame = thresholds.select(pl.col(c).cast(types[c]) for c in names)
-    except pl.exceptions.PolarsError as exc:
-        raise ConfigError(f"thresholds: wrong column type ({str(exc).splitlines()[0]})") from exc
-    return frame.sort(pl.all(), maintain_order=True)
+        raise ConfigError(f"{what}: wrong column type ({str(exc).splitlines()[0]})") from exc
+    return checked.sort(pl.all(), maintain_order=True)
 
 
 def _check_extras(extras: Mapping[str, bytes]) -> dict[str, bytes]:

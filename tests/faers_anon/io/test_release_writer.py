@@ -339,6 +339,12 @@ def test_partition_must_hold_every_case_once(ingested: Path, tmp_path: Path) -> 
         _write(ingested, tmp_path / "r", partition=pl.concat([PARTITION, PARTITION[1]]))
     with pytest.raises(ConfigError, match="missing column"):
         _write(ingested, tmp_path / "r", partition=PARTITION.drop("wt_max"))
+    with pytest.raises(ConfigError, match="column.s. quarter cannot be QIDs"):
+        _write(ingested, tmp_path / "r", partition=PARTITION.with_columns(quarter=pl.lit("x")))
+    with pytest.raises(
+        ConfigError, match=r"knowledge: missing column\(s\) weight \(expected drug_key, disease"
+    ):
+        _write(ingested, tmp_path / "r", knowledge=KNOWLEDGE.drop("weight"))
     assert not (tmp_path / "r").exists()
 
 
