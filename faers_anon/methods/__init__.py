@@ -1,0 +1,59 @@
+"""Comparison methods of SPEC §7 that are algorithms rather than clustering models (STYLE §6).
+
+Each method takes a cases frame (``cases.parquet``) and returns a :class:`MethodResult` whose release
+has the partition-frame columns, its own privacy figures, its parameters and its run time. The harness
+enumerates :data:`METHODS`::
+
+    method = METHODS["mews"]
+    result = method(cases, config=method.config_type(max_width=0.1), rng=np.random.default_rng(seed))
+
+To add a method: write its module (a frozen ``...Config`` with ``describe()`` and a function
+``f(cases, /, *, config, rng, trees=None) -> MethodResult``) and add one :class:`Method` line below.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from faers_anon.methods.base import Method, MethodResult, QidTrees
+from faers_anon.methods.kl_anonymity import KLConfig, kl_anonymity
+from faers_anon.methods.random_anonymization import (
+    EnhancedRAConfig,
+    RAConfig,
+    enhanced_random_anonymization,
+    random_anonymization,
+)
+from faers_anon.methods.swapping import (
+    EquiDepthConfig,
+    EquiWidthConfig,
+    equi_depth_swapping,
+    equi_width_swapping,
+)
+
+__all__ = [
+    "METHODS",
+    "EnhancedRAConfig",
+    "EquiDepthConfig",
+    "EquiWidthConfig",
+    "KLConfig",
+    "Method",
+    "MethodResult",
+    "QidTrees",
+    "RAConfig",
+    "enhanced_random_anonymization",
+    "equi_depth_swapping",
+    "equi_width_swapping",
+    "kl_anonymity",
+    "random_anonymization",
+]
+
+_ENTRIES = (
+    Method("ra", RAConfig, random_anonymization, "Yang & Qiao 2010, Algorithm 1"),
+    Method("enhanced-ra", EnhancedRAConfig, enhanced_random_anonymization, "Yang & Qiao 2010, Algorithm 2"),
+    Method("kl-anonymity", KLConfig, kl_anonymity, "(k,l)-anonymity for multiple sensitive attributes"),
+    Method("meds", EquiDepthConfig, equi_depth_swapping, "multivariate equi-depth swapping, Algorithm 1"),
+    Method("mews", EquiWidthConfig, equi_width_swapping, "multivariate equi-width swapping, Algorithm 2"),
+)
+
+METHODS: MappingProxyType[str, Method] = MappingProxyType({m.name: m for m in _ENTRIES})
+"""Registry name → :class:`Method`; read-only. Names are the ``method`` of each result."""
