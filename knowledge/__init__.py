@@ -7,6 +7,7 @@ conf(q → s, E)), ``values`` (the canonical key of a sensitive value).
 """
 
 from knowledge.drug_names import (
+    FORM_WORDS,
     SALT_WORDS,
     drug_key_expr,
     load_drug_names,
@@ -23,6 +24,7 @@ from knowledge.values import value_key_expr
 __all__ = [
     "E_SCHEMA",
     "FILLER_TERMS",
+    "FORM_WORDS",
     "MATCH_METHODS",
     "SALT_WORDS",
     "SENSITIVE_ATTRIBUTES",

@@ -8,27 +8,31 @@ apply the very same expression to E's drug names, so that both sides meet on one
 The key of one name (``name_key_expr``), step by step:
 
 1. ``normalize_name_expr``: upper-case; parenthesized text dropped (``(200 MG)``, ``(ROSIGLITAZONE
-   MALEATE)``); trailing dose text dropped (a number with a unit and all after it: ``AVANDIA 4 MG
-   TABLETS`` → ``AVANDIA``); whitespace collapsed; leading/trailing punctuation stripped.
+   MALEATE)``, one level of nesting, and an unclosed ``(`` to the end); WHO Drug record numbers
+   dropped (``VITAMIN A /00056001/``); trailing dose text dropped (a number with a unit and all
+   after it: ``AVANDIA 4 MG TABLETS`` → ``AVANDIA``); whitespace collapsed; leading/trailing
+   punctuation stripped.
 2. Optional lookup (``load_drug_names``): a whole name found in the lookup is replaced by its
    preferred substance name (brand → ingredient, INN → USAN: ``AVANDIA`` → ``ROSIGLITAZONE MALEATE``,
    ``PARACETAMOL`` → ``ACETAMINOPHEN``).
-3. Combination products: `` AND ``, ``+``, ``&``, ``\\`` and a ``/`` between two letters separate
-   ingredients (``A AND B``, ``A/B``, ``A\\B``). A ``/`` next to a digit is not a separator
-   (``70/30``), and neither is a comma (``ESTROGENS, CONJUGATED`` is one ingredient). Each
-   ingredient is looked up again (step 2), salt-stripped (step 4); duplicates are dropped and the
-   ingredients are sorted and joined with ``\\`` (FAERS's own ``prod_ai`` separator), so
-   ``B/A``, ``A AND B`` and ``A\\B`` all give ``A\\B``.
-4. Salt rule, per ingredient: trailing words from ``SALT_WORDS`` (counter-ions, hydrates, simple
-   esters: ``HYDROCHLORIDE``, ``SODIUM``, ``MALEATE``, ``CITRATE``, ``TRIHYDRATE``, ``PROPIONATE``…)
-   are removed, then leading cations (``SODIUM``, ``POTASSIUM``, ``CALCIUM``, ``MAGNESIUM``) are
-   removed, so ``ROSIGLITAZONE MALEATE``, ``METFORMIN HCL``, ``SODIUM VALPROATE`` and
-   ``VALPROATE SODIUM`` meet their parent moiety. A name made only of salt words (and mineral
-   cations such as ``FERROUS``, ``ZINC``) is a salt itself and is kept whole: ``SODIUM CHLORIDE``,
-   ``POTASSIUM CHLORIDE``, ``CALCIUM CARBONATE``, ``FERROUS SULFATE``, ``MAGNESIUM SULFATE``.
-   ``LITHIUM`` is not in the list, so ``LITHIUM CARBONATE`` → ``LITHIUM`` (the drug is the ion).
-   Prodrug moieties (``MOFETIL``, ``DISOPROXIL``, ``ALAFENAMIDE``) are kept: they name different
-   substances.
+3. Combination products: `` AND ``, ``+``, ``&``, ``;``, `` W/`` (with), ``\\`` and a ``/``
+   between two letters separate ingredients (``X AND Y``, ``X/Y``, ``X\\Y``). Not separators: a
+   ``/`` next to a digit (``NOVOLOG MIX 70/30``), a comma (``ESTROGENS, CONJUGATED`` is one
+   ingredient), and any of them between two single letters (``SENNOSIDES A AND B`` → ``SENNOSIDES
+   A-B``, ``GAMMAGARD S/D`` → ``GAMMAGARD S-D``). Each ingredient is looked up again (step 2) and
+   stripped (step 4); duplicates are dropped and the ingredients sorted and joined with ``\\``
+   (FAERS's own ``prod_ai`` separator): ``Y/X``, ``X AND Y`` and ``X\\Y`` all give ``X\\Y``.
+4. Per ingredient: trailing dose-form words (``FORM_WORDS``: ``TABLETS``, ``USP``, ``CREAM``,
+   ``XR``…) are removed. Then the salt rule: trailing words from ``SALT_WORDS`` (counter-ions,
+   hydrates, simple esters: ``HYDROCHLORIDE``, ``SODIUM``, ``MALEATE``, ``CITRATE``,
+   ``TRIHYDRATE``, ``PROPIONATE``…) are removed, then leading cations (``SODIUM``, ``POTASSIUM``,
+   ``CALCIUM``, ``MAGNESIUM``) when a name follows them, so ``ROSIGLITAZONE MALEATE``, ``METFORMIN
+   HCL``, ``SODIUM VALPROATE`` and ``VALPROATE SODIUM`` meet their parent moiety. A name made only
+   of salt words (and mineral cations such as ``FERROUS``, ``ZINC``) is a salt itself and is kept
+   whole: ``SODIUM CHLORIDE``, ``POTASSIUM CHLORIDE``, ``CALCIUM CARBONATE``, ``FERROUS SULFATE``,
+   ``MAGNESIUM SULFATE``. ``LITHIUM`` is not in the list, so ``LITHIUM CARBONATE`` → ``LITHIUM``
+   (the drug is the ion). Prodrug moieties (``MOFETIL``, ``DISOPROXIL``, ``ALAFENAMIDE``) are kept:
+   they name different substances.
 
 Decisions: the rule is lexical and conservative (only whole trailing/leading words); a name it does
 not recognise keeps its normalized spelling, so nothing is lost, only left unlinked.
@@ -44,6 +48,7 @@ from knowledge._csv import LINE, read_text_table
 from knowledge.errors import KnowledgeError
 
 __all__ = [
+    "FORM_WORDS",
     "SALT_WORDS",
     "drug_key_expr",
     "load_drug_names",
@@ -52,6 +57,8 @@ __all__ = [
 ]
 
 _PARENTHESES = r"\([^()]*\)"
+_UNCLOSED = r"\([^()]*$"
+_WHO_DRUG_CODE = r"\s*/\d{5,}/?"  # WHO Drug record numbers some reporters append: "VITAMIN A /00056001/"
 _TRAILING_PUNCT = r"[\s.,;:/\\\-_*#+&]+$"
 _LEADING_PUNCT = r"^[\s.,;:/\\\-_*#+&]+"
 _UNITS = r"MG|MCG|UG|µG|G|GM|GRAMS?|ML|L|IU|MIU|UNITS?|MEQ|MMOL|%"
@@ -70,6 +77,14 @@ SALT_WORDS: tuple[str, ...] = (
     "SUCCINATE", "SULFATE", "SULPHATE", "TARTRATE", "TOSYLATE", "TRIHYDRATE", "TRISODIUM",
     "TROMETHAMINE", "VALERATE", "XINAFOATE",
 )  # fmt: skip
+#: Dose-form and pharmacopoeia words removed from the end of an ingredient name (rule 4).
+FORM_WORDS: tuple[str, ...] = (
+    "BP", "CAP", "CAPS", "CAPSULE", "CAPSULES", "CHEWABLE", "COATED", "CR", "CREAM", "DELAYED", "DR",
+    "DROPS", "ELIXIR", "EP", "ER", "EXTENDED", "FILM-COATED", "GEL", "INHALER", "INJ", "INJECTABLE",
+    "INJECTION", "LOTION", "ODT", "OINTMENT", "ORAL", "PATCH", "POWDER", "RELEASE", "SOLN", "SOLUTION",
+    "SPRAY", "SR", "SUSP", "SUSPENSION", "SYRUP", "TAB", "TABLET", "TABLETS", "TABS", "TOPICAL", "USP",
+    "XL", "XR",
+)  # fmt: skip
 #: Cations removed from the start of a name (``SODIUM VALPROATE`` → ``VALPROATE``).
 _LEADING_CATIONS = ("SODIUM", "POTASSIUM", "CALCIUM", "MAGNESIUM")
 #: Mineral cations: not stripped, but a name of these plus salt words is a salt itself.
@@ -79,8 +94,10 @@ _SALT_ALT = "|".join(SALT_WORDS)
 _ANY_SALT_ALT = "|".join((*SALT_WORDS, *_MINERAL_CATIONS))
 _ALL_SALT = rf"^(?:{_ANY_SALT_ALT})(?: (?:{_ANY_SALT_ALT}))*$"
 _TRAILING_SALTS = rf"^(.+?)(?: (?:{_SALT_ALT}))+$"
-_LEADING_CATION = rf"^(?:(?:{'|'.join(_LEADING_CATIONS)}) )+(.+)$"
-_COMBINATION_SEPARATORS = (r"\s+AND\s+", r"\s*\+\s*", r"\s*&\s*", r"\s*\\\s*")
+_TRAILING_FORMS = rf"^(.+?)(?: (?:{'|'.join(FORM_WORDS)}))+$"
+_LEADING_CATION = rf"^(?:(?:{'|'.join(_LEADING_CATIONS)}) )+([A-Z].*)$"
+_LETTER_PAIR = r"\b([A-Z])(?:\s*[+&/]\s*|\s+AND\s+)([A-Z])\b"  # "SENNOSIDES A+B", "S/D": one ingredient
+_COMBINATION_SEPARATORS = (r"\s+AND\s+", r"\s*\+\s*", r"\s*&\s*", r"\s*;\s*", r"\s+W/\s*", r"\s*\\\s*")
 _SLASH_BETWEEN_LETTERS = r"([A-Z])\s*/\s*([A-Z])"
 
 
@@ -100,6 +117,9 @@ def normalize_name_expr(name: pl.Expr) -> pl.Expr:
     cleaned = (
         name.str.to_uppercase()
         .str.replace_all(_PARENTHESES, " ")
+        .str.replace_all(_PARENTHESES, " ")  # twice: one level of nesting, "(HYPROMELLOSE (4000 MPA.S))"
+        .str.replace(_UNCLOSED, " ")
+        .str.replace_all(_WHO_DRUG_CODE, " ")
         .str.replace_all(r"\s+", " ")
         .str.replace(_DOSE, "")
         .str.replace_all(_TRAILING_PUNCT, "")
@@ -110,9 +130,11 @@ def normalize_name_expr(name: pl.Expr) -> pl.Expr:
 
 
 def _strip_salts(ingredient: pl.Expr) -> pl.Expr:
-    """Rule 4 on one ingredient: trailing salt words, then leading cations; pure salts kept."""
-    stripped = ingredient.str.replace(_TRAILING_SALTS, "${1}").str.replace(_LEADING_CATION, "${1}")
-    return pl.when(ingredient.str.contains(_ALL_SALT)).then(ingredient).otherwise(stripped)
+    """Rule 4 on one ingredient: trailing form words; then, unless only salt words are left,
+    trailing salt words and leading cations."""
+    formless = ingredient.str.replace(_TRAILING_FORMS, "${1}")
+    stripped = formless.str.replace(_TRAILING_SALTS, "${1}").str.replace(_LEADING_CATION, "${1}")
+    return pl.when(formless.str.contains(_ALL_SALT)).then(formless).otherwise(stripped)
 
 
 def _looked_up(name: pl.Expr, lookup: pl.DataFrame | None) -> pl.Expr:
@@ -122,19 +144,11 @@ def _looked_up(name: pl.Expr, lookup: pl.DataFrame | None) -> pl.Expr:
     return name.replace(lookup.get_column("name"), lookup.get_column("substance"))
 
 
-def name_key_expr(name: pl.Expr, *, lookup: pl.DataFrame | None = None) -> pl.Expr:
-    """The key of one drug-name column: rules 1–4 of the module docstring.
-
-    Args:
-        name: a Utf8 expression of verbatim drug or ingredient names.
-        lookup: optional (name, substance) frame from ``load_drug_names``.
-
-    Returns:
-        A Utf8 expression: sorted, ``\\``-joined ingredient keys; null where nothing is left.
-    """
-    whole = _looked_up(normalize_name_expr(name), lookup)
+def _key(name: pl.Expr, lookup: pl.DataFrame | None) -> pl.Expr:
+    """Rules 1–4 applied row by row (``name_key_expr`` applies them to the distinct names only)."""
+    whole = _looked_up(normalize_name_expr(name), lookup).str.replace_all(_LETTER_PAIR, "${1}-${2}")
     for separator in _COMBINATION_SEPARATORS:
-        whole = whole.str.replace_all(separator, "\\", literal=False)
+        whole = whole.str.replace_all(separator, "\\")
     for _ in range(2):  # twice: "A/B/C" with one-letter words overlaps in one pass
         whole = whole.str.replace_all(_SLASH_BETWEEN_LETTERS, "${1}\\${2}")
     ingredient = pl.element().str.replace_all(_TRAILING_PUNCT, "").str.replace_all(_LEADING_PUNCT, "")
@@ -147,6 +161,23 @@ def name_key_expr(name: pl.Expr, *, lookup: pl.DataFrame | None = None) -> pl.Ex
         .list.join("\\")
     )
     return pl.when(key.str.len_chars() > 0).then(key).otherwise(None)
+
+
+def name_key_expr(name: pl.Expr, *, lookup: pl.DataFrame | None = None) -> pl.Expr:
+    """The key of one drug-name column: rules 1–4 of the module docstring.
+
+    The rules run once per distinct name and are mapped back with ``replace`` (a DRUG table of
+    millions of rows holds some ten thousand distinct names; the regex and list work dominate).
+
+    Args:
+        name: a Utf8 expression of verbatim drug or ingredient names.
+        lookup: optional (name, substance) frame from ``load_drug_names``.
+
+    Returns:
+        A Utf8 expression: sorted, ``\\``-joined ingredient keys; null where nothing is left.
+    """
+    distinct = name.cast(pl.Utf8).unique(maintain_order=True)  # same order at both uses
+    return name.cast(pl.Utf8).replace(distinct, _key(distinct, lookup))
 
 
 def drug_key_expr(prod_ai: pl.Expr, drugname: pl.Expr, *, lookup: pl.DataFrame | None = None) -> pl.Expr:

@@ -101,3 +101,25 @@ def test_combination_keys_ignore_order_and_separator_and_are_stable(parts: list[
     assert first == second == third
     assert first is not None and _keys([first]) == [first]  # a key is its own key
     assert first.split("\\") == sorted(set(first.split("\\")))
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [
+        ("VITAMIN A                          /00056001/", "VITAMIN A"),
+        ("AMLODIPINE BESYLATE TABLETS USP, 5 MG", "AMLODIPINE"),
+        ("oxycodone hcl tablets (rhodes 91?490)", "OXYCODONE"),
+        ("SENNOSIDES A AND B", "SENNOSIDES A-B"),
+        ("DOCUSATE SODIUM;SENNOSIDE A+B", "DOCUSATE\\SENNOSIDE A-B"),
+        ("Gammagard s/d", "GAMMAGARD S-D"),
+        ("abacavir w/lamivudine", "ABACAVIR\\LAMIVUDINE"),
+        ("Potassium chloride w/sodium chloride", "POTASSIUM CHLORIDE\\SODIUM CHLORIDE"),
+        ("CALCIUM 500+D", "CALCIUM 500\\D"),
+        ("systane (hypromellose 2910 (4000 mpa.s))", "SYSTANE"),
+        ("aspirin + caffeine (formulation unknown) (acetaminophen", "ASPIRIN\\CAFFEINE"),
+        ("SODIUM CHLORIDE INJECTION", "SODIUM CHLORIDE"),
+        ("INJECTION", "INJECTION"),
+    ],
+)
+def test_real_faers_drugname_quirks(name: str, key: str) -> None:
+    assert _keys([name]) == [key]
