@@ -20,9 +20,11 @@ ROR criterion, so a pair never reported together is never a signal whatever the 
 below makes of its table (IC025 > 0 already implies a > 0, Evans needs a ≥ 3).
 
 **Zero-cell rule** (one rule, every statistic defined and finite, never NaN or ±inf): when any of
-a, b, c, d is 0, PRR, ROR and their CIs are computed on a + 0.5, b + 0.5, c + 0.5, d + 0.5 (the
-Haldane–Anscombe correction, as ``statsmodels`` ``Table2x2(shift_zeros=True)``), and
-``zero_cell`` is true. IC needs no correction (its +0.5 already keeps it finite; E = 0 gives IC = 0).
+a, b, c, d is below 0.5 — that is 0 for whole counts, less than half a case for the fractional
+counts of the ``expected`` reading — PRR, ROR and their CIs are computed on a + 0.5, b + 0.5,
+c + 0.5, d + 0.5 (the Haldane–Anscombe correction, on all four cells; statsmodels 0.15's
+``shift_zeros`` shifts only the zero cells), and ``zero_cell`` is true. Every corrected cell is then
+≥ 0.5, so SE(ln ROR) ≤ √8 and no interval reaches 0 or ∞. IC needs no correction (its +0.5 already keeps it finite; E = 0 gives IC = 0).
 χ² uses the observed cells; when a margin is 0 (every case has the drug, or the event, or none has)
 its denominator is 0 and χ² is defined as 0: the table holds no contrast. An empty table (N = 0, a
 stratum without cases) thus gives PRR = ROR = 1, IC = 0 (E := 0), χ² = 0 and no signal.
@@ -89,7 +91,7 @@ def disproportionality(counts: pl.DataFrame, /) -> pl.DataFrame:
         if low < 0:
             raise SignalsError(f"counts: negative cell {low:g} (expected a, b, c, d >= 0)")
     a, b, c, d = (pl.col(x) for x in "abcd")
-    zero = (a == 0) | (b == 0) | (c == 0) | (d == 0)
+    zero = (a < 0.5) | (b < 0.5) | (c < 0.5) | (d < 0.5)
     h = pl.when(zero).then(0.5).otherwise(0.0)
     a_, b_, c_, d_ = a + h, b + h, c + h, d + h
     n = a + b + c + d
