@@ -117,7 +117,7 @@ def grid_bins(z: NDArray[np.float64], t: float) -> tuple[NDArray[np.int64], int,
         one bin (it cannot swap); several rows all in one-tuple cells become one bin.
     """
     per_dim = max(1, math.ceil(1.0 / t - 1e-9))
-    cells = np.minimum(np.floor(z / t).astype(np.int64), per_dim - 1)
+    cells = np.minimum(np.floor(z / t + 1e-9).astype(np.int64), per_dim - 1)  # a value on a line: upper cell
     uniq, labels = np.unique(cells, axis=0, return_inverse=True)
     labels = labels.ravel()
     counts = np.bincount(labels)

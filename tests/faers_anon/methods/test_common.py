@@ -1,0 +1,87 @@
+"""Properties every registered method shares: the release contract, determinism, JSON, errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+from faers_anon.errors import ConfigError, InputError
+from faers_anon.methods import METHODS, MethodResult
+from faers_anon.methods.base import RELEASE_SCHEMA, dense_groups
+
+QID_COLUMNS = ["age_group", "age_min", "age_max", "sex", "wt_min", "wt_max"]
+
+
+@pytest.fixture(params=sorted(METHODS))
+def result(request: pytest.FixtureRequest, random_cases: pl.DataFrame) -> MethodResult:
+    return METHODS[request.param](random_cases, rng=np.random.default_rng(3))
+
+
+def test_registry_names_are_the_result_names(result: MethodResult) -> None:
+    assert result.method in METHODS
+    assert METHODS[result.method].name == result.method
+
+
+def test_release_is_the_partition_frame_one_row_per_case(
+    result: MethodResult, random_cases: pl.DataFrame
+) -> None:
+    release = result.release
+    assert dict(release.schema) == RELEASE_SCHEMA
+    assert release["caseid"].to_list() == random_cases["caseid"].to_list()
+    assert release["caseid"].n_unique() == release.height
+
+
+def test_group_id_is_the_dense_class_of_identical_released_qids(result: MethodResult) -> None:
+    release = result.release
+    groups = release["group_id"].to_numpy()
+    assert set(groups.tolist()) == set(range(int(groups.max()) + 1))
+    per_group = release.group_by("group_id").agg(pl.struct(QID_COLUMNS).n_unique().alias("tuples"))
+    assert per_group["tuples"].max() == 1
+    assert release.select(QID_COLUMNS).unique().height == per_group.height
+
+
+def test_point_methods_release_points(result: MethodResult) -> None:
+    if result.method == "kl-anonymity":
+        pytest.skip("generalizes to ranges")
+    release = result.release
+    assert release.filter(pl.col("age_min") != pl.col("age_max")).height == 0
+    assert release.filter(pl.col("wt_min") != pl.col("wt_max")).height == 0
+    assert (release["age_min"].is_null() == (release["age_group"] == "missing")).all()
+
+
+def test_same_seed_same_release_and_json_figures(result: MethodResult, random_cases: pl.DataFrame) -> None:
+    again = METHODS[result.method](random_cases, rng=np.random.default_rng(3))
+    assert again.release.equals(result.release)
+    assert again.privacy == result.privacy
+    json.dumps(result.describe(), allow_nan=False)
+    json.dumps(dict(result.privacy), allow_nan=False)
+    assert result.seconds >= 0
+    assert result.method in result.summary()
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_missing_column_is_an_input_error(name: str, random_cases: pl.DataFrame) -> None:
+    with pytest.raises(InputError, match="wt_max"):
+        METHODS[name](random_cases.drop("wt_max"), rng=np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_duplicate_caseid_is_an_input_error(name: str, random_cases: pl.DataFrame) -> None:
+    doubled = pl.concat([random_cases, random_cases.head(1)])
+    with pytest.raises(InputError, match="duplicate caseids"):
+        METHODS[name](doubled, rng=np.random.default_rng(0))
+
+
+def test_a_config_of_another_method_is_refused(random_cases: pl.DataFrame) -> None:
+    other = METHODS["mews"].config_type()
+    with pytest.raises(ConfigError, match="expected RAConfig"):
+        METHODS["ra"](random_cases, config=other, rng=np.random.default_rng(0))
+
+
+def test_dense_groups_treats_nan_as_one_value() -> None:
+    a = np.array([1.0, np.nan, 1.0, np.nan, 2.0])
+    b = np.array([0, 0, 0, 0, 1])
+    assert dense_groups(a, b).tolist() == [1, 0, 1, 0, 2]
