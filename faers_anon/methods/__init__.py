@@ -16,6 +16,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from faers_anon.methods.base import Method, MethodResult, QidTrees
+from faers_anon.methods.disassociation import DisassociationConfig, disassociation
 from faers_anon.methods.kl_anonymity import KLConfig, kl_anonymity
 from faers_anon.methods.random_anonymization import (
     EnhancedRAConfig,
@@ -32,6 +33,7 @@ from faers_anon.methods.swapping import (
 
 __all__ = [
     "METHODS",
+    "DisassociationConfig",
     "EnhancedRAConfig",
     "EquiDepthConfig",
     "EquiWidthConfig",
@@ -40,6 +42,7 @@ __all__ = [
     "MethodResult",
     "QidTrees",
     "RAConfig",
+    "disassociation",
     "enhanced_random_anonymization",
     "equi_depth_swapping",
     "equi_width_swapping",
@@ -53,6 +56,7 @@ _ENTRIES = (
     Method("kl-anonymity", KLConfig, kl_anonymity, "(k,l)-anonymity for multiple sensitive attributes"),
     Method("meds", EquiDepthConfig, equi_depth_swapping, "multivariate equi-depth swapping, Algorithm 1"),
     Method("mews", EquiWidthConfig, equi_width_swapping, "multivariate equi-width swapping, Algorithm 2"),
+    Method("disassociation", DisassociationConfig, disassociation, "Loukides et al. 2014, Fig. 6"),
 )
 
 METHODS: MappingProxyType[str, Method] = MappingProxyType({m.name: m for m in _ENTRIES})
