@@ -4,7 +4,9 @@
 column order); ``write_quarter(tables, out_dir, zip=True)`` writes it as FDA does
 (``ASCII/DEMO25Q1.txt`` …, ``Deleted/DELETE25Q1.txt``, optionally inside ``faers_ascii_2025q1.zip``).
 The same seed gives byte-identical files. ``demo_zip()`` is the bundled demo quarter
-(``faers_anon/data/demo``, made by ``scripts/make_demo_quarter.py``).
+(``faers_anon/data/demo``, zip and ``demo_readme`` text, made by ``scripts/make_demo_quarter.py``).
+Decision: the brief's "~4.5 drug and ~3.4 reaction rows" are per *case* (the totals it names for
+400,000 cases); per report they are ~3.9 and ~2.9.
 
 Shapes (FAERS-like, all from a hand-written vocabulary of ~150 drugs and ~150 PTs in ``_vocab``):
 
@@ -30,10 +32,10 @@ AVANDIA      Myocardial infarction                       age >= 18      added to
 AVANDIA      Death                                       age >= 18      25 %
 AVANDIA      Cerebrovascular accident                    age >= 18      25 %
 TYSABRI      Progressive multifocal leukoencephalopathy  age >= 18      30 %
-ZELNORM      Cerebrovascular accident                    sex = F        25 %
+ZELNORM      Cerebrovascular accident                    sex = F        30 %
 WARFARIN     Myocardial infarction                       age >= 60      25 %
 REVATIO      Death                                       age < 18       40 %
-AMBIEN       Fall                                        F, age >= 65   45 % inside; every background Fall
+AMBIEN       Fall                                        F, age >= 65   35 % inside; every background Fall
                                                                         of other AMBIEN cases redrawn, so
                                                                         PRR < 2 over all cases
 ===========  ==========================================  =============  =====================================
@@ -57,6 +59,7 @@ from faers_anon._paths import bundled
 from faers_anon.synthetic._check import check_signals, latest_cases
 from faers_anon.synthetic._plan import MALFORMED_KINDS, PLANTED_SIGNALS, PlantedSignal, Quarter
 from faers_anon.synthetic._quarter import TABLES, make_quarter
+from faers_anon.synthetic._readme import demo_readme
 from faers_anon.synthetic._write import quarter_files, write_quarter, zip_name
 
 __all__ = [
@@ -69,6 +72,7 @@ __all__ = [
     "PlantedSignal",
     "Quarter",
     "check_signals",
+    "demo_readme",
     "demo_zip",
     "latest_cases",
     "make_quarter",

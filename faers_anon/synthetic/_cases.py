@@ -189,7 +189,7 @@ def make_reports(cases: Cases, rng: np.random.Generator, quarter: Quarter) -> Re
     child = age < 18
     age_known_case = rng.random(cases.n) < np.where(child, 0.88, 0.675)
     age_known = age_known_case[case] & (latest | (rng.random(n_reports) > 0.35))
-    unit_case = _age_units(age, rng)
+    unit_case = _age_units(age, cases.rept == REPT_CODES.index("DIR"), rng)
     per_year = 1.0 / np.array([y for _, y in AGE_UNITS])
     value_case = np.floor(age * per_year[unit_case] + 1e-9)
     years_case = value_case / per_year[unit_case]
@@ -231,13 +231,17 @@ def make_reports(cases: Cases, rng: np.random.Generator, quarter: Quarter) -> Re
     )
 
 
-def _age_units(age: F64, rng: np.random.Generator) -> I64:
-    """The unit each case's reporter uses: YR for most, MON/WK/DY/HR for infants, a few DEC and DY adults."""
+def _age_units(age: F64, direct: BOOL, rng: np.random.Generator) -> I64:
+    """The unit each case's age is given in.
+
+    YR for most; MON/WK/DY/HR for infants; a few adults in DEC or DY; most adults of direct (DIR)
+    reports in DY, as FDA's direct reports are (FAQ 6: "30 y → 10 950 DY").
+    """
     n = age.size
     u = rng.random(n)
     yr, dec, mon, wk, dy, hr = range(len(AGE_UNITS))
     infant = np.select([u < 0.55, u < 0.65, u < 0.95], [mon, wk, dy], yr)
     infant = np.where(age < 3 / 365.25, np.where(u < 0.5, hr, dy), infant)
     child = np.where(u < 0.07, mon, yr)
-    adult = np.select([u < 0.02, u < 0.03], [dec, dy], yr)
+    adult = np.select([direct & (u < 0.7), u < 0.02, u < 0.03], [dy, dec, dy], yr)
     return np.select([age < 2, age < 18], [infant, child], adult).astype(np.int64)

@@ -246,7 +246,8 @@ def demo_frame(cases: Cases, reports: Reports, rng: np.random.Generator) -> pl.D
                 "wt_cod",
             ),
             rept_dt,
-            pick(("N", "Y"), np.where(direct, rng.integers(0, 2, reports.n), -1), "to_mfr"),
+            pick(("N", "Y"), np.where(direct, (rng.random(reports.n) < 0.1).astype(np.int64), -1), "to_mfr"),
+            pick(("Y", "N"), direct.astype(np.int64), "e_sub"),
         ]
     )
     return pl.concat([per_case, report_cols], how="horizontal").select(
@@ -267,7 +268,7 @@ def demo_frame(cases: Cases, reports: Reports, rng: np.random.Generator) -> pl.D
         "age_cod",
         "age_grp",
         "sex",
-        pl.lit("Y").alias("e_sub"),
+        "e_sub",
         "wt",
         "wt_cod",
         "rept_dt",

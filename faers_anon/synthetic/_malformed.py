@@ -23,11 +23,14 @@ def add_malformed(tables: dict[str, pl.DataFrame], *, next_caseid: int) -> dict[
     """
     demo = tables["DEMO"]
     ids = [str(next_caseid + i) for i in range(4)]
+    received = str(demo.get_column("fda_dt").max())
 
     def fresh(caseid: str, primaryid: str, **changes: str | None) -> pl.DataFrame:
-        return _row_like(
-            demo, 0, primaryid=primaryid, caseid=caseid, caseversion="1", i_f_code="I", **changes
-        )
+        """A new case's initial report, shaped like the first DEMO row."""
+        new = {"primaryid": primaryid, "caseid": caseid, "caseversion": "1", "i_f_code": "I"}
+        dates = {"init_fda_dt": received, "fda_dt": received, "rept_dt": received, "mfr_dt": received}
+        sender = {"mfr_num": f"US-PFIZER INC-{caseid}", "mfr_sndr": "PFIZER"}
+        return _row_like(demo, 0, **{**new, **dates, **sender, **changes})
 
     rows = [
         fresh(ids[0], ids[0] + "1", mfr_num="JP-CUBIST-$E2B" + ids[0], mfr_sndr="CUBIST"),

@@ -22,6 +22,7 @@ from faers_anon.synthetic import (
     PLANTED_SIGNALS,
     PlantedSignal,
     check_signals,
+    demo_readme,
     demo_zip,
     make_quarter,
     quarter_files,
@@ -75,9 +76,12 @@ def _lines(data: bytes) -> list[str]:
 
 
 def test_bundled_demo_is_what_the_script_writes(tmp_path: Path) -> None:
-    made = write_quarter(make_quarter(DEMO_CASES, seed=DEMO_SEED, quarter=DEMO_QUARTER), tmp_path, zip=True)
+    tables = make_quarter(DEMO_CASES, seed=DEMO_SEED, quarter=DEMO_QUARTER)
+    made = write_quarter(tables, tmp_path, zip=True)
     assert made.read_bytes() == demo_zip().read_bytes(), "run scripts/make_demo_quarter.py"
-    assert (bundled("demo") / "README.md").is_file()
+    readme = (bundled("demo") / "README.md").read_text(encoding="utf-8")
+    assert readme == demo_readme(tables, cases=DEMO_CASES, seed=DEMO_SEED, quarter=DEMO_QUARTER)
+    assert "synthetic" in readme and "AVANDIA" in readme
 
 
 def test_demo_zip_has_fda_layout(demo_files: dict[str, bytes]) -> None:
