@@ -24,10 +24,11 @@ a, b, c, d is below 0.5 — that is 0 for whole counts, less than half a case fo
 counts of the ``expected`` reading — PRR, ROR and their CIs are computed on a + 0.5, b + 0.5,
 c + 0.5, d + 0.5 (the Haldane–Anscombe correction, on all four cells; statsmodels 0.15's
 ``shift_zeros`` shifts only the zero cells), and ``zero_cell`` is true. Every corrected cell is then
-≥ 0.5, so SE(ln ROR) ≤ √8 and no interval reaches 0 or ∞. IC needs no correction (its +0.5 already keeps it finite; E = 0 gives IC = 0).
-χ² uses the observed cells; when a margin is 0 (every case has the drug, or the event, or none has)
-its denominator is 0 and χ² is defined as 0: the table holds no contrast. An empty table (N = 0, a
-stratum without cases) thus gives PRR = ROR = 1, IC = 0 (E := 0), χ² = 0 and no signal.
+≥ 0.5, so SE(ln ROR) ≤ √8 and no interval reaches 0 or ∞. IC needs no correction (its +0.5
+already keeps it finite; E = 0 gives IC = 0). χ² uses the observed cells; when a margin is 0
+(every case has the drug, or the event, or none has) its denominator is 0 and χ² is defined as 0:
+the table holds no contrast. An empty table (N = 0, a stratum without cases) thus gives
+PRR = ROR = 1, IC = 0 (E := 0), χ² = 0 and no signal.
 
 Fractional counts (the ``expected`` reading of released ranges) go through the same formulas: the
 estimates are those of the expected table; their CIs and χ² treat the expected cells as if observed,
