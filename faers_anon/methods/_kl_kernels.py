@@ -163,7 +163,7 @@ def aggregate(
     ptr: NDArray[np.int64],
     codes: NDArray[np.int64],
     tab: Tables,
-) -> NDArray[np.int64]:
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Aggregation rounds of the approximation algorithm (``kl_anonymity`` module docstring).
 
     ``comp`` starts as one aggregate row per pattern (identical QIDs) and is updated in place for roots.
@@ -174,7 +174,8 @@ def aggregate(
     is valid or one cluster is left.
 
     Returns:
-        The root pattern of each pattern's cluster, shape (P,).
+        (the root pattern of each pattern's cluster, shape (P,); the witness size of each root, capped
+        at l: the size of a set of pairwise completely different cases found in the cluster).
     """
     P = comp.shape[0]
     parent = np.arange(P)
@@ -237,7 +238,7 @@ def aggregate(
     out = np.empty(P, dtype=np.int64)
     for p in range(P):
         out[p] = _find(parent, p)
-    return out
+    return out, wn
 
 
 @numba.njit(cache=True)
@@ -249,11 +250,11 @@ def _scan(
     ptr: NDArray[np.int64],
     codes: NDArray[np.int64],
     tab: Tables,
-) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-    """For every prefix length c of ``idx``: its cost S and whether it is valid (≥ k cases, ≥ l diverse)."""
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """For every prefix length c of ``idx``: its cost S and its greedy witness size (capped at l)."""
     m = idx.size
     costs = np.zeros(m + 1)
-    ok = np.zeros(m + 1, dtype=np.bool_)
+    ok = np.zeros(m + 1, dtype=np.int64)
     acc = rows[idx[0]].copy()
     tmp = np.empty(rows.shape[1])
     wit = np.empty(max(lmin, 1), dtype=np.int64)
@@ -265,7 +266,7 @@ def _scan(
         if wn < lmin:
             wn = _try_add(wit, wn, idx[c - 1], ptr, codes)
         costs[c] = cost(acc, tab)
-        ok[c] = c >= k and wn >= lmin
+        ok[c] = wn
     return costs, ok
 
 
@@ -273,13 +274,14 @@ def _scan(
 def decompose(
     order: NDArray[np.int64],
     starts: NDArray[np.int64],
+    proof: NDArray[np.int64],
     rows: NDArray[np.float64],
     k: int,
     lmin: int,
     ptr: NDArray[np.int64],
     codes: NDArray[np.int64],
     tab: Tables,
-) -> NDArray[np.int64]:
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Split clusters at the cut of least total cost while both parts stay valid and the cost drops.
 
     ``order`` lists the cases cluster by cluster, each cluster's cases in QID sort order; cluster c is
@@ -287,21 +289,28 @@ def decompose(
     bound of Aggarwal et al.'s decomposition); larger ones are cut into two contiguous parts when
     S(left) + S(right) < S(whole), recursively.
 
+    ``proof[c]`` is the size of a known set of pairwise completely different cases of cluster c (its
+    witness from the aggregation); a part made by a cut gets the greedy witness of its prefix or suffix.
+
     Returns:
-        Cluster label of each case (indexed by case), dense in order of creation.
+        (cluster label of each case, indexed by case and dense in order of creation; the proof of each
+        label, a lower bound on its Diverse).
     """
     labels = np.full(rows.shape[0], -1, dtype=np.int64)
     bound = max(2 * k - 1, 3 * k - 5)
     cap = 2 * rows.shape[0] + starts.size + 2
     stack_lo = np.empty(cap, dtype=np.int64)
     stack_hi = np.empty(cap, dtype=np.int64)
+    stack_pf = np.empty(cap, dtype=np.int64)
+    out_pf = np.zeros(rows.shape[0], dtype=np.int64)
     top = starts.size - 1
     stack_lo[:top] = starts[:-1]
     stack_hi[:top] = starts[1:]
+    stack_pf[:top] = proof
     g = 0
     while top > 0:
         top -= 1
-        lo, hi = stack_lo[top], stack_hi[top]
+        lo, hi, pf = stack_lo[top], stack_hi[top], stack_pf[top]
         idx = order[lo:hi]
         cut = -1
         if hi - lo > bound:
@@ -310,17 +319,18 @@ def decompose(
             m = hi - lo
             best = pre[m] - 1e-9 * max(1.0, pre[m])
             for c in range(k, m - k + 1):
-                if pre_ok[c] and suf_ok[m - c] and pre[c] + suf[m - c] < best:
+                if pre_ok[c] >= lmin and suf_ok[m - c] >= lmin and pre[c] + suf[m - c] < best:
                     best, cut = pre[c] + suf[m - c], c
         if cut > 0:
-            stack_lo[top], stack_hi[top] = lo, lo + cut
-            stack_lo[top + 1], stack_hi[top + 1] = lo + cut, hi
+            stack_lo[top], stack_hi[top], stack_pf[top] = lo, lo + cut, pre_ok[cut]
+            stack_lo[top + 1], stack_hi[top + 1], stack_pf[top + 1] = lo + cut, hi, suf_ok[hi - lo - cut]
             top += 2
         else:
             for i in idx:
                 labels[i] = g
+            out_pf[g] = pf
             g += 1
-    return labels
+    return labels, out_pf[:g]
 
 
 @numba.njit(cache=True)

@@ -265,7 +265,7 @@ def kl_anonymity(
     positions = np.empty_like(orders)
     for o in range(orders.shape[0]):
         positions[o, orders[o]] = np.arange(P)
-    root = kern.aggregate(
+    root, witness = kern.aggregate(
         comp,
         pat_ptr,
         by_pattern.astype(np.int64),
@@ -280,28 +280,40 @@ def kl_anonymity(
     )
 
     case_root = root[pattern]
+    roots = np.unique(root)
+    if int(witness[roots].min()) < l:
+        raise ConfigError(
+            f"kl-anonymity: the greedy search found fewer than l={l} completely different cases in the "
+            "whole data (lower l, or add sensitive values)"
+        )
     order = np.lexsort((every, positions[0][pattern], case_root)).astype(np.int64)
     starts = np.concatenate([[0], np.flatnonzero(np.diff(case_root[order])) + 1, [n]]).astype(np.int64)
-    labels = kern.decompose(order, starts, rows, k, l, ptr, codes, tables)
-    return _release(cases, labels, age, sex, wlo, whi, rows, ptr, codes, tables, tr, config, start)
+    labels, proof = kern.decompose(order, starts, witness[roots], rows, k, l, ptr, codes, tables)
+    return _release(cases, labels, proof, age, sex, wlo, whi, rows, (ptr, codes), tables, tr, config, start)
 
 
 def _release(
     cases: pl.DataFrame,
     labels: NDArray[np.int64],
+    proof: NDArray[np.int64],
     age: NDArray[np.int64],
     sex: NDArray[np.int64],
     wlo: NDArray[np.float64],
     whi: NDArray[np.float64],
     rows: NDArray[np.float64],
-    ptr: NDArray[np.int64],
-    codes: NDArray[np.int64],
+    sensitive: tuple[NDArray[np.int64], NDArray[np.int64]],
     tables: kern.Tables,
     tr: QidTrees,
     config: KLConfig,
     start: float,
 ) -> MethodResult:
-    """Generalize each cluster, merge clusters with identical generalizations, measure k, l and S."""
+    """Generalize each cluster, merge clusters with identical generalizations, measure k, l and S.
+
+    A released group's Diverse is at least the larger of its clusters' proofs (witnesses found while
+    building them) and the greedy set over its cases taken fewest sensitive values first (the usual
+    low-degree-first order for independent sets); ``l_achieved`` is the least such bound.
+    """
+    ptr, codes = sensitive
     G = int(labels.max()) + 1
     g_age = tr.age.lca_by_group(age, labels)
     g_sex = tr.sex.lca_by_group(sex, labels)
@@ -316,9 +328,12 @@ def _release(
     g_wmax[any_missing] = np.nan
     group = dense_groups(g_age[labels], g_sex[labels], g_wmin[labels], g_wmax[labels])
     R = int(group.max()) + 1
-    order = np.argsort(group, kind="stable").astype(np.int64)
+    order = np.lexsort((np.diff(ptr), group)).astype(np.int64)
     starts = np.concatenate([[0], np.cumsum(np.bincount(group, minlength=R))]).astype(np.int64)
     diverse = kern.diverse_by_group(order, starts, ptr, codes)
+    cluster_group = np.zeros(G, dtype=np.int64)
+    cluster_group[labels] = group
+    np.maximum.at(diverse, cluster_group, proof)
     costs = kern.group_costs(rows, group, R, tables)
     node = g_age[labels]
     age_known = node != tr.age.missing

@@ -26,12 +26,16 @@ def _values(cases: pl.DataFrame, columns: tuple[str, ...]) -> list[set[str]]:
     ]
 
 
-def _greedy(sets: list[set[str]]) -> int:
-    kept: list[set[str]] = []
-    for s in sets:
-        if all(not (s & t) for t in kept):
-            kept.append(s)
-    return len(kept)
+def _has_clique(sets: list[set[str]], size: int, chosen: tuple[int, ...] = ()) -> bool:
+    """Is there a set of ``size`` pairwise disjoint members (backtracking, independent of the kernels)?"""
+    if len(chosen) == size:
+        return True
+    start = chosen[-1] + 1 if chosen else 0
+    return any(
+        _has_clique(sets, size, (*chosen, i))
+        for i in range(start, len(sets))
+        if all(not (sets[i] & sets[j]) for j in chosen)
+    )
 
 
 def test_sensitive_codes_share_one_canonical_namespace(make_cases: CasesBuilder) -> None:
@@ -114,13 +118,13 @@ def test_every_group_is_k_anonymous_l_diverse_and_covers_its_cases(
     release = result.release
     sets = _values(random_cases, config.sensitive)
     groups = release["group_id"].to_numpy()
-    sizes, diverse = [], []
+    sizes = []
     for g in np.unique(groups):
         members = np.flatnonzero(groups == g)
         sizes.append(members.size)
-        diverse.append(_greedy([sets[i] for i in members]))
-    assert min(sizes) >= k and min(diverse) >= l
-    assert (result.privacy["k_achieved"], result.privacy["l_achieved"]) == (min(sizes), min(diverse))
+        assert _has_clique([sets[i] for i in members], l)
+    assert min(sizes) >= k and result.privacy["k_achieved"] == min(sizes)
+    assert result.privacy["l_achieved"] >= l
     age_tree, sex = mesh_age_tree(), sex_tree()
     joined = random_cases.select("age_min", "sex", "wt_min").with_columns(
         release.select(pl.all().name.prefix("r_"))

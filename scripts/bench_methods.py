@@ -1,0 +1,154 @@
+"""Benchmark: every method of ``faers_anon.methods.METHODS`` on a synthetic quarter's cases.
+
+Usage:
+    .venv/bin/python scripts/bench_methods.py --cases 100000
+    .venv/bin/python scripts/bench_methods.py --cases-file OUT/cases.parquet     # existing ingested cases
+    .venv/bin/python scripts/bench_methods.py --cases 20000 --method ra --method mews
+
+The cases come from ``faers_anon.synthetic.make_quarter(N, seed=...)`` written as FDA files and read by
+``faers_anon.api.ingest`` (so ``cases.parquet`` is the real super-record contract, ~1.17 reports per
+case, missing ages and weights as FAERS has them). Each method then runs in its own child process with
+its default configuration and ``numpy.random.default_rng(seed)``; the child prints one JSON line.
+
+Per method the script prints: seconds of the method call (``MethodResult.seconds``), the child's wall
+seconds (start-up, imports, numba cache loading and reading the cases included), the child's peak RSS
+(``os.wait4`` rusage of that child alone) and the RSS after reading the cases (so the method's own
+share is the difference), the number of QID-groups and the method's privacy figures. Target (issue 8,
+item 5): every method within 300 s on 100,000 cases; the script exits non-zero when one is slower.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+LIMIT_SECONDS = 300.0
+
+
+def _child(name: str, cases_path: Path, seed: int) -> None:
+    """Run one method on the cases and print a JSON line (the child process's whole job)."""
+    import numpy as np
+    import polars as pl
+
+    from faers_anon.methods import METHODS
+
+    cases = pl.read_parquet(cases_path)
+    loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result = METHODS[name](cases, rng=np.random.default_rng(seed))
+    print(
+        json.dumps(
+            {
+                "method": name,
+                "seconds": result.seconds,
+                "rss_after_load_mb": loaded,
+                "groups": result.release["group_id"].n_unique(),
+                "cases": result.release.height,
+                "privacy": dict(result.privacy),
+            }
+        )
+    )
+
+
+def _make_cases(n_cases: int, seed: int, work: Path) -> Path:
+    """Synthetic quarter → FDA text files → ingest → ``cases.parquet``; returns its path."""
+    from faers_anon import api
+    from faers_anon.synthetic import make_quarter, write_quarter
+
+    start = time.perf_counter()
+    folder = write_quarter(make_quarter(n_cases, seed=seed), work / "quarter")
+    api.ingest([folder], work / "ingested")
+    path = work / "ingested" / "cases.parquet"
+    print(f"cases: {n_cases} synthetic cases ingested in {time.perf_counter() - start:.1f} s -> {path}")
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One method's measurements (see the module docstring)."""
+
+    seconds: float
+    wall_seconds: float
+    peak_rss_mb: float
+    rss_after_load_mb: float
+    groups: int
+    privacy: dict[str, Any]
+
+
+def _run(name: str, cases_path: Path, seed: int) -> Record:
+    start = time.perf_counter()
+    command = [sys.executable, __file__, "--child", name, "--cases-file", str(cases_path)]
+    child = subprocess.Popen([*command, "--seed", str(seed)], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    out = child.stdout.read() if child.stdout is not None else ""
+    _, status, usage = os.wait4(child.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"bench_methods: {name} failed with exit code {os.waitstatus_to_exitcode(status)}")
+    data = json.loads(out.strip().splitlines()[-1])
+    return Record(
+        seconds=float(data["seconds"]),
+        wall_seconds=time.perf_counter() - start,
+        peak_rss_mb=usage.ru_maxrss / 1024,  # KiB on Linux
+        rss_after_load_mb=float(data["rss_after_load_mb"]),
+        groups=int(data["groups"]),
+        privacy=dict(data["privacy"]),
+    )
+
+
+def _scalars(privacy: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+        for k, v in privacy.items()
+        if isinstance(v, int | float)
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--cases", type=int, default=100_000, help="synthetic cases to make (default 100000)")
+    parser.add_argument("--cases-file", type=Path, help="use this cases.parquet instead of making one")
+    parser.add_argument("--method", action="append", help="run only this method (repeatable)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _child(args.child, args.cases_file, args.seed)
+        return
+
+    from faers_anon.methods import METHODS
+
+    names = args.method or list(METHODS)
+    unknown = sorted(set(names) - set(METHODS))
+    if unknown:
+        raise SystemExit(f"bench_methods: unknown method(s) {unknown} (expected some of {sorted(METHODS)})")
+    with tempfile.TemporaryDirectory(prefix="bench_methods_") as tmp:
+        path = args.cases_file or _make_cases(args.cases, args.seed, Path(tmp))
+        slow = []
+        print(
+            f"{'method':<14} {'seconds':>8} {'wall':>7} {'peak MB':>8} {'load MB':>8} {'groups':>8}  privacy"
+        )
+        for name in names:
+            r = _run(name, path, args.seed)
+            print(
+                f"{name:<14} {r.seconds:8.1f} {r.wall_seconds:7.1f} {r.peak_rss_mb:8.0f} "
+                f"{r.rss_after_load_mb:8.0f} {r.groups:>8}  {_scalars(r.privacy)}",
+                flush=True,
+            )
+            if r.seconds > LIMIT_SECONDS:
+                slow.append(name)
+    if slow:
+        raise SystemExit(f"bench_methods: slower than {LIMIT_SECONDS:.0f} s: {', '.join(slow)}")
+
+
+if __name__ == "__main__":
+    main()
