@@ -72,21 +72,41 @@ def case_value_probabilities(
     own = [a for a in _OWN if a in sensitive]
     needed = ["caseid", *own, *(["drug_keys"] if "diseases" in sensitive else [])]
     _check_columns(lazy, needed, "cases")
-    parts: list[pl.LazyFrame] = [
+    # Values become dense integer ids (ordered like the values) before the large sort: sorting and
+    # de-duplicating millions of (Int64, Utf8) pairs costs several times more than (Int64, UInt32).
+    terms = [
         lazy.select(pl.col("caseid").cast(pl.Int64), pl.col(attribute).cast(pl.List(pl.Utf8)).alias("_term"))
         .explode("_term")
-        .select("caseid", value_key_expr(pl.col("_term")).alias("value"), pl.lit(1.0).alias("p"))
-        .drop_nulls("value")
+        .drop_nulls("_term")
         for attribute in own
     ]
-    if "diseases" in sensitive:
-        knowledge = (
-            validate_table(table)
-            .lazy()
-            .select("drug_key", value_key_expr(pl.col("disease")).alias("value"), "weight")
-            .group_by("drug_key", "value")
-            .agg(pl.col("weight").max())
+    distinct = pl.col("_term").unique(maintain_order=True)  # canonical keys computed once per term
+    own_values = (
+        pl.concat(terms).select(
+            "caseid", pl.col("_term").replace(distinct, value_key_expr(distinct)).alias("value")
         )
+        if terms
+        else pl.LazyFrame(schema={"caseid": pl.Int64, "value": pl.Utf8})
+    ).collect()
+    knowledge = (
+        validate_table(table)
+        .lazy()
+        .select("drug_key", value_key_expr(pl.col("disease")).alias("value"), "weight")
+        .collect()
+        if "diseases" in sensitive
+        else pl.DataFrame(schema={"drug_key": pl.Utf8, "value": pl.Utf8, "weight": pl.Float64})
+    )
+    dictionary = (
+        pl.concat([own_values.select("value"), knowledge.select("value")])
+        .drop_nulls()
+        .unique()
+        .sort("value")
+        .with_row_index("_id")
+    )
+    parts: list[pl.LazyFrame] = [
+        own_values.lazy().join(dictionary.lazy(), on="value").select("caseid", "_id", pl.lit(1.0).alias("p"))
+    ]
+    if "diseases" in sensitive:
         drugs = (
             lazy.select(
                 pl.col("caseid").cast(pl.Int64), pl.col("drug_keys").cast(pl.List(pl.Utf8)).alias("drug_key")
@@ -99,19 +119,19 @@ def case_value_probabilities(
             .with_columns(pl.col("drug_key").str.split("\\"))
             .explode("drug_key")
         )
+        weights = knowledge.lazy().join(dictionary.lazy(), on="value").select("drug_key", "_id", "weight")
         parts.append(
             pl.concat([drugs, ingredients])
-            .join(knowledge, on="drug_key", how="inner")
-            .select("caseid", "value", pl.col("weight").alias("p"))
+            .join(weights, on="drug_key", how="inner")
+            .select("caseid", "_id", pl.col("weight").alias("p"))
         )
-    if not parts:
-        return pl.DataFrame(schema=_SCHEMA)
     return (
         pl.concat(parts)
-        .group_by("caseid", "value")
-        .agg(pl.col("p").max())
         .filter(pl.col("p") > 0)
-        .sort("caseid", "value")
+        .sort(["caseid", "_id", "p"], descending=[False, False, True])  # the largest p of a pair first
+        .unique(["caseid", "_id"], keep="first", maintain_order=True)  # cheaper than group_by + sort
+        .join(dictionary.lazy(), on="_id", how="left", maintain_order="left")
+        .select("caseid", "value", "p")
         .collect()
         .cast(_SCHEMA)  # type: ignore[arg-type]
     )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from knowledge import KnowledgeError, case_value_probabilities, confidence, with_default_weights
 
@@ -109,3 +111,41 @@ def test_bad_arguments_raise_one_line_errors() -> None:
     twice = pl.concat([groups, pl.DataFrame({"caseid": [1], "group_id": [1]})])
     with pytest.raises(KnowledgeError, match="caseid 1 is in 2 groups"):
         confidence(twice, case_value_probabilities(cases, _table_3b()))
+
+
+_TERMS = st.sampled_from(["Flu", "flu ", "Fever", "GERD", "Rash", "Nausea"])
+_DRUGS = st.sampled_from(["ASPRIN", "PARACETAMOL", "ANTACID", "INTRON A", "ANTACID\\PARACETAMOL", "NONE"])
+_CASES = st.lists(
+    st.tuples(st.lists(_TERMS, max_size=3), st.lists(_TERMS, max_size=3), st.lists(_DRUGS, max_size=3)),
+    min_size=1,
+    max_size=8,
+)
+
+
+@given(_CASES)
+def test_vectorized_probabilities_equal_the_definition(
+    rows: list[tuple[list[str], list[str], list[str]]],
+) -> None:
+    table = _table_3b()
+    weights: dict[tuple[str, str], float] = {(d, s.upper()): w for d, s, w in table.iter_rows()}
+    expected: dict[tuple[int, str], float] = {}
+    for caseid, (indications, reactions, drugs) in enumerate(rows):
+        own = {t.strip().upper() for t in indications + reactions}
+        reach = {part for d in drugs for part in (d, *d.split("\\"))}
+        for (drug, value), weight in weights.items():
+            if drug in reach and value not in own:
+                expected[caseid, value] = max(expected.get((caseid, value), 0.0), weight)
+        expected.update({(caseid, value): 1.0 for value in own})
+    cases = pl.DataFrame(
+        {
+            "caseid": list(range(len(rows))),
+            "indications": [r[0] for r in rows],
+            "reactions": [r[1] for r in rows],
+            "drug_keys": [r[2] for r in rows],
+        },
+        schema_overrides={c: pl.List(pl.Utf8) for c in ("indications", "reactions", "drug_keys")},
+    )
+    probs = case_value_probabilities(cases, table)
+    assert {(c, v): p for c, v, p in probs.iter_rows()} == pytest.approx(expected)
+    assert probs.select("caseid", "value").is_duplicated().sum() == 0
+    assert probs.rows() == sorted(probs.rows(), key=lambda r: (r[0], r[1]))
