@@ -35,6 +35,9 @@ records of J ∪ P on T_s (each record contributes the T_s items of its own clus
 record chunks become *shared chunks* spanning the clusters of J ∪ P, T_s leaves those item chunks and
 P joins J. Otherwise J is closed and P starts a new joint cluster.
 
+An item placed in a record chunk of a cluster of J ∪ P, or in an earlier shared chunk spanning one,
+is not a refining item (the reconstruction must not give a record the same item twice).
+
 Departure: a joint cluster holds at most ``max_joint`` clusters (the paper sets no bound). A shared
 subrecord can belong to any record of its span, so a large span spreads an item's co-occurrences
 thin; the bound keeps shared chunks local, as in the paper's two-cluster example.
@@ -154,6 +157,7 @@ class SharedChunk:
 
 def refine(
     item_chunks: list[dict[int, int]],
+    placed: list[set[int]],
     sizes: Sequence[int],
     /,
     *,
@@ -164,9 +168,15 @@ def refine(
 ) -> list[SharedChunk]:
     """Refining (module docstring): build shared chunks and shrink the item chunks in place.
 
+    An item already placed in a cluster of J ∪ P — in one of its record chunks, or in an earlier
+    shared chunk whose span holds the cluster — is no refining item there: a shared subrecord may go
+    to any record of its span, and a record must not receive the same item from two chunks.
+
     Args:
         item_chunks: Per cluster, item code → record bitmask of its item chunk items; the items moved
             into shared chunks are deleted from these dicts.
+        placed: Per cluster, the items of its record chunks; the items of each new shared chunk are
+            added for every cluster of its span.
         sizes: Records per cluster.
         k: As in :func:`verpart`.
         m: As in :func:`verpart`.
@@ -182,15 +192,18 @@ def refine(
     joint = [0]
     offset = [0]
     pool: dict[int, list[int]] = {t: [0] for t in item_chunks[0]}  # item → clusters of J holding it
+    blocked: set[int] = set(placed[0])  # items placed in some cluster of J
     for p in range(1, len(item_chunks)):
         refining = []
         if len(joint) < max_joint:
             for t, mask in item_chunks[p].items():
                 holders = pool.get(t, ())
-                if holders and mask.bit_count() + sum(item_chunks[c][t].bit_count() for c in holders) >= k:
+                if not holders or t in blocked or t in placed[p]:
+                    continue
+                if mask.bit_count() + sum(item_chunks[c][t].bit_count() for c in holders) >= k:
                     refining.append(t)
         if not refining:
-            joint, offset, pool = [p], [0], {t: [p] for t in item_chunks[p]}
+            joint, offset, pool, blocked = [p], [0], {t: [p] for t in item_chunks[p]}, set(placed[p])
             continue
         base = offset[-1] + sizes[joint[-1]]
         joint.append(p)
@@ -205,6 +218,9 @@ def refine(
         chunks, rest = verpart(masks, k=k, m=m, constraint=constraint)
         assert not rest, "refining items have support >= k"
         shared.extend(SharedChunk(tuple(joint), {t: masks[t] for t in chunk}) for chunk in chunks)
+        for c in joint:
+            placed[c].update(masks)
+        blocked |= placed[p]
         for t in item_chunks[p]:
             pool.setdefault(t, []).append(p)
     return shared

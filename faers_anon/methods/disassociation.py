@@ -275,8 +275,17 @@ def disassociate(
     sizes = [int(r.size) for r in clusters]
     shared: list[SharedChunk] = []
     if config.refine:
+        placed: list[set[int]] = [set() for _ in clusters]
+        for c, t, _ in assigned:
+            placed[c].add(t)
         shared = refine(
-            item_chunks, sizes, k=config.k, m=config.m, constraint=sets.constraint, max_joint=config.max_joint
+            item_chunks,
+            placed,
+            sizes,
+            k=config.k,
+            m=config.m,
+            constraint=sets.constraint,
+            max_joint=config.max_joint,
         )
     return assemble(
         k=config.k,
