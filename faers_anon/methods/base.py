@@ -18,7 +18,6 @@ midpoint lies within half the versions' spread of every version's value.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -231,8 +230,3 @@ def point_release(
         }
     )
     return frame.select([pl.col(c).cast(t) for c, t in RELEASE_SCHEMA.items()])
-
-
-def finite_or_none(x: float) -> float | None:
-    """``x`` when finite, else None (JSON has no inf or NaN)."""
-    return x if math.isfinite(x) else None

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.methods import METHODS, MethodResult
 from faers_anon.methods.base import RELEASE_SCHEMA, dense_groups
+from tests.faers_anon.methods.conftest import build_cases
 
 QID_COLUMNS = ["age_group", "age_min", "age_max", "sex", "wt_min", "wt_max"]
 
@@ -85,3 +89,45 @@ def test_dense_groups_treats_nan_as_one_value() -> None:
     a = np.array([1.0, np.nan, 1.0, np.nan, 2.0])
     b = np.array([0, 0, 0, 0, 1])
     assert dense_groups(a, b).tolist() == [1, 0, 1, 0, 2]
+
+
+_POINT = st.tuples(
+    st.one_of(st.none(), st.integers(0, 100).map(float)),
+    st.sampled_from(["F", "M", "*", None]),
+    st.one_of(st.none(), st.integers(2, 150).map(float)),
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    rows=st.lists(_POINT, min_size=5, max_size=30), shared=st.lists(st.booleans(), min_size=30, max_size=30)
+)
+def test_every_method_counts_rows_and_keeps_values_it_may_keep(
+    rows: list[tuple[float | None, str | None, float | None]], shared: list[bool]
+) -> None:
+    # Each case has its own reaction (so any l <= k is feasible) and maybe a shared one.
+    reactions = [[f"OWN {i}", *(["SHARED"] if shared[i] else [])] for i in range(len(rows))]
+    cases = build_cases(rows, reactions=reactions)
+    raw_pairs = Counter(zip(cases["age_min"].to_list(), cases["wt_min"].to_list(), strict=True))
+    for name, method in METHODS.items():
+        release = method(cases, rng=np.random.default_rng(0)).release
+        assert release["caseid"].to_list() == cases["caseid"].to_list(), name
+        if name in ("meds", "mews"):
+            assert (
+                Counter(zip(release["age_min"].to_list(), release["wt_min"].to_list(), strict=True))
+                == raw_pairs
+            )
+        if name == "kl-anonymity":
+            both = cases.select("age_min", "wt_min").with_columns(release.select(pl.all().name.prefix("r_")))
+            inside_age = both.filter(
+                pl.col("age_min").is_not_null() & pl.col("r_age_min").is_not_null()
+            ).filter(
+                (pl.col("age_min") < pl.col("r_age_min"))
+                | (pl.col("age_min") >= pl.col("r_age_max").fill_null(1e9))
+            )
+            assert inside_age.height == 0
+            outside_wt = both.filter(pl.col("r_wt_min").is_not_null()).filter(
+                (pl.col("wt_min") < pl.col("r_wt_min")) | (pl.col("wt_min") > pl.col("r_wt_max"))
+            )
+            assert outside_wt.height == 0
+            assert release.group_by("group_id").len()["len"].min() >= 5
