@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from knowledge.drug_names import name_key_expr
 from knowledge.errors import KnowledgeError
 from knowledge.table import validate_table
 from knowledge.values import value_key_expr
@@ -24,7 +25,7 @@ __all__ = ["SENSITIVE_ATTRIBUTES", "case_value_probabilities", "confidence"]
 #: The sensitive attributes of SPEC §5: the case's own INDI_PT and PT lists, and E-diseases.
 SENSITIVE_ATTRIBUTES = ("indications", "reactions", "diseases")
 _OWN = ("indications", "reactions")
-_SCHEMA = {"caseid": pl.Int64, "value": pl.Utf8, "p": pl.Float64}
+_SCHEMA = pl.Schema({"caseid": pl.Int64, "value": pl.Utf8, "p": pl.Float64})
 
 
 def _check_columns(frame: pl.LazyFrame, needed: Sequence[str], where: str) -> None:
@@ -52,7 +53,10 @@ def case_value_probabilities(
     Args:
         cases: one row per caseid with list columns ``indications``, ``reactions``, ``drug_keys``
             (the cases.parquet contract; only the columns the ``sensitive`` choice needs are read).
-        table: E (drug_key, disease, weight), keyed with the same function as ``drug_keys``.
+        table: E (drug_key, disease, weight). Its drug keys are passed through ``name_key_expr``
+            once more (a no-op on keys, which are their own keys), so a hand-written E with
+            ``Paracetamol`` still meets the case key ``PARACETAMOL``; the cases' ``drug_keys`` are
+            used as they are (ingest made them with the same function).
         sensitive: a subset of ``("indications", "reactions", "diseases")``.
 
     Returns:
@@ -91,7 +95,7 @@ def case_value_probabilities(
     knowledge = (
         validate_table(table)
         .lazy()
-        .select("drug_key", value_key_expr(pl.col("disease")).alias("value"), "weight")
+        .select(name_key_expr(pl.col("drug_key")), value_key_expr(pl.col("disease")).alias("value"), "weight")
         .collect()
         if "diseases" in sensitive
         else pl.DataFrame(schema={"drug_key": pl.Utf8, "value": pl.Utf8, "weight": pl.Float64})
@@ -133,7 +137,7 @@ def case_value_probabilities(
         .join(dictionary.lazy(), on="_id", how="left", maintain_order="left")
         .select("caseid", "value", "p")
         .collect()
-        .cast(_SCHEMA)  # type: ignore[arg-type]
+        .cast(_SCHEMA)
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from knowledge import KnowledgeError, case_value_probabilities, confidence, with_default_weights
@@ -122,6 +122,7 @@ _CASES = st.lists(
 )
 
 
+@settings(deadline=None, max_examples=60)  # polars calls: timing varies on a shared machine
 @given(_CASES)
 def test_vectorized_probabilities_equal_the_definition(
     rows: list[tuple[list[str], list[str], list[str]]],
@@ -149,3 +150,11 @@ def test_vectorized_probabilities_equal_the_definition(
     assert {(c, v): p for c, v, p in probs.iter_rows()} == pytest.approx(expected)
     assert probs.select("caseid", "value").is_duplicated().sum() == 0
     assert probs.rows() == sorted(probs.rows(), key=lambda r: (r[0], r[1]))
+
+
+def test_a_hand_written_table_meets_case_keys() -> None:
+    table = pl.DataFrame({"drug_key": ["Rosiglitazone maleate"], "disease": ["diabetes"], "weight": [0.5]})
+    cases = pl.DataFrame(
+        {"caseid": [3], "indications": [[]], "reactions": [[]], "drug_keys": [["ROSIGLITAZONE"]]}
+    )
+    assert case_value_probabilities(cases, table).rows() == [(3, "DIABETES", 0.5)]
