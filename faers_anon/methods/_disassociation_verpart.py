@@ -39,8 +39,10 @@ An item placed in a record chunk of a cluster of J ∪ P, or in an earlier share
 is not a refining item (the reconstruction must not give a record the same item twice).
 
 Departure: a joint cluster holds at most ``max_joint`` clusters (the paper sets no bound). A shared
-subrecord can belong to any record of its span, so a large span spreads an item's co-occurrences
-thin; the bound keeps shared chunks local, as in the paper's two-cluster example.
+subrecord can belong to any record of its span, so an unbounded span spreads an item's co-occurrences
+over the whole dataset; the bound keeps shared chunks local (``DisassociationConfig.max_joint``).
+The paper's "large joint clusters can be built by combining smaller joint clusters" is read as this
+one pass in HORPART's order, each joint cluster growing by one neighbour at a time.
 """
 
 from __future__ import annotations
@@ -52,15 +54,47 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["SharedChunk", "chunk_is_km", "masks_of", "refine", "verpart"]
+__all__ = ["SharedChunk", "chunk_is_km", "cluster_masks", "masks_of", "refine", "verpart"]
 
 
 def masks_of(owner: NDArray[np.int64], items: NDArray[np.int64]) -> dict[int, int]:
-    """Record bitmask of each item from (record position, item) incidences."""
+    """Record bitmask of each item from (record position, item) incidences (any number of records)."""
     masks: dict[int, int] = {}
     for j, t in zip(owner.tolist(), items.tolist(), strict=True):
         masks[t] = masks.get(t, 0) | (1 << j)
     return masks
+
+
+def cluster_masks(
+    cluster: NDArray[np.int64], local: NDArray[np.int64], items: NDArray[np.int64], n_clusters: int
+) -> list[dict[int, int]]:
+    """Per cluster, item → bitmask over the cluster's records, from all (record, item) incidences.
+
+    Args:
+        cluster: Cluster of each incidence's record.
+        local: Position of that record within its cluster.
+        items: Item code of each incidence.
+        n_clusters: Number of clusters.
+
+    Incidences of clusters of at most 64 records are OR-reduced as uint64 in one vectorized pass
+    (sort by cluster and item, ``np.bitwise_or.reduceat``); larger clusters use :func:`masks_of`.
+    """
+    out: list[dict[int, int]] = [{} for _ in range(n_clusters)]
+    wide = np.zeros(n_clusters, dtype=np.bool_)
+    wide[cluster[local >= 64]] = True
+    narrow = ~wide[cluster]
+    c, j, t = cluster[narrow], local[narrow], items[narrow]
+    order = np.lexsort((t, c))
+    c, j, t = c[order], j[order], t[order]
+    if c.size:
+        start = np.flatnonzero(np.r_[True, (c[1:] != c[:-1]) | (t[1:] != t[:-1])])
+        bits = np.bitwise_or.reduceat(np.left_shift(np.uint64(1), j.astype(np.uint64)), start)
+        for ci, ti, mask in zip(c[start].tolist(), t[start].tolist(), bits.tolist(), strict=True):
+            out[ci][ti] = mask
+    for ci in np.flatnonzero(wide).tolist():
+        rows = cluster == ci
+        out[ci] = masks_of(local[rows], items[rows])
+    return out
 
 
 def _extends(mask: int, chunk: Sequence[int], start: int, size: int, k: int, m: int) -> bool:

@@ -14,22 +14,23 @@ the release could come from holds S in at least k records. DISASSOCIATION (Fig. 
 three steps: HORPART clusters similar records (``_disassociation_horpart``), VERPART splits each
 cluster into k^m-anonymous record chunks and an item chunk (``_disassociation_verpart``), refining
 moves item chunk items that recur in neighbouring clusters into shared chunks. Defaults are the
-paper's: k = 5, m = 2 (Section 6.1), maxClusterSize = 2k (footnote 4). Utility constraints (disjoint
-item sets, Section 3.1) are optional; without them HORPART and VERPART order items by support alone.
+paper's: k = 5, m = 2 (Section 6.1), maxClusterSize = 2k (footnote 4); the bound of 32 clusters per
+joint cluster is ours (the paper gives none; see ``_disassociation_verpart``). Utility constraints
+(disjoint item sets, Section 3.1) are optional; without them HORPART and VERPART order by support.
 
 Released tables (:class:`Disassociated`; :func:`write_released` writes each as Parquet or CSV):
 
-=================  =====================================================  ==========================
-table              columns                                                meaning
-=================  =====================================================  ==========================
-``clusters``       ``cluster_id``, ``size``                               clusters P_1..P_c, |P_i|
-``members``        ``cluster_id``, ``caseid``                             the records of each cluster
-``record_chunks``  ``cluster_id``, ``chunk_id``, ``record_in_chunk``,     one row per item of a
-                   ``item``                                               subrecord of chunk C_j
-``item_chunk``     ``cluster_id``, ``item``                               the set C^T of each cluster
-``shared_chunks``  ``shared_id``, ``record_in_chunk``, ``item``           subrecords of shared chunks
-``shared_clusters`` ``shared_id``, ``cluster_id``                         each shared chunk's span
-=================  =====================================================  ==========================
+===================  =================================================  ============================
+table                columns                                            meaning
+===================  =================================================  ============================
+``clusters``         ``cluster_id``, ``size``                           clusters P_1..P_c, |P_i|
+``members``          ``cluster_id``, ``caseid``                         the records of each cluster
+``record_chunks``    ``cluster_id``, ``chunk_id``, ``record_in_chunk``, one row per item of a
+                     ``item``                                           subrecord of chunk C_j
+``item_chunk``       ``cluster_id``, ``item``                           the set C^T of each cluster
+``shared_chunks``    ``shared_id``, ``record_in_chunk``, ``item``       subrecords of shared chunks
+``shared_clusters``  ``shared_id``, ``cluster_id``                      each shared chunk's span
+===================  =================================================  ============================
 
 ``record_in_chunk`` is a random position in 0..n−1 (n = cluster size, or the span's total size for a
 shared chunk), drawn independently per chunk; a position without rows is an empty subrecord, so each
@@ -72,7 +73,7 @@ from faers_anon.methods._disassociation_release import (
     reconstruct,
     write_released,
 )
-from faers_anon.methods._disassociation_verpart import SharedChunk, masks_of, refine, verpart
+from faers_anon.methods._disassociation_verpart import SharedChunk, cluster_masks, refine, verpart
 from faers_anon.methods.base import MethodResult, QidTrees, case_points, check_cases, point_release, sex_codes
 
 __all__ = [
@@ -265,10 +266,16 @@ def disassociate(
         raise InputError(f"{len(caseids)} cases, fewer than k = {config.k}: k^m-anonymity is infeasible")
     sets, names = _encode(items, caseids, config.constraints)
     clusters = horpart(sets, max_cluster_size=config.cluster_limit, k=config.k)
+    cluster_of = np.zeros(sets.n_records, dtype=np.int64)
+    local = np.zeros(sets.n_records, dtype=np.int64)
+    for c, records in enumerate(clusters):
+        cluster_of[records] = c
+        local[records] = np.arange(records.size)
+    owner = np.repeat(np.arange(sets.n_records, dtype=np.int64), np.diff(sets.ptr))
+    all_masks = cluster_masks(cluster_of[owner], local[owner], sets.codes, len(clusters))
     assigned: list[tuple[int, int, int]] = []
     item_chunks: list[dict[int, int]] = []
-    for c, records in enumerate(clusters):
-        masks = masks_of(*sets.gather(records))
+    for c, masks in enumerate(all_masks):
         chunks, rest = verpart(masks, k=config.k, m=config.m, constraint=sets.constraint)
         assigned.extend((c, t, i) for i, chunk in enumerate(chunks) for t in chunk)
         item_chunks.append({t: masks[t] for t in rest})

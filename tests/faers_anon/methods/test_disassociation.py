@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.methods import METHODS
 from faers_anon.methods._disassociation_horpart import merge_small
-from faers_anon.methods._disassociation_verpart import chunk_is_km, masks_of, verpart
+from faers_anon.methods._disassociation_verpart import chunk_is_km, cluster_masks, masks_of, verpart
 from faers_anon.methods.disassociation import (
     Disassociated,
     DisassociationConfig,
@@ -326,10 +326,24 @@ def test_merge_small_pools_neighbours_until_k() -> None:
 
 
 def test_identical_records_stay_one_cluster() -> None:
-    cases = pl.DataFrame({"caseid": list(range(20)), "codes": [["a", "b"]] * 20})
+    cases = pl.DataFrame({"caseid": list(range(70)), "codes": [["a", "b"]] * 69 + [["a"]]})
     config = DisassociationConfig(k=2, attributes=CODES)
     rel = disassociate(cases, config=config, rng=np.random.default_rng(0))
-    assert rel.clusters.rows() == [(0, 20)] and rel.item_chunk.height == 0
+    assert rel.clusters.rows() == [(0, 70)] and rel.item_chunk.height == 0
+    assert _subrecords(rel.record_chunks, ["cluster_id", "chunk_id"], 70) == sorted(
+        [("a", "b")] * 69 + [("a",)]
+    )
+
+
+def test_cluster_masks_agree_with_masks_of_on_narrow_and_wide_clusters() -> None:
+    rng = np.random.default_rng(4)
+    sizes = [5, 70, 3]
+    cluster = np.repeat(np.arange(3), [s * 4 for s in sizes])
+    local = np.concatenate([np.repeat(np.arange(s), 4) for s in sizes])
+    items = rng.integers(0, 9, cluster.size)
+    got = cluster_masks(cluster, local, items, 3)
+    assert got == [masks_of(local[cluster == c], items[cluster == c]) for c in range(3)]
+    assert max(got[1].values()).bit_length() > 64
 
 
 def test_input_errors() -> None:
