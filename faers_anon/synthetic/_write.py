@@ -98,5 +98,5 @@ def write_quarter(
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
             info.create_system = 3
-            archive.writestr(info, data, compresslevel=9)
+            archive.writestr(info, data, compresslevel=6)
     return target

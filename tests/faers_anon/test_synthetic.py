@@ -12,6 +12,8 @@ from types import ModuleType
 import polars as pl
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from faers_anon._paths import bundled
 from faers_anon.synthetic import (
@@ -293,3 +295,26 @@ def test_scale_script_writes_a_zip_and_rejects_bad_input(tmp_path: Path) -> None
     bad = CliRunner().invoke(main, ["--cases", "60", "-o", str(tmp_path), "--quarter", "2010Q1"])
     assert bad.exit_code == 2 and "Error:" in bad.output and "Traceback" not in bad.output
     assert CliRunner().invoke(main, ["--help"]).exit_code == 0
+
+
+@settings(max_examples=6, deadline=None)
+@given(n_cases=st.integers(min_value=10, max_value=120), seed=st.integers(min_value=0, max_value=2**32 - 1))
+def test_tables_link_up_for_any_seed(n_cases: int, seed: int) -> None:
+    tables = make_quarter(n_cases, seed=seed, malformed=False)
+    demo = tables["DEMO"]
+    assert demo.get_column("caseid").n_unique() == n_cases
+    joined = demo.select(pl.concat_str("caseid", "caseversion")).to_series()
+    assert (demo.get_column("primaryid") == joined).all()
+    versions = demo.group_by("caseid").agg(
+        pl.len().alias("n"), pl.col("caseversion").cast(pl.Int64).max().alias("hi"),
+        pl.col("caseversion").cast(pl.Int64).min().alias("lo"))  # fmt: skip
+    assert (versions.get_column("hi") - versions.get_column("lo") + 1 == versions.get_column("n")).all()
+    ids = demo.get_column("primaryid").implode()
+    for table in ("DRUG", "REAC", "OUTC", "RPSR", "THER", "INDI"):
+        assert tables[table].get_column("primaryid").is_in(ids).all(), table
+    drug_keys = tables["DRUG"].select("primaryid", "drug_seq")
+    for table, seq in (("INDI", "indi_drug_seq"), ("THER", "dsg_drug_seq")):
+        linked = tables[table].join(drug_keys, left_on=["primaryid", seq], right_on=["primaryid", "drug_seq"])
+        assert linked.height == tables[table].height, table
+    assert demo.get_column("primaryid").is_in(tables["DRUG"].get_column("primaryid").implode()).all()
+    assert demo.get_column("primaryid").is_in(tables["REAC"].get_column("primaryid").implode()).all()
