@@ -17,7 +17,15 @@ from knowledge.drug_names import (
 from knowledge.errors import KnowledgeError
 from knowledge.link import SENSITIVE_ATTRIBUTES, case_value_probabilities, confidence
 from knowledge.mining import FILLER_TERMS, MiningConfig, default_table, mine_from_indications
-from knowledge.table import E_SCHEMA, load_table, validate_table, with_default_weights, write_table
+from knowledge.table import (
+    E_SCHEMA,
+    combine_tables,
+    load_table,
+    validate_table,
+    with_combinations,
+    with_default_weights,
+    write_table,
+)
 from knowledge.terms import MATCH_METHODS, MatchReport, match_table, match_terms, vocabulary_of_cases
 from knowledge.values import value_key_expr
 
@@ -32,6 +40,7 @@ __all__ = [
     "MatchReport",
     "MiningConfig",
     "case_value_probabilities",
+    "combine_tables",
     "confidence",
     "default_table",
     "drug_key_expr",
@@ -45,6 +54,7 @@ __all__ = [
     "validate_table",
     "value_key_expr",
     "vocabulary_of_cases",
+    "with_combinations",
     "with_default_weights",
     "write_table",
 ]

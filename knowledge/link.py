@@ -46,9 +46,10 @@ def case_value_probabilities(
 
     p = 1 for the case's own indications and reactions (for those of the two attributes that are in
     ``sensitive``); otherwise, when ``"diseases"`` is sensitive, p = max over the case's drug keys
-    d of w(d, s). A combination key ``A\\B`` links through itself and through each ingredient ``A``
-    and ``B`` (an attacker who knows the product knows what it contains). Values are canonical keys
-    (upper-case, whitespace collapsed). Vectorized: explode, join, group_by.
+    d of w(d, s), exactly as SPEC §5 states it (a combination key ``A\\B`` reaches only E's rows for
+    ``A\\B``: ``knowledge.with_combinations`` adds those rows from the ingredients' rows, so that
+    the E written with a release reproduces every p). Values are canonical keys (upper-case,
+    whitespace collapsed). Vectorized: explode, join, sort, unique.
 
     Args:
         cases: one row per caseid with list columns ``indications``, ``reactions``, ``drug_keys``
@@ -118,16 +119,11 @@ def case_value_probabilities(
             .explode("drug_key")
             .drop_nulls("drug_key")
         )
-        ingredients = (
-            drugs.filter(pl.col("drug_key").str.contains("\\", literal=True))
-            .with_columns(pl.col("drug_key").str.split("\\"))
-            .explode("drug_key")
-        )
         weights = knowledge.lazy().join(dictionary.lazy(), on="value").select("drug_key", "_id", "weight")
         parts.append(
-            pl.concat([drugs, ingredients])
-            .join(weights, on="drug_key", how="inner")
-            .select("caseid", "_id", pl.col("weight").alias("p"))
+            drugs.join(weights, on="drug_key", how="inner").select(
+                "caseid", "_id", pl.col("weight").alias("p")
+            )
         )
     return (
         pl.concat(parts)

@@ -22,7 +22,15 @@ from knowledge.drug_names import name_key_expr
 from knowledge.errors import KnowledgeError
 from knowledge.values import value_key_expr
 
-__all__ = ["E_SCHEMA", "load_table", "validate_table", "with_default_weights", "write_table"]
+__all__ = [
+    "E_SCHEMA",
+    "combine_tables",
+    "load_table",
+    "validate_table",
+    "with_combinations",
+    "with_default_weights",
+    "write_table",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -205,6 +213,53 @@ def with_default_weights(pairs: pl.DataFrame) -> pl.DataFrame:
     """
     unique = _deduplicated(pairs.select("drug_key", "disease").with_columns(weight=pl.lit(1.0)))
     return unique.with_columns(weight=1.0 / pl.len().over("drug_key").cast(pl.Float64))
+
+
+def combine_tables(*tables: pl.DataFrame) -> pl.DataFrame:
+    """The union of several E (e.g. mined from FAERS and loaded from a file): one row per pair.
+
+    A (drug_key, disease) pair in several tables, up to the disease's case, keeps its largest
+    weight: the attacker holds the strongest of the beliefs on offer.
+
+    Raises:
+        KnowledgeError: a table outside the E contract (``validate_table``), or no table at all.
+    """
+    if not tables:
+        raise KnowledgeError("combine_tables: no table given (expected at least one E)")
+    checked = [validate_table(t, where=f"E #{i + 1}") for i, t in enumerate(tables)]
+    return _deduplicated(pl.concat(checked))
+
+
+def with_combinations(table: pl.DataFrame, drug_keys: pl.Series) -> pl.DataFrame:
+    """E plus rows for the combination products among ``drug_keys``, from their ingredients' rows.
+
+    Rule: for a combination key K = ``A\\B`` (``knowledge.drug_names``) and a disease s,
+    w(K, s) = max(w(K, s) if E has it, max over K's ingredients I of w(I, s)): whoever knows that
+    a patient takes a combination knows they take each ingredient. The rows are written into E (not
+    applied silently while linking), so the E that travels with a release reproduces every
+    P(s | case) under SPEC §5's plain rule. Keys without ``\\`` add nothing.
+
+    Args:
+        table: E.
+        drug_keys: the drug keys of the data (e.g. the exploded ``drug_keys`` of the cases).
+
+    Returns:
+        E with the added rows, sorted by drug_key then disease.
+    """
+    table = validate_table(table)
+    combinations = (
+        pl.LazyFrame({"combination": drug_keys.cast(pl.Utf8)})
+        .unique()
+        .filter(pl.col("combination").str.contains("\\", literal=True))
+        .with_columns(drug_key=pl.col("combination").str.split("\\"))
+        .explode("drug_key")
+    )
+    added = (
+        combinations.join(table.lazy(), on="drug_key", how="inner")
+        .select(pl.col("combination").alias("drug_key"), "disease", "weight")
+        .collect()
+    )
+    return _deduplicated(pl.concat([table, added]))
 
 
 def validate_table(table: pl.DataFrame, *, where: str = "E") -> pl.DataFrame:

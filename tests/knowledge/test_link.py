@@ -7,7 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knowledge import KnowledgeError, case_value_probabilities, confidence, with_default_weights
+from knowledge import (
+    KnowledgeError,
+    case_value_probabilities,
+    confidence,
+    with_combinations,
+    with_default_weights,
+)
 
 
 def _table_3b() -> pl.DataFrame:
@@ -92,11 +98,12 @@ def test_sensitive_choice_limits_the_sources() -> None:
     assert case_value_probabilities(cases, _table_3b(), sensitive=()).height == 0
 
 
-def test_a_combination_links_through_its_ingredients() -> None:
+def test_a_combination_links_through_its_ingredients_once_e_has_its_rows() -> None:
     table = pl.DataFrame({"drug_key": ["A", "A\\B"], "disease": ["Pain", "Cough"], "weight": [0.5, 1.0]})
     cases = pl.DataFrame({"caseid": [1], "indications": [[]], "reactions": [[]], "drug_keys": [["A\\B"]]})
-    probs = case_value_probabilities(cases.lazy(), table)
-    assert probs.rows() == [(1, "COUGH", 1.0), (1, "PAIN", 0.5)]
+    assert case_value_probabilities(cases.lazy(), table).rows() == [(1, "COUGH", 1.0)]  # SPEC §5 as stated
+    expanded = with_combinations(table, cases["drug_keys"].explode())
+    assert case_value_probabilities(cases.lazy(), expanded).rows() == [(1, "COUGH", 1.0), (1, "PAIN", 0.5)]
 
 
 def test_bad_arguments_raise_one_line_errors() -> None:
@@ -146,7 +153,7 @@ def test_vectorized_probabilities_equal_the_definition(
         },
         schema_overrides={c: pl.List(pl.Utf8) for c in ("indications", "reactions", "drug_keys")},
     )
-    probs = case_value_probabilities(cases, table)
+    probs = case_value_probabilities(cases, with_combinations(table, cases["drug_keys"].explode()))
     assert {(c, v): p for c, v, p in probs.iter_rows()} == pytest.approx(expected)
     assert probs.select("caseid", "value").is_duplicated().sum() == 0
     assert probs.rows() == sorted(probs.rows(), key=lambda r: (r[0], r[1]))

@@ -8,7 +8,16 @@ from typing import Any
 import polars as pl
 import pytest
 
-from knowledge import E_SCHEMA, KnowledgeError, load_drug_names, load_table, validate_table, write_table
+from knowledge import (
+    E_SCHEMA,
+    KnowledgeError,
+    combine_tables,
+    load_drug_names,
+    load_table,
+    validate_table,
+    with_combinations,
+    write_table,
+)
 
 LABELEDIN = Path("knowledge/labeledin/indications.tsv")
 PHARMACOTHERAPYDB = Path("knowledge/pharmacotherapydb/indications.tsv")
@@ -108,3 +117,40 @@ def test_validate_table_rejects_frames_outside_the_contract() -> None:
         validate_table(pl.DataFrame({"drug_key": ["A"], "disease": ["Flu"]}))
     with pytest.raises(KnowledgeError, match="E: row 1: disease: None is invalid"):
         validate_table(pl.DataFrame({"drug_key": ["A", "B"], "disease": ["Flu", None], "weight": [1.0, 1.0]}))
+
+
+def test_combine_tables_keeps_the_strongest_belief() -> None:
+    mined = pl.DataFrame({"drug_key": ["A", "A"], "disease": ["PAIN", "FEVER"], "weight": [0.3, 0.9]})
+    loaded = pl.DataFrame({"drug_key": ["A", "B"], "disease": ["Pain", "Flu"], "weight": [0.5, 1.0]})
+    assert combine_tables(mined, loaded).rows() == [
+        ("A", "FEVER", 0.9),
+        ("A", "PAIN", 0.5),
+        ("B", "Flu", 1.0),
+    ]
+    with pytest.raises(KnowledgeError, match="E #2: missing columns"):
+        combine_tables(mined, loaded.drop("weight"))
+    with pytest.raises(KnowledgeError, match="no table given"):
+        combine_tables()
+
+
+def test_with_combinations_adds_rows_from_ingredients() -> None:
+    table = pl.DataFrame(
+        {
+            "drug_key": ["A", "A", "B", "A\\B"],
+            "disease": ["Pain", "Cough", "Pain", "Cough"],
+            "weight": [0.5, 0.2, 0.8, 0.6],
+        }
+    )
+    keys = pl.Series(["A\\B", "A\\B", "A\\C", "C\\D", "A", None])
+    expanded = with_combinations(table, keys)
+    assert expanded.filter(pl.col("drug_key").str.contains("\\", literal=True)).rows() == [
+        ("A\\B", "Cough", 0.6),  # E's own row beats the ingredient's 0.2
+        ("A\\B", "Pain", 0.8),  # max over ingredients A (0.5) and B (0.8)
+        ("A\\C", "Cough", 0.2),
+        ("A\\C", "Pain", 0.5),
+    ]
+    assert expanded.filter(~pl.col("drug_key").str.contains("\\", literal=True)).equals(
+        validate_table(table)
+        .filter(~pl.col("drug_key").str.contains("\\", literal=True))
+        .sort("drug_key", "disease")
+    )
