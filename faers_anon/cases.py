@@ -64,14 +64,33 @@ def _sex_cover(sex: pl.Expr) -> pl.Expr:
     return pl.when(known.n_unique() == 1).then(known.first()).when(known.n_unique() > 1).then(pl.lit("*"))
 
 
-def _term_lists(rows: pl.LazyFrame | pl.DataFrame, key: pl.Expr, alias: str) -> pl.LazyFrame:
+def _term_lists(
+    rows: pl.LazyFrame | pl.DataFrame, column: str, alias: str, *, canonical: bool
+) -> pl.LazyFrame:
+    """Per caseid, the unique sorted values of ``column`` (canonical keys when ``canonical``).
+
+    The values are mapped once per distinct term onto an ``Enum`` whose categories are the sorted
+    vocabulary, so de-duplication and sorting work on integer codes, not strings.
+    """
+    terms = rows.lazy().select(pl.col(column).unique()).drop_nulls()
+    if canonical:
+        terms = terms.with_columns(value_key_expr(pl.col(column)).alias(alias))
+    else:
+        terms = terms.with_columns(pl.col(column).alias(alias))
+    vocabulary = terms.collect()
+    codes = pl.Enum(vocabulary.get_column(alias).drop_nulls().unique().sort())
+    value = pl.col(column).replace_strict(
+        vocabulary.get_column(column), vocabulary.get_column(alias).cast(codes), default=None
+    )
     return (
         rows.lazy()
-        .select(pl.col("caseid"), key.alias(alias))
+        .select(pl.col("caseid"), value.alias(alias))
         .drop_nulls()
-        .unique()
-        .group_by("caseid")
-        .agg(pl.col(alias).sort())
+        .sort("caseid", alias)
+        .unique(maintain_order=True)
+        .group_by("caseid", maintain_order=True)
+        .agg(pl.col(alias))
+        .with_columns(pl.col(alias).cast(_TERMS))
     )
 
 
@@ -113,9 +132,9 @@ def merge_versions(
         )
     )
     lists = {
-        "indications": _term_lists(indi, value_key_expr(pl.col("indi_pt")), "indications"),
-        "reactions": _term_lists(reac, value_key_expr(pl.col("pt")), "reactions"),
-        "drug_keys": _term_lists(drug, pl.col("drug_key"), "drug_keys"),
+        "indications": _term_lists(indi, "indi_pt", "indications", canonical=True),
+        "reactions": _term_lists(reac, "pt", "reactions", canonical=True),
+        "drug_keys": _term_lists(drug, "drug_key", "drug_keys", canonical=False),
     }
     merged = versions
     for name, frame in lists.items():

@@ -8,7 +8,7 @@ and raises ``AssertionError`` (it is not a user error).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,8 @@ __all__ = [
     "DELETED_STATUS",
     "STATUS",
     "REASON",
+    "DELETED_REASON",
+    "FILE_CODE",
     "IngestResult",
     "file_counts",
     "reason_counts",
@@ -33,19 +35,25 @@ KEPT, QUARANTINED, DELETED_STATUS = "kept", "quarantined", "deleted"
 STATUS = "_status"
 #: Reason column: failed rule names, ``;``-joined; null for kept rows.
 REASON = "reason"
+#: Reason of the rows of deleted cases.
+DELETED_REASON = "caseid_deleted"
+#: Column with the index of the file a row was read from.
+FILE_CODE = "_file_code"
 
 
 def file_counts(
-    frame: pl.DataFrame, /, *, extra: Mapping[str, pl.Expr] | None = None
+    frame: pl.DataFrame, files: Sequence[Mapping[str, Any]], /, *, extra: Mapping[str, pl.Expr] | None = None
 ) -> list[dict[str, Any]]:
-    """Counts per (quarter, source_file), in the order the files were read.
+    """Counts per file, in the order the files were read; files without rows count zeros.
 
     Args:
-        frame: an annotated frame with ``quarter``, ``source_file`` and :data:`STATUS`.
+        frame: an annotated frame with :data:`FILE_CODE` (index into ``files``) and :data:`STATUS`.
+        files: one metadata dict per file (``quarter``, ``source_file`` first), indexed by file code.
         extra: more per-file sums, name → boolean expression.
 
     Returns:
-        One dict per file: quarter, source_file, read, kept, quarantined, deleted, and the extras.
+        One dict per file: its metadata's quarter and source_file, read, kept, quarantined, deleted,
+        the extras, then the rest of its metadata.
     """
     status = pl.col(STATUS)
     sums = {
@@ -55,15 +63,25 @@ def file_counts(
         "deleted": (status == DELETED_STATUS).sum().cast(pl.Int64),
     }
     sums |= {name: expr.sum().cast(pl.Int64) for name, expr in (extra or {}).items()}
-    grouped = frame.group_by("quarter", "source_file", maintain_order=True).agg(**sums)
-    return grouped.to_dicts()
+    grouped = frame.group_by(FILE_CODE).agg(**sums)
+    by_code = {row.pop(FILE_CODE): row for row in grouped.to_dicts()}
+    zeros = dict.fromkeys(sums, 0)
+    counted = []
+    for code, meta in enumerate(files):
+        head = {"quarter": meta.get("quarter"), "source_file": meta.get("source_file")}
+        counted.append({**head, **by_code.get(code, zeros), **meta})
+    return counted
 
 
-def reason_counts(frame: pl.DataFrame, /) -> dict[str, int]:
-    """How many quarantined rows failed each rule (a row failing two rules counts for both)."""
+def reason_counts(rejects: pl.DataFrame, /) -> dict[str, int]:
+    """How many quarantined rows failed each rule (a row failing two rules counts for both).
+
+    Args:
+        rejects: rejected rows with their ``reason``; deleted rows (``caseid_deleted``) are skipped.
+    """
     failed = (
-        frame.lazy()
-        .filter(pl.col(STATUS) == QUARANTINED)
+        rejects.lazy()
+        .filter(pl.col(REASON) != DELETED_REASON)
         .select(pl.col(REASON).str.split(";").alias("rule"))
         .explode("rule")
         .group_by("rule")
@@ -74,11 +92,14 @@ def reason_counts(frame: pl.DataFrame, /) -> dict[str, int]:
     return dict(zip(failed["rule"].to_list(), failed["len"].to_list(), strict=True))
 
 
-def rule_failures(frame: pl.DataFrame, rules: Mapping[str, pl.Expr], /) -> dict[str, int]:
-    """How many rows of ``frame`` fail each rule (rules that never fail give 0)."""
+def rule_failures(
+    frame: pl.DataFrame, rules: Mapping[str, pl.Expr], /, *, where: pl.Expr | None = None
+) -> dict[str, int]:
+    """How many rows of ``frame`` (those where ``where`` holds, if given) fail each rule; 0 if none."""
     if not rules:
         return {}
-    counts = frame.select(**{name: (~rule).sum().cast(pl.Int64) for name, rule in rules.items()})
+    mask = pl.lit(True) if where is None else where
+    counts = frame.select(**{name: (mask & ~rule).sum().cast(pl.Int64) for name, rule in rules.items()})
     return {name: int(counts[name][0] or 0) for name in rules}
 
 

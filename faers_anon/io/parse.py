@@ -17,8 +17,7 @@ from faers_anon.io.schema import Kind
 
 __all__ = ["empty_to_null", "parse_int", "parse_float", "parse_date", "parse", "cast_failed"]
 
-_INTEGRAL_FLOAT = r"^[+-]?\d+\.0*$"
-_FLOAT_SUFFIX = r"\.0*$"
+_FLOAT_SUFFIX = ".0"
 
 
 def empty_to_null(raw: pl.Expr) -> pl.Expr:
@@ -27,19 +26,18 @@ def empty_to_null(raw: pl.Expr) -> pl.Expr:
 
 
 def parse_int(raw: pl.Expr) -> pl.Expr:
-    """Int64 from text: ``"61"`` → 61; ``"61.0"`` → 61 (an integral float written by pandas).
+    """Int64 from text: ``"61"`` → 61; ``"61.0"`` or ``"6.1e1"`` → 61 (integral floats, as pandas writes).
+
+    Integers are read exactly; a float form is accepted when it is integral and below 2**53 (where
+    every integer is exact in a double).
 
     Returns:
         Int64; null for empty, non-integral (``"61.5"``), non-numeric or out-of-range values.
     """
     text = raw.str.strip_chars()
-    direct = text.cast(pl.Int64, strict=False)
-    via_float = (
-        pl.when(text.str.contains(_INTEGRAL_FLOAT))
-        .then(text.str.replace(_FLOAT_SUFFIX, ""))
-        .cast(pl.Int64, strict=False)
-    )
-    return pl.coalesce(direct, via_float)
+    as_float = text.cast(pl.Float64, strict=False)
+    integral = pl.when(as_float.is_finite() & (as_float == as_float.floor()) & (as_float.abs() < 2.0**53))
+    return pl.coalesce(text.cast(pl.Int64, strict=False), integral.then(as_float).cast(pl.Int64))
 
 
 def parse_float(raw: pl.Expr) -> pl.Expr:
@@ -61,7 +59,7 @@ def parse_date(raw: pl.Expr) -> pl.Expr:
     Returns:
         Date; null for empty values, other lengths, non-digits and impossible dates (``20120231``).
     """
-    digits = raw.str.strip_chars().str.replace(_FLOAT_SUFFIX, "")
+    digits = raw.str.strip_chars().str.strip_suffix(_FLOAT_SUFFIX)
     length = digits.str.len_bytes()
     full = (
         pl.when(length == 8)
@@ -71,7 +69,7 @@ def parse_date(raw: pl.Expr) -> pl.Expr:
         .when(length == 4)
         .then(digits + "0101")
     )
-    return pl.when(full.str.contains(r"^\d{8}$")).then(full).str.to_date("%Y%m%d", strict=False)
+    return full.str.to_date("%Y%m%d", strict=False)
 
 
 def parse(raw: pl.Expr, kind: Kind) -> pl.Expr:

@@ -27,11 +27,12 @@ reader, and for child rows ``_report_caseid`` / ``_report_kept`` from the join w
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import polars as pl
 
 from faers_anon.io.faers_ascii import EXTRA_FIELDS
+from faers_anon.io.ingest_report import DELETED_REASON
 from faers_anon.io.normalize import age_factor, weight_factor
 from faers_anon.io.parse import cast_failed
 from faers_anon.io.schema import COLUMNS, Kind
@@ -39,20 +40,28 @@ from faers_anon.io.schema import COLUMNS, Kind
 __all__ = [
     "DELETED",
     "CANDIDATE",
+    "ROW_OK",
+    "QUARTER_CODE",
+    "IS_DELETED",
+    "RuleSet",
     "raw_name",
     "row_rules",
     "report_link_rules",
     "child_link_rules",
     "value_rules",
     "deleted_list_rules",
-    "passes",
-    "reason",
 ]
 
 #: Reason given to the rows of deleted cases.
-DELETED = "caseid_deleted"
+DELETED = DELETED_REASON
 #: Column that is True for a row that passed the row rules and is not deleted.
 CANDIDATE = "_candidate"
+#: Column with the quarter as a small integer that sorts like the quarter (``2004Q1`` < ``2023Q1``).
+QUARTER_CODE = "_quarter_code"
+#: Column that is True for a row that passed every row rule.
+ROW_OK = "_row_ok"
+#: Column that is True for a row that passed the row rules and belongs to a deleted case.
+IS_DELETED = "_is_deleted"
 
 _SUFFIX = {Kind.ID: "is_integer", Kind.INT: "is_integer", Kind.FLOAT: "is_number", Kind.DATE: "is_date"}
 
@@ -86,11 +95,11 @@ def row_rules(table: str) -> dict[str, pl.Expr]:
 def report_link_rules() -> dict[str, pl.Expr]:
     """Rules between DEMO rows, evaluated on candidates (``CANDIDATE`` True) in file order."""
     candidate = pl.col(CANDIDATE)
-    key = pl.when(candidate).then(pl.struct("quarter", "primaryid"))
-    latest = pl.when(candidate).then(pl.col("quarter")).max().over("primaryid")
+    key = pl.when(candidate).then(pl.struct(QUARTER_CODE, "primaryid"))
+    latest = pl.when(candidate).then(pl.col(QUARTER_CODE)).max().over("primaryid")
     return {
         "primaryid_unique": key.is_first_distinct(),
-        "primaryid_latest_quarter": pl.col("quarter") == latest,
+        "primaryid_latest_quarter": pl.col(QUARTER_CODE) == latest,
     }
 
 
@@ -139,13 +148,53 @@ def deleted_list_rules() -> dict[str, pl.Expr]:
     return {"caseid_present": _positive_id("caseid")}
 
 
-def passes(rules: Mapping[str, pl.Expr]) -> pl.Expr:
-    """True where every rule passes (an empty mapping passes everything)."""
-    return pl.all_horizontal(*rules.values()) if rules else pl.lit(True)
+def _ok(name: str) -> str:
+    return f"_ok_{name}"
 
 
-def reason(rules: Mapping[str, pl.Expr]) -> pl.Expr:
-    """The failed rule names of each row, ``;``-joined in rule order; null when all pass."""
-    failed = [pl.when(~rule).then(pl.lit(name)) for name, rule in rules.items()]
-    joined = pl.concat_str(failed, separator=";", ignore_nulls=True)
-    return pl.when(joined.str.len_bytes() > 0).then(joined)
+def _failed_names(names: tuple[str, ...]) -> pl.Expr:
+    failed = [pl.when(~pl.col(_ok(name))).then(pl.lit(name)) for name in names]
+    return pl.concat_str(failed, separator=";", ignore_nulls=True) if failed else pl.lit(None, pl.Utf8)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RuleSet:
+    """The row rules and link rules of one table, evaluated as boolean columns ``_ok_<rule>``.
+
+    Only booleans are computed for every row; the ``reason`` text is built for rejected rows only
+    (:meth:`reason` on the rejects), so checking millions of good rows costs a few bitmaps.
+
+    Attributes:
+        row: row rules (quarantine first).
+        link: link rules (quarantine after deletion).
+    """
+
+    row: dict[str, pl.Expr]
+    link: dict[str, pl.Expr] = field(default_factory=dict)
+
+    def row_columns(self) -> dict[str, pl.Expr]:
+        """``_ok_<rule>`` columns of the row rules."""
+        return {_ok(name): rule for name, rule in self.row.items()}
+
+    def link_columns(self) -> dict[str, pl.Expr]:
+        """``_ok_<rule>`` columns of the link rules."""
+        return {_ok(name): rule for name, rule in self.link.items()}
+
+    def row_ok(self) -> pl.Expr:
+        """True where every row rule passed (needs :meth:`row_columns`)."""
+        return pl.all_horizontal(pl.col(_ok(n)) for n in self.row) if self.row else pl.lit(True)
+
+    def link_ok(self) -> pl.Expr:
+        """True where every link rule passed (needs :meth:`link_columns`)."""
+        return pl.all_horizontal(pl.col(_ok(n)) for n in self.link) if self.link else pl.lit(True)
+
+    def reason(self) -> pl.Expr:
+        """The reason of a rejected row: failed row rules, else ``caseid_deleted``, else failed link
+        rules; ``;``-joined in rule order (needs the ``_ok_`` columns, :data:`ROW_OK`, :data:`IS_DELETED`)."""
+        return (
+            pl.when(~pl.col(ROW_OK))
+            .then(_failed_names(tuple(self.row)))
+            .when(pl.col(IS_DELETED))
+            .then(pl.lit(DELETED))
+            .otherwise(_failed_names(tuple(self.link)))
+        )

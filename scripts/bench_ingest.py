@@ -1,0 +1,93 @@
+"""Benchmark: ingest of a synthetic FAERS quarter against polars reading the same files as strings.
+
+Usage:
+    .venv/bin/python scripts/bench_ingest.py --cases 400000
+    .venv/bin/python scripts/bench_ingest.py --data DIR     # an existing quarter folder or zip
+
+The quarter is made by ``scripts/make_synthetic_quarter.py --cases N -o DIR`` (unless ``--data`` is
+given). Two child processes are timed, wall clock, each from its start to its exit:
+
+* baseline — ``polars.scan_csv(separator="$", infer_schema=False, quote_char=None)`` of every FAERS
+  text file, collected (the least any reader of these files must do);
+* ingest — ``faers-anon ingest DIR -o OUT`` (the CLI, so start-up and imports count too).
+
+Peak memory is the ingest child's own maximum resident set size (``os.wait4`` returns the rusage of
+that one child, so the generator and the baseline do not mix in). Targets (issue "ingest" item 6):
+ingest ≤ 4 × baseline and ≤ 3 GB peak RSS. The script prints both times, the ratio and the peak, and
+exits non-zero when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+_BASELINE = """
+import sys, polars as pl
+for path in sys.argv[1:]:
+    pl.scan_csv(
+        path, separator="$", infer_schema=False, quote_char=None, truncate_ragged_lines=True
+    ).collect()
+"""
+_CLI = "from faers_anon.cli import main; main()"
+_TEXT_TABLES = ("DEMO", "DRUG", "REAC", "INDI", "OUTC", "THER", "RPSR")
+
+
+def _timed(command: list[str]) -> tuple[float, float]:
+    """Run a child process; return (wall seconds, peak RSS in GB) of that child alone."""
+    start = time.perf_counter()
+    child = subprocess.Popen(command, cwd=REPO)
+    _, status, usage = os.wait4(child.pid, 0)
+    elapsed = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise SystemExit(f"bench_ingest: {command[:3]} failed with exit code {child.returncode}")
+    return elapsed, usage.ru_maxrss / 1024**2  # ru_maxrss is in KiB on Linux
+
+
+def _text_files(folder: Path) -> list[str]:
+    return sorted(
+        str(p) for p in folder.rglob("*") if p.is_file() and p.name[:4].upper() in _TEXT_TABLES
+    )
+
+
+def main() -> None:
+    """Parse arguments, make or find the quarter, time baseline and ingest, print and check."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=400_000, help="cases in the synthetic quarter")
+    parser.add_argument("--data", type=Path, help="use this quarter folder instead of generating one")
+    parser.add_argument("--ratio", type=float, default=4.0, help="target: ingest / baseline time")
+    parser.add_argument("--memory-gb", type=float, default=3.0, help="target: ingest peak RSS")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench_ingest_") as tmp:
+        work = Path(tmp)
+        data = args.data
+        if data is None:
+            data = work / "quarter"
+            script = REPO / "scripts" / "make_synthetic_quarter.py"
+            made, _ = _timed([sys.executable, str(script), "--cases", str(args.cases), "-o", str(data)])
+            print(f"generated {args.cases:,} cases in {made:.1f} s")
+        files = _text_files(data)
+        if not files:
+            raise SystemExit(f"bench_ingest: no FAERS text files under {data}")
+        size = sum(Path(f).stat().st_size for f in files) / 1024**2
+        baseline, base_mem = _timed([sys.executable, "-c", _BASELINE, *files])
+        ingest, peak = _timed([sys.executable, "-c", _CLI, "ingest", str(data), "-o", str(work / "out")])
+    ratio = ingest / baseline
+    print(f"files:    {len(files)} text files, {size:,.0f} MiB")
+    print(f"baseline: {baseline:6.2f} s  (polars scan_csv as strings; peak {base_mem:.2f} GB)")
+    print(f"ingest:   {ingest:6.2f} s  (faers-anon ingest)")
+    print(f"ratio:    {ratio:6.2f} x  (target <= {args.ratio:g})")
+    print(f"peak RSS: {peak:6.2f} GB (target <= {args.memory_gb:g})")
+    if ratio > args.ratio or peak > args.memory_gb:
+        raise SystemExit("bench_ingest: target missed")
+
+
+if __name__ == "__main__":
+    main()
