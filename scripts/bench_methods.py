@@ -59,17 +59,31 @@ def _child(name: str, cases_path: Path, seed: int) -> None:
     )
 
 
-def _make_cases(n_cases: int, seed: int, work: Path) -> Path:
-    """Synthetic quarter → FDA text files → ingest → ``cases.parquet``; returns its path."""
+def _make_cases_child(n_cases: int, seed: int, work: Path) -> None:
+    """Synthetic quarter → FDA text files → ingest → ``work/ingested/cases.parquet`` (a child's job)."""
     from faers_anon import api
     from faers_anon.synthetic import make_quarter, write_quarter
 
-    start = time.perf_counter()
     folder = write_quarter(make_quarter(n_cases, seed=seed), work / "quarter")
     api.ingest([folder], work / "ingested")
-    path = work / "ingested" / "cases.parquet"
-    print(f"cases: {n_cases} synthetic cases ingested in {time.perf_counter() - start:.1f} s -> {path}")
-    return path
+
+
+def _list_child() -> None:
+    from faers_anon.methods import METHODS
+
+    print(json.dumps(list(METHODS)))
+
+
+def _python(*args: str) -> str:
+    """Run this script in a child process with ``args``; return its stdout (exit on failure).
+
+    Children keep the parent small: on Linux a child's peak RSS (``ru_maxrss``) starts from its parent's
+    resident size at fork, so the parent neither makes the quarter nor imports the package.
+    """
+    done = subprocess.run([sys.executable, __file__, *args], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"bench_methods: child {args[:2]} failed with exit code {done.returncode}")
+    return done.stdout
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,19 +134,32 @@ def main() -> None:
     parser.add_argument("--method", action="append", help="run only this method (repeatable)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--make-cases-in", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--list", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         _child(args.child, args.cases_file, args.seed)
         return
+    if args.make_cases_in:
+        _make_cases_child(args.cases, args.seed, args.make_cases_in)
+        return
+    if args.list:
+        _list_child()
+        return
 
-    from faers_anon.methods import METHODS
-
-    names = args.method or list(METHODS)
-    unknown = sorted(set(names) - set(METHODS))
+    registry = json.loads(_python("--list"))
+    names = args.method or registry
+    unknown = sorted(set(names) - set(registry))
     if unknown:
-        raise SystemExit(f"bench_methods: unknown method(s) {unknown} (expected some of {sorted(METHODS)})")
+        raise SystemExit(f"bench_methods: unknown method(s) {unknown} (expected some of {registry})")
     with tempfile.TemporaryDirectory(prefix="bench_methods_") as tmp:
-        path = args.cases_file or _make_cases(args.cases, args.seed, Path(tmp))
+        path = args.cases_file
+        if path is None:
+            start = time.perf_counter()
+            _python("--make-cases-in", tmp, "--cases", str(args.cases), "--seed", str(args.seed))
+            path = Path(tmp) / "ingested" / "cases.parquet"
+            made = time.perf_counter() - start
+            print(f"cases: {args.cases} synthetic cases ingested in {made:.1f} s -> {path}")
         slow = []
         print(
             f"{'method':<14} {'seconds':>8} {'wall':>7} {'peak MB':>8} {'load MB':>8} {'groups':>8}  privacy"
