@@ -105,8 +105,8 @@ _POINT = st.tuples(
 def test_every_method_counts_rows_and_keeps_values_it_may_keep(
     rows: list[tuple[float | None, str | None, float | None]], shared: list[bool]
 ) -> None:
-    # Each case has its own reaction (so any l <= k is feasible) and maybe a shared one.
-    reactions = [[f"OWN {i}", *(["SHARED"] if shared[i] else [])] for i in range(len(rows))]
+    # Each case has its own reaction and maybe a shared one; case 0 never shares, so l = 2 is feasible.
+    reactions = [[f"OWN {i}", *(["SHARED"] if shared[i] and i else [])] for i in range(len(rows))]
     cases = build_cases(rows, reactions=reactions)
     raw_pairs = Counter(zip(cases["age_min"].to_list(), cases["wt_min"].to_list(), strict=True))
     for name, method in METHODS.items():
