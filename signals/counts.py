@@ -90,18 +90,21 @@ def prepare(tables: CaseTables, /, *, role: str) -> tuple[pl.DataFrame, pl.DataF
         sex = pl.col("sex").cast(pl.Utf8).str.strip_chars().str.to_uppercase()
         cases = cases.with_columns(pl.when(sex.is_in(_SEX_CODES)).then(sex).alias("sex"))
     ids = cases.lazy().select("caseid")
-    drugs = tables.drugs.lazy().select(
-        pl.col("caseid").cast(pl.Int64), pl.col("drug_key").alias("drug"), "role_cod"
-    )
+    drugs = tables.drugs.lazy()
     codes = ROLES[role]
     if codes is not None:
         drugs = drugs.filter(pl.col("role_cod").str.strip_chars().str.to_uppercase().is_in(codes))
+    drugs = drugs.select(pl.col("caseid").cast(pl.Int64), pl.col("drug_key").alias("drug"))
     case_drugs = (
         drugs.select("caseid", "drug").drop_nulls().unique().join(ids, on="caseid", how="semi").collect()
     )
+    events = tables.events.lazy().select(pl.col("caseid").cast(pl.Int64), pl.col("pt").cast(pl.Utf8))
+    keys = events.select(pl.col("pt").unique()).with_columns(
+        event_key(pl.col("pt")).alias("event")
+    )  # once per term
     case_events = (
-        tables.events.lazy()
-        .select(pl.col("caseid").cast(pl.Int64), event_key(pl.col("pt").cast(pl.Utf8)).alias("event"))
+        events.join(keys, on="pt")
+        .select("caseid", "event")
         .drop_nulls()
         .unique()
         .join(ids, on="caseid", how="semi")
@@ -183,23 +186,28 @@ def count_2x2(
         ``stratum_id``, ``drug``, ``event``, ``a``, ``b``, ``c``, ``d`` (Float64, ≥ 0; whole
         numbers unless weights are fractional), sorted by stratum, drug and event.
     """
+    nd, ne = max(co.drug_names.height, 1), max(co.event_names.height, 1)
+    stratum = pl.col("stratum_id").cast(pl.UInt64)
+    # one UInt64 key per (stratum, drug, event): a single-key group-by is the fast path in polars
+    pair_key = ((stratum * nd + pl.col("drug_id")) * ne + pl.col("event_id")).alias("key")
     m = members.lazy()
     a = (
         co.pairs.lazy()
         .join(m, on="caseid")
-        .group_by("stratum_id", "drug_id", "event_id")
+        .select(pair_key, "w")
+        .group_by("key")
         .agg(pl.col("w").sum().alias("a"))
     )
     n_drug = (
         co.drugs.lazy()
         .join(m, on="caseid")
-        .group_by("stratum_id", "drug_id")
+        .group_by((stratum * nd + pl.col("drug_id")).alias("dkey"))
         .agg(pl.col("w").sum().alias("nd"))
     )
     n_event = (
         co.events.lazy()
         .join(m, on="caseid")
-        .group_by("stratum_id", "event_id")
+        .group_by((stratum * ne + pl.col("event_id")).alias("ekey"))
         .agg(pl.col("w").sum().alias("ne"))
     )
     n = m.group_by("stratum_id").agg(pl.col("w").sum().alias("n"))
@@ -210,11 +218,19 @@ def count_2x2(
             _wanted_ids(wanted, co.drug_names, co.event_names)
             .lazy()
             .join(n.select("stratum_id"), how="cross")
+            .select(pair_key)
         )
-        table = grid.join(a, on=["stratum_id", "drug_id", "event_id"], how="left")
-    table = (
-        table.join(n_drug, on=["stratum_id", "drug_id"], how="left")
-        .join(n_event, on=["stratum_id", "event_id"], how="left")
+        table = grid.join(a, on="key", how="left")
+    key = pl.col("key")
+    counted = (
+        table.with_columns(
+            stratum_id=(key // (nd * ne)).cast(pl.UInt32),
+            drug_id=((key // ne) % nd).cast(pl.UInt32),
+            event_id=(key % ne).cast(pl.UInt32),
+        )
+        .with_columns(dkey=key // ne, ekey=(key // (nd * ne)) * ne + key % ne)
+        .join(n_drug, on="dkey", how="left")
+        .join(n_event, on="ekey", how="left")
         .join(n, on="stratum_id", how="left")
         .with_columns(pl.col("a", "nd", "ne").fill_null(0.0))
         .with_columns(
@@ -223,9 +239,15 @@ def count_2x2(
             d=pl.col("n") - pl.col("nd") - pl.col("ne") + pl.col("a"),
         )
         .with_columns([pl.when(pl.col(x) < _TINY).then(0.0).otherwise(pl.col(x)).alias(x) for x in "bcd"])
-        .sort("stratum_id", "drug_id", "event_id")
-        .join(co.drug_names.lazy(), on="drug_id", how="left", maintain_order="left")
-        .join(co.event_names.lazy(), on="event_id", how="left", maintain_order="left")
-        .select("stratum_id", "drug", "event", "a", "b", "c", "d")
+        .sort("key")
+        .collect()
     )
-    return table.collect()
+    return counted.select(
+        "stratum_id",
+        co.drug_names.get_column("drug").gather(counted.get_column("drug_id")).alias("drug"),
+        co.event_names.get_column("event").gather(counted.get_column("event_id")).alias("event"),
+        "a",
+        "b",
+        "c",
+        "d",
+    )
