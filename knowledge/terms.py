@@ -163,7 +163,8 @@ def match_terms(diseases: pl.Series, vocabulary: pl.Series) -> tuple[pl.DataFram
         .collect()
     )
     per_value = mapping.unique("_own", keep="first")  # every key, hence the method, follows from _own
-    counts = dict(per_value.group_by("method").len().iter_rows())
+    tally = per_value.group_by("method").len()  # at most five rows
+    counts = dict(zip(tally.get_column("method").to_list(), tally.get_column("len").to_list(), strict=True))
     unmatched = per_value.filter(pl.col("method") == "unmatched").get_column("disease").sort()
     report = MatchReport(
         n_diseases=per_value.height,
