@@ -65,6 +65,7 @@ I64 = NDArray[np.int64]
 
 
 def _draw(rng: np.random.Generator, p: tuple[float, ...], n: int) -> I64:
+    """Draw ``n`` category codes with weights ``p`` (normalized here)."""
     weights = np.asarray(p, dtype=np.float64)
     return rng.choice(weights.size, size=n, p=weights / weights.sum()).astype(np.int64)
 
@@ -82,8 +83,7 @@ def _drug_rows(drugs: Items, cases: Cases, rng: np.random.Generator) -> pl.DataF
     variant = _draw(rng, (0.68, 0.14, 0.06, 0.07, 0.03, 0.02), n)
     first = np.r_[True, drugs.case[1:] != drugs.case[:-1]]
     role = np.where(first & (rng.random(n) < 0.97), 0, 1 + _draw(rng, (0.35, 0.6, 0.05), n))
-    route = np.where(rng.random(n) < 0.65, 0, 1)
-    route = np.where(route == 0, d, np.where(rng.random(n) < 0.43, -2, -1))  # -2 "Unknown", -1 blank
+    route = np.where(rng.random(n) < 0.65, d, np.where(rng.random(n) < 0.43, -2, -1))  # -2 Unknown, -1 blank
     dose_given = rng.random(n) < 0.45
     vbm_kind = np.where(rng.random(n) < 0.4, 0, np.where(rng.random(n) < 0.58, 1, -1))
     base = pl.DataFrame(
@@ -134,7 +134,7 @@ def _drug_rows(drugs: Items, cases: Cases, rng: np.random.Generator) -> pl.DataF
         "role_cod",
         pl.when(variant_is == 1)
         .then("ai")
-        .when(variant_is == 2)
+        .when((variant_is == 2) & pl.col("amount").is_not_null())
         .then(pl.format("{} ({} {})", "brand", "amount", "unit"))
         .when(variant_is == 4)
         .then(pl.col("brand").str.to_titlecase())
