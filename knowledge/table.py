@@ -1,4 +1,4 @@
-"""The knowledge table E: rows (drug_key, disease, weight); loading, validating, writing.
+"""The knowledge table E: rows (drug_key, disease, weight); loading, combining, validating, writing.
 
 SPEC §5: E holds rows (drug d, disease s, weight w). Without given weights, w(d, s) = 1/|E(d)|: the
 attacker spreads a drug's diseases evenly (this reproduces the paper's Example 1: Paracetamol treats
@@ -7,6 +7,11 @@ Headache or Fever, so w = 0.5 each). Lin, Yang & Wang 2016, Table 3(b).
 The frame: ``drug_key`` Utf8 (the same key as DRUG rows, ``knowledge.drug_names.name_key_expr``),
 ``disease`` Utf8 (the source's name, whitespace collapsed), ``weight`` Float64 in (0, 1]; unique on
 (drug_key, value_key(disease)), sorted by drug_key then disease.
+
+A run's E: ``knowledge.mining.default_table`` (mined from the released quarter), optionally
+``combine_tables`` with a loaded file, ``knowledge.terms.match_table`` to FAERS terms, then
+``with_combinations`` for the combination products of the data; that E is what ``knowledge.csv``
+carries (``write_table``) and what ``knowledge.link`` reads.
 """
 
 from __future__ import annotations
