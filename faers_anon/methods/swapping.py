@@ -41,8 +41,11 @@ uniformly among the other tuples of that bin. Under the true partitioning he suc
 1/(N_b − 1); under a wrong one with 1/(N_j − 1) if the target's record is still in his bin, else 0.
 ``swap_disclosure`` averages over the q candidates (partitioning hidden, the paper's setting: "only
 relative to the number of possible partitionings"); ``swap_disclosure_known`` is max 1/(N_b − 1) =
-1/(N* − 1) when the partitioning is known. Cases whose stratum has one tuple cannot be swapped; they are
-counted in ``unswapped_cases`` and left out of P.
+1/(N* − 1) when the partitioning is known. The two are not ordered: averaging over candidates lowers
+most cases' risk, but a finer candidate can by chance keep a case with its swap partner in a small bin,
+so the most exposed case (the max) may fare worse than under the known partitioning; compare the means.
+Cases whose stratum has one tuple cannot be swapped; they are counted in ``unswapped_cases`` and left
+out of P.
 
 Utility (Section 5.2): correlation bias Δρ_ij = |ρ_ij − ρ'_ij| over the pairs of case variables (age,
 weight, sex = F, numbers of indications, reactions and drugs), on cases with all of them known;
@@ -256,18 +259,20 @@ def _swap(
             unswapped += rows.size
             continue
         sizes.append(int(size.min()))
-        risk_known.append(float(1.0 / (size.min() - 1)))
+        risk_known.append(pair_risk(labels, src))
         risk_hidden.append(np.mean([pair_risk(lab, src) for lab in every], axis=0))
     sex = sex_codes(cases, tr.sex)
     sex_f = np.where(sex == tr.sex.code("F"), 1.0, np.where(sex == tr.sex.code("M"), 0.0, np.nan))
     bias, bias_sd = correlation_bias(
         _variables(cases, age, wt, sex_f), _variables(cases, new_age, new_wt, sex_f)
     )
-    hidden = np.concatenate(risk_hidden) if risk_hidden else np.zeros(0)
+    hidden = np.concatenate(risk_hidden) if risk_hidden else np.zeros(1)
+    known = np.concatenate(risk_known) if risk_known else np.zeros(1)
     privacy: dict[str, Any] = {
-        "swap_disclosure": float(hidden.max()) if hidden.size else 0.0,
-        "swap_disclosure_mean": float(hidden.mean()) if hidden.size else 0.0,
-        "swap_disclosure_known": max(risk_known, default=0.0),
+        "swap_disclosure": float(hidden.max()),
+        "swap_disclosure_mean": float(hidden.mean()),
+        "swap_disclosure_known": float(known.max()),
+        "swap_disclosure_known_mean": float(known.mean()),
         "partitionings": len(candidates),
         "partition_degree": degree,
         "min_bin_depth": min(sizes, default=0),
@@ -293,9 +298,9 @@ def equi_width_swapping(
     Returns:
         A point release (sex unchanged; age and weight swapped together). Privacy: ``swap_disclosure``
         (P, partitioning hidden among the candidates), ``swap_disclosure_mean``, ``swap_disclosure_known``
-        (1/(N* − 1)), ``partitionings`` (q_ew), ``partition_degree`` (d), ``min_bin_depth`` (N*),
-        ``width``, ``width_lower`` (t_lb), ``width_upper`` (t_ub), ``merged_tuples``, ``unswapped_cases``,
-        ``correlation_bias``, ``correlation_bias_std``.
+        (1/(N* − 1)) and ``swap_disclosure_known_mean``, ``partitionings`` (q_ew), ``partition_degree``
+        (d), ``min_bin_depth`` (N*), ``width``, ``width_lower`` (t_lb), ``width_upper`` (t_ub),
+        ``merged_tuples``, ``unswapped_cases``, ``correlation_bias``, ``correlation_bias_std``.
     """
     start = time.perf_counter()
     check_cases(cases, "mews")

@@ -108,18 +108,39 @@ def test_disclosure_known_is_one_over_the_smallest_bin_minus_one(make_cases: Cas
     assert result.privacy["partition_degree"] == 2
 
 
-def test_hiding_the_partitioning_lowers_disclosure(random_cases: pl.DataFrame) -> None:
-    result = equi_depth_swapping(
-        random_cases, config=EquiDepthConfig(depth=3, min_depth=2, max_depth=8), rng=np.random.default_rng(0)
-    )
+def test_disclosure_with_the_partitioning_hidden_among_two_candidates(make_cases: CasesBuilder) -> None:
+    # Ages only (z = age / 13). t = 0.5: bins {0..3}, {10..13}. t = 0.5·2^(-1/4) ≈ 0.42: cells {0..3},
+    # {10}, {11..13}; the lonely 10 joins the nearest full cell (a tie, the first: {0..3}).
+    ages = [0.0, 1.0, 2.0, 3.0, 10.0, 11.0, 12.0, 13.0]
+    cases = make_cases([(a, "F", None) for a in ages])
+    config = EquiWidthConfig(width=0.5, max_width=0.5, candidates=2, outlier_share=0.2)
+    result = equi_width_swapping(cases, config=config, rng=np.random.default_rng(3))
     privacy = result.privacy
+    assert privacy["partitionings"] == 2 and privacy["width"] == 0.5
+    assert privacy["width_lower"] == pytest.approx(0.5 * 2**-0.25)
+    assert privacy["swap_disclosure_known"] == pytest.approx(1 / 3)
+    released = result.release["age_min"].to_list()
+    src = [ages.index(a) for a in released]  # ages are distinct: the source of each released value
+    bins_true = [0, 0, 0, 0, 1, 1, 1, 1]
+    bins_fine = [0, 0, 0, 0, 0, 1, 1, 1]
+
+    def success(bins: list[int], i: int) -> float:
+        size = bins.count(bins[i])
+        return (bins[i] == bins[src[i]]) / (size - 1)
+
+    risk = [(success(bins_true, i) + success(bins_fine, i)) / 2 for i in range(8)]
+    assert privacy["swap_disclosure"] == pytest.approx(max(risk))
+    assert privacy["swap_disclosure_mean"] == pytest.approx(sum(risk) / 8)
+
+
+def test_meds_candidates_are_the_depth_range(random_cases: pl.DataFrame) -> None:
+    config = EquiDepthConfig(depth=3, min_depth=2, max_depth=8)
+    privacy = equi_depth_swapping(random_cases, config=config, rng=np.random.default_rng(0)).privacy
     assert privacy["partitionings"] == 7
     assert privacy["depth"] == 3
-    assert privacy["min_bin_depth"] >= 2
+    assert privacy["min_bin_depth"] >= 3
     assert privacy["swap_disclosure_known"] == pytest.approx(1 / (privacy["min_bin_depth"] - 1))
-    assert (
-        0 < privacy["swap_disclosure_mean"] < privacy["swap_disclosure"] <= privacy["swap_disclosure_known"]
-    )
+    assert 0 < privacy["swap_disclosure_mean"] <= privacy["swap_disclosure"] <= 1
 
 
 def test_unswappable_cases_are_counted_and_kept(make_cases: CasesBuilder) -> None:
