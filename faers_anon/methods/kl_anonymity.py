@@ -17,9 +17,10 @@ FAERS reading (decisions):
   it came from), which is stricter than the paper's attribute-by-attribute test. An empty list discloses
   nothing and shares nothing.
 * Diverse(g) is the size of the largest set of pairwise completely different cases of g, a maximum
-  clique problem; we use the greedy set (cases scanned in order, each kept when completely different from
-  those kept), a lower bound. A group is accepted only when the greedy set reaches l, so the guarantee is
-  never overstated; ``l_achieved`` reports the least greedy Diverse over the released groups.
+  clique problem; we use greedy sets (cases scanned in some order, each kept when completely different
+  from those kept), lower bounds. A cluster is accepted only with such a witness of l cases, so the
+  guarantee is never overstated; ``l_achieved`` is the least, over released groups, of the larger of the
+  construction's witnesses and a fewest-values-first greedy set (order matters for greedy sets).
 * QIDs: age on the MeSH tree (a case's value is the smallest node covering its [age_min, age_max]), sex on
   the sex tree, weight hierarchy-free ([min, max] in kg). Released as the partition frame
   (docs/architecture.md): group LCA nodes, weight [min, max]; mixed missing/known → root.
@@ -210,8 +211,8 @@ def kl_anonymity(
     """The approximation algorithm for (k,l)-anonymity on a cases frame (module docstring).
 
     Returns:
-        The partition frame; privacy: ``k_achieved`` (least group size), ``l_achieved`` (least greedy
-        Diverse), ``groups``, ``generalization_cost`` (Σ S over the released groups) and
+        The partition frame; privacy: ``k_achieved`` (least group size), ``l_achieved`` (least lower
+        bound on Diverse), ``groups``, ``generalization_cost`` (Σ S over the released groups) and
         ``generalization_cost_per_case``.
 
     Raises:
