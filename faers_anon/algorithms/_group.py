@@ -64,7 +64,7 @@ def new_group(n_cat: int, n_values: int) -> Group:
     )
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, inline="always")  # type: ignore[misc]
 def weight_term(known: float, missing: float, lo: float, hi: float, inv_r: float) -> float:
     """W(g) from the weight state (see the module docstring); 0 for an empty group."""
     if known > 0 and missing > 0:
@@ -96,7 +96,7 @@ def reset(g: Group) -> None:
     g.w[:] = 0.0
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, inline="always")  # type: ignore[misc]
 def add_case(
     g: Group, tab: Tables, cases: Cases, case: int, cat: I64, wmiss: bool, lo: float, hi: float
 ) -> None:
@@ -125,7 +125,7 @@ def add_case(
         g.sigma[v] += cases.val_p[e]
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, inline="always")  # type: ignore[misc]
 def risk(g: Group, cases: Cases, req: I64, case: int) -> float:
     """PR(g, r) ≥ 1 (module docstring); 1 when the model declares no risk term."""
     if req[REQ_RISK] == 0:

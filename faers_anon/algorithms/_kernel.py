@@ -1,200 +1,29 @@
 """The numba kernel of the greedy clustering (Lin, Yang & Wang 2016, Algorithms 1–2; SPEC §6).
 
-Stage 1 grows a group from a seed, adding the candidate with least ΔIL' = ΔIL·PR until the model's
-requirements hold; the next seed is the remaining case farthest from the previous seed. Stage 2
-places every leftover in the group with least ΔIL' that stays valid.
-
-Candidate search (stage 1, :func:`search`). Candidates are visited in nondecreasing order of a lower
-bound on ΔIL: each class (identical categorical nodes and weight-missing flag) contributes a stream of
-its patterns — patterns of a class whose weight term is constant share one ΔIL; otherwise the stream
-walks outward from the group's weight interval [a, b] through the lo-sorted patterns, with bound
-ΔIL ≥ base + (|g|+1)·(a − lo)/range on the left and base + (|g|+1)·max(0, lo − b)/range on the right.
-A heap merges the class streams. Every visited case gets its exact ΔIL and PR. The search stops when
-(1) the next bound ≥ the best ΔIL' found — exact, since PR ≥ 1 means ΔIL' ≥ ΔIL — or (2) ``m_best``
-cases have been evaluated and one of them has finite ΔIL', or (3) ``scan_limit`` cases have been
-evaluated. Only (2) and (3) can miss the global argmin; both cut the search among candidates whose
-ΔIL is already at least that of the considered ones, so what is missed is a farther case with a
-smaller privacy risk. Cost per search: O(classes·C + log(classes)·patterns visited + Σ|S_r| over
-≤ scan_limit cases), independent of the number of cases.
-
-Stage 2 (:func:`stage2`) is exact over all groups: ΔIL is computed for every group in O(C), and PR and
-validity only for groups whose ΔIL is below the best ΔIL' so far. A leftover that no group can take
-validly goes to the group, among the ``m_best`` with least ΔIL, whose excess after adding it is least
-(:func:`~faers_anon.algorithms._group.excess`); such placements are counted as forced and make the
-group dangerous, which the DR metric and the verifier then report.
+Stage 1 (:func:`stage1`) grows a group from a seed, adding the candidate with least ΔIL' = ΔIL·PR
+(:func:`~faers_anon.algorithms._search.search`) until the model's requirements hold; the next seed is
+the remaining case farthest from the previous seed (:func:`~faers_anon.algorithms._pool.farthest_case`).
+A group that cannot be completed (no candidate with finite ΔIL' within the scan limit, or the pool
+ran dry) is dissolved: its cases become leftovers. Stage 1 stops when the pool holds fewer units than
+the minimum size. Stage 2 (:func:`stage2`) places each leftover, in order, in the group with least ΔIL'
+that stays valid (:func:`~faers_anon.algorithms._search.search_groups`); if none of the considered groups
+can take it validly it goes where the excess is least and the placement is counted as forced (the
+group is then dangerous, which DR and the verifier report). If stage 1 made no group at all, every
+case forms one group (valid only if the model allows it).
 """
 
 from __future__ import annotations
-
-from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 from numpy.typing import NDArray
 
-from faers_anon.algorithms._group import (
-    REQ_MIN,
-    REQ_ROWS,
-    Group,
-    add_case,
-    excess,
-    is_valid,
-    loss_per_case,
-    reset,
-    risk,
-    weight_term,
-)
-from faers_anon.algorithms._pool import (
-    Cases,
-    Pool,
-    Tables,
-    farthest_case,
-    find_next,
-    find_prev,
-    first_in_class,
-    heap_pop,
-    heap_push,
-    remove_case,
-)
+from faers_anon.algorithms._group import REQ_MIN, REQ_ROWS, Group, is_valid, loss_per_case, reset
+from faers_anon.algorithms._pool import Cases, Pool, Tables, farthest_case, remove_case
+from faers_anon.algorithms._search import Scratch, Store, add_pooled, load_group, search, search_groups
 
 I64 = NDArray[np.int64]
 F64 = NDArray[np.float64]
-
-
-class Scratch(NamedTuple):
-    """Per-class search state: heap, base ΔIL, walk flag and left/right pattern pointers."""
-
-    key: F64
-    val: I64
-    base: F64
-    walk: NDArray[np.bool_]
-    left: I64
-    right: I64
-
-
-class Store(NamedTuple):
-    """Committed groups: members (flat ``order`` + linked list for stage-2 additions) and state."""
-
-    group_of: I64
-    order: I64
-    first: I64
-    length: I64
-    extra_head: I64
-    extra_next: I64
-    cat: I64
-    w: F64
-    size: I64
-    loss: F64
-
-
-@njit(cache=True)  # type: ignore[misc]
-def add_pooled(g: Group, pool: Pool, tab: Tables, cases: Cases, case: int) -> None:
-    """Add a case to the group using its pattern's QID."""
-    p = pool.case_pattern[case]
-    c = pool.pat_class[p]
-    add_case(g, tab, cases, case, pool.cls_cat[c], pool.cls_wmiss[c], pool.pat_lo[p], pool.pat_hi[p])
-
-
-@njit(cache=True)  # type: ignore[misc]
-def _walk_bound(pool: Pool, sc: Scratch, c: int, a: float, b: float, scale: float) -> float:
-    ext_l = (a - pool.pat_lo[sc.left[c]]) if sc.left[c] >= 0 else np.inf
-    ext_r = max(0.0, pool.pat_lo[sc.right[c]] - b) if sc.right[c] >= 0 else np.inf
-    return sc.base[c] + scale * min(ext_l, ext_r)
-
-
-@njit(cache=True)  # type: ignore[misc]
-def search(
-    pool: Pool, tab: Tables, cases: Cases, req: I64, g: Group, sc: Scratch, m_best: int, scan_limit: int
-) -> int:
-    """The pooled case with least ΔIL'(g, r) among the candidates considered (module docstring); −1 if none
-    of them has finite ΔIL'."""
-    n = g.size[0]
-    inv_r = tab.inv_range[0]
-    lg = loss_per_case(tab, g.cat, g.w)
-    known, miss, a, b = g.w[0], g.w[1], g.w[2], g.w[3]
-    scale = (n + 1) * inv_r
-    size = 0
-    for c in range(pool.cls_start.shape[0]):
-        if pool.cls_count[c] == 0:
-            continue
-        lcat = 0.0
-        for j in range(g.cat.shape[0]):
-            lcat += tab.hnorm[j, tab.lca[j, g.cat[j], pool.cls_cat[c, j]]]
-        walk = known > 0 and miss == 0 and not pool.cls_wmiss[c]
-        if walk:
-            wc = (b - a) * inv_r
-        elif known > 0 and miss > 0:
-            wc = 1.0
-        elif known == 0:
-            wc = 0.0 if pool.cls_wmiss[c] else 1.0
-        else:
-            wc = 1.0
-        sc.base[c] = max(0.0, (n + 1) * (lcat + wc) - n * lg)
-        sc.walk[c] = walk
-        if walk:
-            s0, e0 = pool.cls_start[c], pool.cls_end[c]
-            pos = s0 + np.searchsorted(pool.pat_lo[s0:e0], a)
-            r = find_next(pool.nxt, pos)
-            sc.right[c] = r if r < e0 else -1
-            left = find_prev(pool.prv, pos - 1)
-            sc.left[c] = left if left >= s0 else -1
-            lb = _walk_bound(pool, sc, c, a, b, scale)
-        else:
-            sc.right[c] = first_in_class(pool, c)
-            sc.left[c] = -1
-            lb = sc.base[c]
-        size = heap_push(sc.key, sc.val, size, lb, c)
-    best = np.inf
-    best_case = -1
-    evals = 0
-    while size > 0:
-        if sc.key[0] >= best:
-            break
-        c = sc.val[0]
-        size = heap_pop(sc.key, sc.val, size)
-        go_right = True
-        if sc.walk[c]:
-            ext_l = (a - pool.pat_lo[sc.left[c]]) if sc.left[c] >= 0 else np.inf
-            ext_r = max(0.0, pool.pat_lo[sc.right[c]] - b) if sc.right[c] >= 0 else np.inf
-            go_right = ext_r <= ext_l
-            p = sc.right[c] if go_right else sc.left[c]
-            wnew = (max(b, pool.pat_hi[p]) - min(a, pool.pat_lo[p])) * inv_r
-            dil = sc.base[c] + (n + 1) * (wnew - (b - a) * inv_r)
-        else:
-            p = sc.right[c]
-            dil = sc.base[c]
-        start = pool.pat_start[p]
-        stop = False
-        for t in range(pool.pat_count[p]):
-            if dil >= best:
-                break
-            if evals >= scan_limit or (evals >= m_best and best < np.inf):
-                stop = True
-                break
-            case = pool.slots[start + t]
-            pr = risk(g, cases, req, case)
-            evals += 1
-            if pr < np.inf and dil * pr < best:
-                best = dil * pr
-                best_case = case
-        if stop:
-            break
-        s0, e0 = pool.cls_start[c], pool.cls_end[c]
-        if sc.walk[c]:
-            if go_right:
-                q = find_next(pool.nxt, p + 1)
-                sc.right[c] = q if q < e0 else -1
-            else:
-                q = find_prev(pool.prv, p - 1)
-                sc.left[c] = q if q >= s0 else -1
-            if sc.left[c] >= 0 or sc.right[c] >= 0:
-                size = heap_push(sc.key, sc.val, size, _walk_bound(pool, sc, c, a, b, scale), c)
-        else:
-            q = find_next(pool.nxt, p + 1)
-            if q < e0:
-                sc.right[c] = q
-                size = heap_push(sc.key, sc.val, size, sc.base[c], c)
-    return best_case
 
 
 @njit(cache=True)  # type: ignore[misc]
@@ -271,50 +100,23 @@ def stage1(
 
 
 @njit(cache=True)  # type: ignore[misc]
-def load_group(g: Group, pool: Pool, tab: Tables, cases: Cases, store: Store, gid: int) -> None:
-    """Rebuild a committed group's state (σ_s included) in ``g`` from its members."""
-    reset(g)
-    for i in range(store.first[gid], store.first[gid] + store.length[gid]):
-        add_pooled(g, pool, tab, cases, store.order[i])
-    m = store.extra_head[gid]
-    while m >= 0:
-        add_pooled(g, pool, tab, cases, m)
-        m = store.extra_next[m]
-
-
-@njit(cache=True)  # type: ignore[misc]
-def _delta_to_group(pool: Pool, tab: Tables, store: Store, gid: int, case: int) -> float:
-    p = pool.case_pattern[case]
-    c = pool.pat_class[p]
-    lc = 0.0
-    for j in range(store.cat.shape[1]):
-        lc += tab.hnorm[j, tab.lca[j, store.cat[gid, j], pool.cls_cat[c, j]]]
-    known, miss, a, b = store.w[gid, 0], store.w[gid, 1], store.w[gid, 2], store.w[gid, 3]
-    if pool.cls_wmiss[c]:
-        wt = weight_term(known, miss + 1, a, b, tab.inv_range[0])
-    elif known > 0:
-        wt = weight_term(known + 1, miss, min(a, pool.pat_lo[p]), max(b, pool.pat_hi[p]), tab.inv_range[0])
-    else:
-        wt = weight_term(1.0, miss, pool.pat_lo[p], pool.pat_hi[p], tab.inv_range[0])
-    n = store.size[gid, 0]
-    return max(0.0, (n + 1) * (lc + wt) - n * store.loss[gid])
-
-
-@njit(cache=True)  # type: ignore[misc]
 def stage2(
     pool: Pool,
     tab: Tables,
     cases: Cases,
     req: I64,
     g: Group,
+    single: Group,
+    sc: Scratch,
     store: Store,
     n_groups: int,
     filled: int,
     leftovers: I64,
     n_left: int,
     m_best: int,
+    scan_limit: int,
 ) -> tuple[int, int]:
-    """Algorithm 2, first step: place the leftovers; returns (groups, forced placements)."""
+    """Algorithm 2, first step: place the leftovers (``pool`` holds every case); returns (groups, forced)."""
     if n_left == 0:
         return n_groups, 0
     if n_groups == 0:
@@ -322,54 +124,26 @@ def stage2(
         for i in range(n_left):
             add_pooled(g, pool, tab, cases, leftovers[i])
             store.order[filled + i] = leftovers[i]
-        _commit(g, tab, store, 0, filled, filled + n_left)
+        _commit(g, tab, store, n_groups, filled, filled + n_left)
         return 1, 0
-    fb_key = np.empty(m_best, np.float64)
-    fb_val = np.empty(m_best, np.int64)
+    stamp = np.full(n_groups, -1, np.int64)
     forced = 0
     for i in range(n_left):
         r = leftovers[i]
-        best = np.inf
-        best_g = -1
-        fb = 0
-        for gid in range(n_groups):
-            dil = _delta_to_group(pool, tab, store, gid, r)
-            if fb < m_best:
-                fb = heap_push(fb_key, fb_val, fb, -dil, gid)
-            elif -dil > fb_key[0]:
-                fb = heap_pop(fb_key, fb_val, fb)
-                fb = heap_push(fb_key, fb_val, fb, -dil, gid)
-            if dil >= best:
-                continue
-            load_group(g, pool, tab, cases, store, gid)
-            pr = risk(g, cases, req, r)
-            if pr == np.inf or dil * pr >= best:
-                continue
-            add_pooled(g, pool, tab, cases, r)
-            if is_valid(g, cases, req):
-                best = dil * pr
-                best_g = gid
-        if best_g < 0:
+        gid, was_forced = search_groups(
+            pool, tab, cases, req, single, g, sc, store, stamp, i, r, m_best, scan_limit
+        )
+        if was_forced:
             forced += 1
-            best_e = np.inf
-            best_d = np.inf
-            for t in range(fb):
-                gid = fb_val[t]
-                dil = -fb_key[t]
-                load_group(g, pool, tab, cases, store, gid)
-                add_pooled(g, pool, tab, cases, r)
-                e = excess(g, cases, req)
-                if e < best_e or (e == best_e and (dil < best_d or (dil == best_d and gid < best_g))):
-                    best_e, best_d, best_g = e, dil, gid
-        load_group(g, pool, tab, cases, store, best_g)
+        load_group(g, pool, tab, cases, store, gid)
         add_pooled(g, pool, tab, cases, r)
-        store.extra_next[r] = store.extra_head[best_g]
-        store.extra_head[best_g] = r
-        store.group_of[r] = best_g
-        store.cat[best_g, :] = g.cat
-        store.w[best_g, :] = g.w
-        store.size[best_g, :] = g.size
-        store.loss[best_g] = loss_per_case(tab, g.cat, g.w)
+        store.extra_next[r] = store.extra_head[gid]
+        store.extra_head[gid] = r
+        store.group_of[r] = gid
+        store.cat[gid, :] = g.cat
+        store.w[gid, :] = g.w
+        store.size[gid, :] = g.size
+        store.loss[gid] = loss_per_case(tab, g.cat, g.w)
     return n_groups, forced
 
 

@@ -74,7 +74,7 @@ class Pool(NamedTuple):
     remaining: I64  # [cases, rows]
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, inline="always")  # type: ignore[misc]
 def find_next(nxt: I64, i: int) -> int:
     """Smallest alive position ≥ i (alive: ``nxt[p] == p``; the last position is an alive sentinel)."""
     root = i
@@ -87,7 +87,7 @@ def find_next(nxt: I64, i: int) -> int:
     return root
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, inline="always")  # type: ignore[misc]
 def find_prev(prv: I64, i: int) -> int:
     """Largest alive position ≤ i, or −1 (arrays are shifted by one: slot 0 is an alive sentinel)."""
     j = i + 1

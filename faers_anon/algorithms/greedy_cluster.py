@@ -30,8 +30,9 @@ from numpy.typing import NDArray
 
 from faers_anon.algorithms import _kernel as kernel
 from faers_anon.algorithms._encode import build_cases, build_pool, build_tables
-from faers_anon.algorithms._group import new_group
+from faers_anon.algorithms._group import loss_per_case, new_group, risk
 from faers_anon.algorithms._pool import Cases, Pool, Tables
+from faers_anon.algorithms._search import Scratch, Store, add_pooled
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.models.base import GroupModel, Requirements
 from hierarchies import Hierarchy, mesh_age_tree, sex_tree
@@ -207,7 +208,7 @@ def _encode(
     )
 
 
-def _decode(enc: _Encoded, store: kernel.Store, n_groups: int, h: QidHierarchies) -> pl.DataFrame:
+def _decode(enc: _Encoded, store: Store, n_groups: int, h: QidHierarchies) -> pl.DataFrame:
     """The partition frame: per group generalized QIDs, joined to cases by group_of."""
     cat = store.cat[:n_groups]
     w = store.w[:n_groups]
@@ -243,12 +244,12 @@ def _decode(enc: _Encoded, store: kernel.Store, n_groups: int, h: QidHierarchies
 
 def _run(
     enc: _Encoded, first: int, candidates: int, scan_limit: int
-) -> tuple[kernel.Store, int, int, int, int, int]:
+) -> tuple[Store, int, int, int, int, int]:
     """Both stages and the final check; returns (store, groups, leftovers, forced, failed, invalid)."""
     n = enc.caseid.shape[0]
     n_cls = enc.pool.cls_start.shape[0]
     n_cat = enc.tab.lca.shape[0]
-    sc = kernel.Scratch(
+    sc = Scratch(
         np.empty(n_cls),
         np.empty(n_cls, np.int64),
         np.empty(n_cls),
@@ -256,7 +257,7 @@ def _run(
         np.empty(n_cls, np.int64),
         np.empty(n_cls, np.int64),
     )
-    store = kernel.Store(
+    store = Store(
         np.full(n, -1, np.int64),
         np.empty(n, np.int64),
         np.empty(n, np.int64),
@@ -268,14 +269,18 @@ def _run(
         np.empty((n, 2), np.int64),
         np.empty(n),
     )
+    full = Pool._make(a.copy() for a in enc.pool)  # stage 2 streams over every case; stage 1 empties its pool
     g = new_group(n_cat, enc.n_values)
+    single = new_group(n_cat, enc.n_values)
     leftovers = np.empty(n, np.int64)
-    args = (enc.pool, enc.tab, enc.cases, enc.req, g)
+    args = (enc.tab, enc.cases, enc.req, g)
     n_groups, n_left, filled, failed = kernel.stage1(
-        *args, sc, store, first, candidates, scan_limit, leftovers
+        enc.pool, *args, sc, store, first, candidates, scan_limit, leftovers
     )
-    n_groups, forced = kernel.stage2(*args, store, n_groups, filled, leftovers, n_left, candidates)
-    invalid = kernel.count_invalid(*args, store, n_groups)
+    n_groups, forced = kernel.stage2(
+        full, *args, single, sc, store, n_groups, filled, leftovers, n_left, candidates, scan_limit
+    )
+    invalid = kernel.count_invalid(full, *args, store, n_groups)
     return store, int(n_groups), int(n_left), int(forced), int(failed), int(invalid)
 
 
@@ -359,12 +364,12 @@ def score_candidates(
     pos = {int(c): i for i, c in enumerate(enc.caseid)}
     g = new_group(enc.tab.lca.shape[0], enc.n_values)
     for c in group:
-        kernel.add_pooled(g, enc.pool, enc.tab, enc.cases, pos[c])
-    il_group = g.size[0] * kernel.loss_per_case(enc.tab, g.cat, g.w)
+        add_pooled(g, enc.pool, enc.tab, enc.cases, pos[c])
+    il_group = g.size[0] * loss_per_case(enc.tab, g.cat, g.w)
     rows: list[tuple[int, float, float, float, float, float]] = []
     for c in candidates:
         dil = float(kernel.delta_il(g, enc.pool, enc.tab, pos[c]))
-        pr = float(kernel.risk(g, enc.cases, enc.req, pos[c]))
+        pr = float(risk(g, enc.cases, enc.req, pos[c]))
         prime = float("inf") if pr == float("inf") else dil * pr
         rows.append((c, il_group, il_group + dil, dil, pr, prime))
     return pl.DataFrame(
