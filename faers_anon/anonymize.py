@@ -1,0 +1,294 @@
+"""The anonymize step: ingested folder → cases, E, P(s | c), θ* → partition → release (SPEC §1, §5–§8, §10).
+
+One run reads ``cases.parquet`` (and ``drug.parquet``/``indi.parquet`` to mine E when no knowledge file
+is given), computes P(s | c) (:func:`knowledge.case_value_probabilities`), θ*
+(:func:`faers_anon.thresholds.build_thresholds`), builds the model from the registry, partitions the
+cases with :func:`faers_anon.algorithms.greedy_cluster` (one ``numpy.random.default_rng(seed)`` per run),
+measures NIL, DR and the group sizes, and writes the release with
+:func:`faers_anon.io.release_writer.write_release`.
+
+When ``diseases`` is not among the sensitive attributes the release carries an empty E: the bound then
+does not cover what E reveals, and an empty knowledge.csv tells a re-verifier the same.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from faers_anon import metrics
+from faers_anon.algorithms import Partition, QidHierarchies, greedy_cluster
+from faers_anon.errors import ConfigError, InputError
+from faers_anon.io.release_writer import write_release
+from faers_anon.models import MODELS, make_model
+from faers_anon.thresholds import ON_INFEASIBLE, THETA_RULES, Thresholds, build_thresholds
+from hierarchies import mesh_age_tree, sex_tree
+from knowledge import (
+    E_SCHEMA,
+    SENSITIVE_ATTRIBUTES,
+    case_value_probabilities,
+    load_table,
+    mine_from_indications,
+)
+
+__all__ = ["AnonymizeConfig", "AnonymizeResult", "QIDS", "anonymize_folder", "partition_cases"]
+
+log = logging.getLogger(__name__)
+
+QIDS = ("age", "sex", "weight")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AnonymizeConfig:
+    """Options of ``faers-anon anonymize`` (validated; ``asdict`` goes into manifest.json).
+
+    Attributes:
+        model: a key of :data:`faers_anon.models.MODELS`.
+        k: minimum distinct cases per group (≥ 2).
+        theta: θ of the uniform rule, the base of the frequency rule, the level rule's default.
+        theta_rule: ``uniform``, ``level`` or ``frequency`` (:mod:`faers_anon.thresholds`).
+        theta_file: the level-wise CSV (required by ``level``).
+        frequency_slope: slope of the frequency rule (≥ 0).
+        sensitive: a non-empty subset of ``indications``, ``reactions``, ``diseases``.
+        knowledge: an E file (drug, disease[, weight]); None mines E from the folder's INDI and DRUG.
+        on_infeasible: ``error``, ``raise-theta`` or ``suppress``.
+        seed: seed of the run's random generator.
+        qids: a non-empty subset of ``age``, ``sex``, ``weight``.
+        candidates: M, exact ΔIL' evaluations per search (≥ 1).
+        scan_limit: evaluations per search at most (≥ candidates).
+        force: replace an existing release folder.
+    """
+
+    model: str = "ms-k-theta"
+    k: int = 5
+    theta: float = 0.6
+    theta_rule: str = "uniform"
+    theta_file: Path | None = None
+    frequency_slope: float = 1.0
+    sensitive: tuple[str, ...] = SENSITIVE_ATTRIBUTES
+    knowledge: Path | None = None
+    on_infeasible: str = "error"
+    seed: int = 0
+    qids: tuple[str, ...] = QIDS
+    candidates: int = 64
+    scan_limit: int = 4096
+    force: bool = False
+
+    def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise ConfigError(f"model: unknown {self.model!r} (expected one of {', '.join(sorted(MODELS))})")
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 2:
+            raise ConfigError(f"k must be an integer >= 2; got {self.k!r}")
+        if not 0.0 < self.theta <= 1.0:
+            raise ConfigError(f"theta must be in (0, 1]; got {self.theta!r}")
+        if self.theta_rule not in THETA_RULES:
+            raise ConfigError(
+                f"theta rule: unknown {self.theta_rule!r} (expected one of {', '.join(THETA_RULES)})"
+            )
+        if self.theta_rule == "level" and self.theta_file is None:
+            raise ConfigError("theta rule 'level' needs a theta file (--theta-file)")
+        if not self.frequency_slope >= 0.0:
+            raise ConfigError(f"frequency slope must be >= 0; got {self.frequency_slope!r}")
+        bad = [s for s in self.sensitive if s not in SENSITIVE_ATTRIBUTES]
+        if bad or not self.sensitive:
+            raise ConfigError(
+                f"sensitive: got {list(self.sensitive)!r} (expected a non-empty subset of "
+                f"{', '.join(SENSITIVE_ATTRIBUTES)})"
+            )
+        if self.on_infeasible not in ON_INFEASIBLE:
+            raise ConfigError(
+                f"on_infeasible: unknown {self.on_infeasible!r} (expected one of {', '.join(ON_INFEASIBLE)})"
+            )
+        bad = [q for q in self.qids if q not in QIDS]
+        if bad or not self.qids:
+            raise ConfigError(
+                f"qids: got {list(self.qids)!r} (expected a non-empty subset of {', '.join(QIDS)})"
+            )
+        if self.candidates < 1 or self.scan_limit < self.candidates:
+            raise ConfigError(
+                "candidates must be >= 1 and scan_limit >= candidates; "
+                f"got {self.candidates}, {self.scan_limit}"
+            )
+
+    def hierarchies(self) -> QidHierarchies:
+        """The QIDs with their bundled trees (MeSH age, sex) and hierarchy-free weight."""
+        return QidHierarchies(
+            age=mesh_age_tree() if "age" in self.qids else None,
+            sex=sex_tree() if "sex" in self.qids else None,
+            weight="weight" in self.qids,
+        )
+
+    def parameters(self) -> dict[str, object]:
+        """JSON-ready parameters for manifest.json (paths as text; ``sensitive`` as the verifier reads it)."""
+        out: dict[str, object] = {
+            key: (
+                str(value) if isinstance(value, Path) else list(value) if isinstance(value, tuple) else value
+            )
+            for key, value in asdict(self).items()
+            if key != "force"
+        }
+        out["sensitive_attributes"] = list(self.sensitive)
+        out["sensitive"] = [s for s in self.sensitive if s != "diseases"]
+        return out
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AnonymizeResult:
+    """What one anonymize run did and measured.
+
+    Attributes:
+        release: the release folder (None when only the partition was computed).
+        partition: the engine's output.
+        thresholds: θ* with shares and actions.
+        cases: number of cases N; nil: NIL in [0, 1]; nil_by_qid: per QID; dr: DR in [0, 1].
+        group_sizes: (size, groups, cases); share_k: share of cases in groups of exactly k.
+        seconds: wall time per step.
+    """
+
+    release: Path | None
+    partition: Partition
+    thresholds: Thresholds
+    k: int
+    cases: int
+    nil: float
+    nil_by_qid: dict[str, float]
+    dr: float
+    group_sizes: pl.DataFrame
+    share_k: float
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """A few lines for the CLI."""
+        sizes = ", ".join(f"{s}: {g}" for s, g, _ in self.group_sizes.head(12).iter_rows())
+        more = f", … ({self.group_sizes.height - 12} more sizes)" if self.group_sizes.height > 12 else ""
+        t = self.thresholds
+        lines = [
+            f"cases {self.cases}, groups {self.partition.groups}"
+            + (f", written to {self.release}" if self.release else ""),
+            f"NIL {self.nil:.4f} ("
+            + ", ".join(f"{q} {v:.4f}" for q, v in self.nil_by_qid.items())
+            + f"), DR {self.dr:.4f}",
+            f"group sizes (cases: groups): {sizes}{more}; "
+            f"in groups of exactly k={self.k}: {self.share_k:.1%}",
+            f"thresholds ({t.rule}): {t.count('protected') + t.count('raised')} protected values, "
+            f"{t.count('raised')} raised, {t.count('suppressed')} suppressed",
+            f"stage 2 placed {self.partition.leftovers} leftovers ({self.partition.forced} forced), "
+            f"{self.partition.invalid_groups} invalid groups",
+            "seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in self.seconds.items()),
+        ]
+        return "\n".join(lines)
+
+
+def _read(path: Path) -> pl.DataFrame:
+    if not path.is_file():
+        raise InputError("missing ingested table (run `faers-anon ingest` first)", path=path)
+    try:
+        return pl.read_parquet(path)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise InputError(f"unreadable parquet ({str(exc).splitlines()[0]})", path=path) from exc
+
+
+def _knowledge(ingested: Path, config: AnonymizeConfig) -> pl.DataFrame:
+    if "diseases" not in config.sensitive:
+        return pl.DataFrame(schema=E_SCHEMA)
+    if config.knowledge is not None:
+        return load_table(config.knowledge).select(list(E_SCHEMA))
+    for name in ("drug.parquet", "indi.parquet"):
+        if not (ingested / name).is_file():
+            raise InputError(
+                "missing ingested table needed to mine E (or pass --knowledge)", path=ingested / name
+            )
+    mined = mine_from_indications(
+        pl.scan_parquet(ingested / "drug.parquet"), pl.scan_parquet(ingested / "indi.parquet")
+    )
+    return mined.select(list(E_SCHEMA))
+
+
+def partition_cases(
+    cases: pl.DataFrame, knowledge: pl.DataFrame, /, *, config: AnonymizeConfig
+) -> tuple[Partition, Thresholds, pl.DataFrame]:
+    """P(s | c), θ* and the partition of one cases frame (no files); returns (partition, θ*, P(s | c))."""
+    probabilities = case_value_probabilities(cases, knowledge, sensitive=config.sensitive)
+    thresholds = build_thresholds(
+        probabilities,
+        cases.height,
+        rule=config.theta_rule,  # type: ignore[arg-type]
+        theta=config.theta,
+        theta_file=config.theta_file,
+        slope=config.frequency_slope,
+        on_infeasible=config.on_infeasible,  # type: ignore[arg-type]
+    )
+    model = make_model(config.model, k=config.k, thetas=thresholds.thetas)
+    partition = greedy_cluster(
+        cases,
+        probabilities=probabilities,
+        model=model,
+        hierarchies=config.hierarchies(),
+        rng=np.random.default_rng(config.seed),
+        candidates=config.candidates,
+        scan_limit=config.scan_limit,
+    )
+    if partition.invalid_groups:
+        log.warning(
+            "%d groups do not satisfy %s (%d leftovers forced)",
+            partition.invalid_groups,
+            config.model,
+            partition.forced,
+        )
+    return partition, thresholds, probabilities
+
+
+def anonymize_folder(ingested: Path, out: Path | None, /, *, config: AnonymizeConfig) -> AnonymizeResult:
+    """Anonymize an ingested folder and write the release to ``out`` (None: compute only).
+
+    Raises:
+        InputError: a missing or unreadable ingested table or knowledge file.
+        ConfigError: ``out`` exists without ``force``, or an invalid option.
+        InfeasibleThetaError: some θ_s < P(s) with ``on_infeasible = "error"``.
+    """
+    clock = time.perf_counter()
+    seconds: dict[str, float] = {}
+    cases = _read(ingested / "cases.parquet")
+    knowledge = _knowledge(ingested, config)
+    seconds["read"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    partition, thresholds, probabilities = partition_cases(cases, knowledge, config=config)
+    seconds["anonymize"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    losses = metrics.information_loss(partition.frame, cases, hierarchies=config.hierarchies())
+    result_metrics = {
+        "nil": metrics.nil(losses, qids=len(config.qids)),
+        "nil_by_qid": {q: v for q, v in metrics.nil_by_qid(losses).items() if q in config.qids},
+        "dr": metrics.dangerous_ratio(partition.frame, probabilities, thresholds.frame),
+        "group_sizes": metrics.group_sizes(partition.frame),
+        "share_k": metrics.share_exactly_k(partition.frame, k=config.k),
+    }
+    seconds["metrics"] = time.perf_counter() - clock
+    release = None
+    if out is not None:
+        clock = time.perf_counter()
+        write_release(
+            ingested,
+            partition.frame,
+            out,
+            knowledge=knowledge,
+            thresholds=thresholds.frame,
+            parameters=config.parameters(),
+            force=config.force,
+        )
+        release = out
+        seconds["write"] = time.perf_counter() - clock
+    return AnonymizeResult(
+        release=release,
+        partition=partition,
+        thresholds=thresholds,
+        k=config.k,
+        cases=cases.height,
+        seconds=seconds,
+        **result_metrics,  # type: ignore[arg-type]
+    )

@@ -1,0 +1,169 @@
+"""Utility and privacy metrics of a partition (SPEC §8; Lin, Yang & Wang 2016, eq. 1, 9, 10).
+
+Plain functions over frames: the partition frame (docs/architecture.md), the cases frame (raw QIDs)
+and P(s | c). They recompute everything from the frames, independently of the clustering kernel.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from faers_anon.algorithms.greedy_cluster import QidHierarchies
+from faers_anon.models.base import CONF_TOLERANCE
+
+__all__ = [
+    "dangerous_ratio",
+    "group_confidence",
+    "group_sizes",
+    "information_loss",
+    "nil",
+    "nil_by_qid",
+    "share_exactly_k",
+]
+
+
+def _node_heights(names: list[str], heights: list[int], height: int) -> pl.DataFrame:
+    norm = [h / height if height > 0 else 0.0 for h in heights]
+    return pl.DataFrame({"node": names, "h": norm}, schema={"node": pl.Utf8, "h": pl.Float64})
+
+
+def information_loss(
+    partition: pl.DataFrame, cases: pl.DataFrame, /, *, hierarchies: QidHierarchies
+) -> pl.DataFrame:
+    """IL(g) per group and its part per QID.
+
+    IL(g) = |g| · (Σ_i (max N_i,g − min N_i,g) / (max N_i − min N_i) + Σ_j h(C_j, g) / h(C_j))
+    Source: Lin, Yang & Wang 2016, Definition 4 (eq. 1); SPEC §6. |g| counts distinct cases.
+    Categorical parts read the released node (``age_group``; ``sex`` with null = `missing`, a leaf).
+    Weight (hierarchy-free) is recomputed from the raw [wt_min, wt_max] of the group's cases: all
+    known → range / domain range; all missing → 0 (nothing generalized); a mix → 1 (full loss, SPEC §5).
+    The domain range is ``hierarchies.weight_domain`` or the data's; an empty range gives 0.
+
+    Returns:
+        (group_id, cases, il_age, il_sex, il_weight, il), il in [0, |g| · |QID|]; the parts of QIDs not
+        in ``hierarchies`` are 0.
+    """
+    frame = partition.select("caseid", "group_id", "age_group", "sex").join(
+        cases.select("caseid", "wt_min", "wt_max"), on="caseid", how="left"
+    )
+    frame = frame.with_columns(
+        pl.coalesce("wt_min", "wt_max").alias("_lo"), pl.coalesce("wt_max", "wt_min").alias("_hi")
+    )
+    zero = pl.lit(0.0)
+    age = zero
+    if hierarchies.age is not None:
+        t = hierarchies.age
+        lookup = _node_heights(t.names.astype(str).tolist(), t.node_height.tolist(), t.height)
+        frame = frame.join(lookup.rename({"node": "age_group", "h": "_h_age"}), on="age_group", how="left")
+        age = pl.col("_h_age").first().fill_null(0.0)
+    sex = zero
+    if hierarchies.sex is not None:
+        t = hierarchies.sex
+        lookup = _node_heights(t.names.astype(str).tolist(), t.node_height.tolist(), t.height)
+        frame = frame.with_columns(pl.col("sex").fill_null(t.name(t.missing)).alias("_sex")).join(
+            lookup.rename({"node": "_sex", "h": "_h_sex"}), on="_sex", how="left"
+        )
+        sex = pl.col("_h_sex").first().fill_null(0.0)
+    weight = zero
+    if hierarchies.weight:
+        if hierarchies.weight_domain is not None:
+            span = float(hierarchies.weight_domain[1]) - float(hierarchies.weight_domain[0])
+        else:
+            bounds = frame.select(pl.col("_hi").max().fill_null(0.0) - pl.col("_lo").min().fill_null(0.0))
+            span = float(bounds.item())
+        known = pl.col("_lo").is_not_null()
+        width = (pl.col("_hi").max() - pl.col("_lo").min()) / span if span > 0 else zero
+        weight = pl.when(known.all()).then(width).when(known.any()).then(pl.lit(1.0)).otherwise(zero)
+    per = frame.group_by("group_id").agg(
+        pl.col("caseid").n_unique().alias("cases"), age.alias("a"), sex.alias("s"), weight.alias("w")
+    )
+    return (
+        per.select(
+            "group_id",
+            "cases",
+            (pl.col("cases") * pl.col("a")).alias("il_age"),
+            (pl.col("cases") * pl.col("s")).alias("il_sex"),
+            (pl.col("cases") * pl.col("w")).alias("il_weight"),
+        )
+        .with_columns((pl.col("il_age") + pl.col("il_sex") + pl.col("il_weight")).alias("il"))
+        .sort("group_id")
+    )
+
+
+def nil(losses: pl.DataFrame, /, *, qids: int) -> float:
+    """NIL(D*) = Σ_g IL(g) / (N · |QID|), N = number of cases (SPEC §8).
+
+    The paper's eq. 9 divides by the number of groups while claiming a [0, 1] range; dividing by the
+    cases makes the claim true. Returns a value in [0, 1]: 0 = no loss, 1 = everything at the root;
+    0.0 for an empty partition (nothing was generalized).
+    """
+    n = int(losses.get_column("cases").sum()) if losses.height else 0
+    if n == 0 or qids <= 0:
+        return 0.0
+    return float(losses.get_column("il").sum()) / (n * qids)
+
+
+def nil_by_qid(losses: pl.DataFrame, /) -> dict[str, float]:
+    """Σ_g IL_j(g) / N per QID j (each in [0, 1]); 0.0 for every QID of an empty partition."""
+    n = int(losses.get_column("cases").sum()) if losses.height else 0
+    names = {"age": "il_age", "sex": "il_sex", "weight": "il_weight"}
+    return {q: (float(losses.get_column(c).sum()) / n if n else 0.0) for q, c in names.items()}
+
+
+def group_confidence(partition: pl.DataFrame, probabilities: pl.DataFrame, /) -> pl.DataFrame:
+    """conf(q → s, E) = Σ_{c∈q} P(s | c) / |q| per group and value (Definition 1; SPEC §5).
+
+    Returns:
+        (group_id, value, conf), one row per pair some case of the group reaches; conf in (0, 1].
+    """
+    sizes = partition.group_by("group_id").agg(pl.col("caseid").n_unique().alias("_n"))
+    return (
+        partition.select("caseid", "group_id")
+        .join(probabilities.select("caseid", "value", "p"), on="caseid", how="inner")
+        .group_by("group_id", "value")
+        .agg(pl.col("p").sum().alias("_sigma"))
+        .join(sizes, on="group_id")
+        .select("group_id", "value", (pl.col("_sigma") / pl.col("_n")).alias("conf"))
+        .sort("group_id", "value")
+    )
+
+
+def dangerous_ratio(
+    partition: pl.DataFrame, probabilities: pl.DataFrame, thresholds: pl.DataFrame, /
+) -> float:
+    """DR = dangerous groups / groups; dangerous: conf(q → s, E) > θ_s + 1e-9 for some s (SPEC §8, eq. 10).
+
+    ``thresholds`` is (value, theta); unlisted values have θ = 1 and are never dangerous. Returns a value
+    in [0, 1]; 0.0 for an empty partition (no group, so none is dangerous).
+    """
+    groups = partition.get_column("group_id").n_unique()
+    if groups == 0:
+        return 0.0
+    conf = group_confidence(partition, probabilities).join(
+        thresholds.select("value", "theta"), on="value", how="inner"
+    )
+    dangerous = (
+        conf.filter(pl.col("conf") > pl.col("theta") + CONF_TOLERANCE).get_column("group_id").n_unique()
+    )
+    return dangerous / groups
+
+
+def group_sizes(partition: pl.DataFrame, /) -> pl.DataFrame:
+    """Group-size distribution: (size = distinct cases, groups, cases), sorted by size."""
+    return (
+        partition.group_by("group_id")
+        .agg(pl.col("caseid").n_unique().alias("size"))
+        .group_by("size")
+        .agg(pl.len().cast(pl.Int64).alias("groups"))
+        .with_columns((pl.col("size").cast(pl.Int64) * pl.col("groups")).alias("cases"))
+        .sort("size")
+    )
+
+
+def share_exactly_k(partition: pl.DataFrame, /, *, k: int) -> float:
+    """Share of cases that sit in groups of exactly k distinct cases, in [0, 1]; 0.0 when empty."""
+    sizes = group_sizes(partition)
+    total = int(sizes.get_column("cases").sum()) if sizes.height else 0
+    if total == 0:
+        return 0.0
+    return int(sizes.filter(pl.col("size") == k).get_column("cases").sum()) / total
