@@ -10,13 +10,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from faers_anon.analysis import ComparisonRun, SignalsRun, run_compare, run_signals
+from faers_anon.anonymize import AnonymizeConfig, AnonymizeResult, anonymize_folder
 from faers_anon.fetch import FetchConfig, FetchResult, fetch_quarters
 from faers_anon.io.ingest import IngestConfig, ingest_quarters
 from faers_anon.io.ingest_report import IngestResult
 from faers_anon.verify import Verdict, VerifyConfig, verify_release
 from signals import CompareConfig, SignalConfig
 
-__all__ = ["fetch", "ingest", "verify", "signals", "compare"]
+__all__ = ["fetch", "ingest", "anonymize", "verify", "signals", "compare"]
 
 
 def fetch(
@@ -66,3 +67,8 @@ def compare(raw: Path, release: Path, out: Path, /, *, config: CompareConfig | N
     See :func:`faers_anon.analysis.run_compare`.
     """
     return run_compare(raw, release, out, config=config)
+
+
+def anonymize(ingested: Path, out: Path, /, *, config: AnonymizeConfig | None = None) -> AnonymizeResult:
+    """Anonymize an ingested folder into the release ``out`` (:func:`.anonymize.anonymize_folder`)."""
+    return anonymize_folder(ingested, out, config=config or AnonymizeConfig())

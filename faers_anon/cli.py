@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from faers_anon import __version__, api
+from faers_anon.anonymize import AnonymizeConfig
 from faers_anon.errors import FaersAnonError, VerificationError
 from faers_anon.fetch import FDA_BASE_URL, FetchConfig
 from faers_anon.io.ingest import IngestConfig
@@ -98,6 +99,69 @@ def ingest(sources: tuple[Path, ...], out: Path, **options: Any) -> None:
     Example: faers-anon ingest faers_ascii_2023q1.zip faers_ascii_2023q2.zip -o out/2023
     """
     click.echo(api.ingest(list(sources), out, config=IngestConfig(**options)).summary())
+
+
+def _sensitive(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
+    return tuple(v.strip().lower() for v in value.split(",") if v.strip())
+
+
+@cli.command()
+@click.argument("ingested", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Release folder to write.",
+)
+@click.option("--model", default="ms-k-theta", show_default=True, help="Privacy model (faers_anon.models).")
+@click.option("--k", type=int, default=5, show_default=True, help="Minimum distinct cases per QID-group.")
+@click.option(
+    "--theta", type=float, default=0.6, show_default=True, help="θ: uniform; frequency base; level default."
+)
+@click.option(
+    "--theta-rule",
+    type=click.Choice(["uniform", "level", "frequency"]),
+    default=None,
+    help="θ* setting [default: level with --theta-file, else uniform].",
+)
+@click.option(
+    "--theta-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Level-wise CSV: value,class,theta (format in faers_anon.thresholds).",
+)
+@click.option("--theta-slope", "frequency_slope", type=float, default=1.0, show_default=True,
+              help="Frequency rule: θ_s = min(1, θ + slope·P(s)).")  # fmt: skip
+@click.option(
+    "--sensitive",
+    default="indications,reactions,diseases",
+    show_default=True,
+    callback=_sensitive,
+    help="Sensitive attributes, comma-separated.",
+)
+@click.option(
+    "--knowledge",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Drug→disease table E (CSV) [default: mined from the folder's INDI and DRUG].",
+)
+@click.option(
+    "--on-infeasible",
+    type=click.Choice(["error", "raise-theta", "suppress"]),
+    default="error",
+    show_default=True,
+    help="What to do with values whose θ_s is below their share P(s).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the run's random generator.")
+@click.option("--force", is_flag=True, help="Replace an existing release folder.")
+def anonymize(ingested: Path, out: Path, theta_rule: str | None, **options: Any) -> None:
+    """Anonymize an ingested folder under MS(k,θ*)-bounding and write the release.
+
+    Example: faers-anon anonymize out/2024Q1 -o out/release-24Q1 --k 5 --theta 0.4 --on-infeasible raise-theta
+    """
+    rule = theta_rule or ("level" if options["theta_file"] is not None else "uniform")
+    click.echo(api.anonymize(ingested, out, config=AnonymizeConfig(theta_rule=rule, **options)).summary())
 
 
 @cli.command()
