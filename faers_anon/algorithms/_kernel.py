@@ -125,7 +125,7 @@ def stage2(
             add_pooled(g, pool, tab, cases, leftovers[i])
             store.order[filled + i] = leftovers[i]
         _commit(g, tab, store, n_groups, filled, filled + n_left)
-        return 1, 0
+        return 1, 0 if is_valid(g, cases, req) else n_left
     stamp = np.full(n_groups, -1, np.int64)
     forced = 0
     for i in range(n_left):
