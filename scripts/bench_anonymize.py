@@ -1,0 +1,143 @@
+"""Benchmark the MS(k,θ*) anonymizer on synthetic quarters; Mondrian k-anonymity (anonypyx) as reference.
+
+For each size: write a synthetic quarter (``faers_anon.synthetic``), ingest it, then run the anonymize
+step (read cases, mine E, P(s|c), θ*, greedy clustering, NIL/DR) in a child process that reports its
+wall time and peak RSS. The numba kernel is compiled once beforehand on a tiny quarter, so the timings
+exclude compilation. The reference is a plain Mondrian k-anonymity over the same QIDs (age, sex,
+weight; missing coded as a sentinel) from the PyPI package ``anonypyx`` — a benchmark-only dependency
+(``pip install anonypyx``), skipped with a note when absent.
+
+Example: ``python scripts/bench_anonymize.py --sizes 50000,100000,200000,400000 --work /tmp/bench``
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import click
+
+
+def _prepare(n: int, work: Path) -> Path:
+    """Synthetic quarter of n cases, ingested under work/n<N>/ingested (reused when present)."""
+    from faers_anon.io.ingest import ingest_quarters
+    from faers_anon.synthetic import make_quarter, write_quarter
+
+    folder = work / f"n{n}"
+    ingested = folder / "ingested"
+    if not (ingested / "cases.parquet").is_file():
+        raw = write_quarter(make_quarter(n, seed=1), folder / "raw")
+        ingest_quarters([raw], ingested)
+    return ingested
+
+
+def _child_msk(ingested: Path, k: int, theta: float) -> dict[str, object]:
+    from faers_anon.anonymize import AnonymizeConfig, anonymize_folder
+
+    start = time.perf_counter()
+    config = AnonymizeConfig(k=k, theta=theta, on_infeasible="raise-theta", seed=0)
+    result = anonymize_folder(ingested, None, config=config)
+    return {
+        "seconds": time.perf_counter() - start,
+        "engine_seconds": result.seconds["anonymize"],
+        "cases": result.cases,
+        "groups": result.partition.groups,
+        "nil": result.nil,
+        "dr": result.dr,
+        "raised": result.thresholds.count("raised"),
+        "leftovers": result.partition.leftovers,
+        "forced": result.partition.forced,
+        "share_k": result.share_k,
+    }
+
+
+def _child_mondrian(ingested: Path, k: int) -> dict[str, object]:
+    import polars as pl
+
+    try:
+        from anonypyx import Anonymiser
+    except ImportError:
+        return {"error": "anonypyx not installed (pip install anonypyx)"}
+    cases = pl.read_parquet(ingested / "cases.parquet")
+    frame = cases.select(
+        pl.col("age_max").fill_null(-1.0).alias("age"),
+        pl.col("sex").fill_null("U").alias("sex"),
+        pl.col("wt_max").fill_null(-1.0).alias("weight"),
+    ).to_pandas()
+    frame["sex"] = frame["sex"].astype("category")
+    start = time.perf_counter()
+    Anonymiser(frame, k=k, feature_columns=["age", "sex", "weight"]).anonymise()
+    return {"seconds": time.perf_counter() - start, "cases": len(frame)}
+
+
+def _run_child(*args: str) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", *args], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1]}
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+@click.command()
+@click.option("--sizes", default="50000,100000,200000,400000", show_default=True, help="Cases per quarter.")
+@click.option(
+    "--work",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("/tmp/bench_anonymize"),
+    show_default=True,
+    help="Folder for the synthetic quarters (reused).",
+)
+@click.option("--k", type=int, default=5, show_default=True)
+@click.option("--theta", type=float, default=0.4, show_default=True)
+@click.option("--mondrian/--no-mondrian", default=True, show_default=True, help="Run the anonypyx reference.")
+@click.option("--child", is_flag=True, hidden=True, help="Run one measurement (internal).")
+@click.argument("child_args", nargs=-1)
+def main(
+    sizes: str, work: Path, k: int, theta: float, mondrian: bool, child: bool, child_args: tuple[str, ...]
+) -> None:
+    """Time, peak memory, NIL and DR per quarter size."""
+    if child:
+        kind, path, *rest = child_args
+        out = (
+            _child_msk(Path(path), int(rest[0]), float(rest[1]))
+            if kind == "msk"
+            else _child_mondrian(Path(path), int(rest[0]))
+        )
+        out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        click.echo(json.dumps(out))
+        return
+    work.mkdir(parents=True, exist_ok=True)
+    warm = _prepare(500, work)
+    _run_child("msk", str(warm), str(k), str(theta))  # compile the numba kernel into its cache
+    header = (
+        f"{'cases':>8} {'groups':>7} {'seconds':>8} {'engine s':>8} {'peak MB':>8} {'NIL':>7} {'DR':>7} "
+        f"{'raised':>6} {'left':>6} {'forced':>6} {'=k':>6} {'Mondrian s':>10} {'Mondrian MB':>11}"
+    )
+    click.echo(header)
+    for n in (int(s) for s in sizes.split(",")):
+        ingested = _prepare(n, work)
+        msk = _run_child("msk", str(ingested), str(k), str(theta))
+        ref = _run_child("mondrian", str(ingested), str(k)) if mondrian else {"error": "skipped"}
+        if "error" in msk:
+            click.echo(f"{n:>8} MS(k,θ*) failed: {msk['error']}")
+            continue
+        ref_s = f"{ref['seconds']:>10.1f}" if "seconds" in ref else f"{'n/a':>10}"
+        ref_mb = (
+            f"{ref['peak_rss_mb']:>11.0f}" if "peak_rss_mb" in ref and "seconds" in ref else f"{'n/a':>11}"
+        )
+        click.echo(
+            f"{msk['cases']:>8} {msk['groups']:>7} {msk['seconds']:>8.1f} {msk['engine_seconds']:>8.1f} "
+            f"{msk['peak_rss_mb']:>8.0f} {msk['nil']:>7.4f} {msk['dr']:>7.4f} {msk['raised']:>6} "
+            f"{msk['leftovers']:>6} {msk['forced']:>6} {msk['share_k']:>6.1%} {ref_s} {ref_mb}"
+        )
+        if "error" in ref:
+            click.echo(f"         reference: {ref['error']}")
+
+
+if __name__ == "__main__":
+    main()
