@@ -9,7 +9,8 @@ given). Two child processes are timed, wall clock, each from its start to its ex
 
 * baseline — ``polars.scan_csv(separator="$", infer_schema=False, quote_char=None)`` of every FAERS
   text file, collected (the least any reader of these files must do);
-* ingest — ``faers-anon ingest DIR -o OUT`` (the CLI, so start-up and imports count too).
+* ingest — ``faers_anon.io.ingest.ingest_quarters([DIR], OUT)``, the library call behind
+  ``faers-anon ingest`` (start-up and its imports count; the imports of unrelated CLI commands do not).
 
 Peak memory is the ingest child's own maximum resident set size (``os.wait4`` returns the rusage of
 that one child, so the generator and the baseline do not mix in). Targets (issue "ingest" item 6):
@@ -35,7 +36,12 @@ for path in sys.argv[1:]:
         path, separator="$", infer_schema=False, quote_char=None, truncate_ragged_lines=True
     ).collect()
 """
-_CLI = "from faers_anon.cli import main; main()"
+_INGEST = """
+import sys
+from pathlib import Path
+from faers_anon.io.ingest import ingest_quarters
+print(ingest_quarters([Path(sys.argv[1])], Path(sys.argv[2])).summary())
+"""
 _TEXT_TABLES = ("DEMO", "DRUG", "REAC", "INDI", "OUTC", "THER", "RPSR")
 
 
@@ -52,9 +58,7 @@ def _timed(command: list[str]) -> tuple[float, float]:
 
 
 def _text_files(folder: Path) -> list[str]:
-    return sorted(
-        str(p) for p in folder.rglob("*") if p.is_file() and p.name[:4].upper() in _TEXT_TABLES
-    )
+    return sorted(str(p) for p in folder.rglob("*") if p.is_file() and p.name[:4].upper() in _TEXT_TABLES)
 
 
 def main() -> None:
@@ -78,11 +82,11 @@ def main() -> None:
             raise SystemExit(f"bench_ingest: no FAERS text files under {data}")
         size = sum(Path(f).stat().st_size for f in files) / 1024**2
         baseline, base_mem = _timed([sys.executable, "-c", _BASELINE, *files])
-        ingest, peak = _timed([sys.executable, "-c", _CLI, "ingest", str(data), "-o", str(work / "out")])
+        ingest, peak = _timed([sys.executable, "-c", _INGEST, str(data), str(work / "out")])
     ratio = ingest / baseline
     print(f"files:    {len(files)} text files, {size:,.0f} MiB")
     print(f"baseline: {baseline:6.2f} s  (polars scan_csv as strings; peak {base_mem:.2f} GB)")
-    print(f"ingest:   {ingest:6.2f} s  (faers-anon ingest)")
+    print(f"ingest:   {ingest:6.2f} s  (faers_anon.io.ingest.ingest_quarters)")
     print(f"ratio:    {ratio:6.2f} x  (target <= {args.ratio:g})")
     print(f"peak RSS: {peak:6.2f} GB (target <= {args.memory_gb:g})")
     if ratio > args.ratio or peak > args.memory_gb:

@@ -29,32 +29,28 @@ import polars as pl
 
 from faers_anon import __version__
 from faers_anon._paths import bundled
-from faers_anon.cases import latest_primaryid, merge_versions
+from faers_anon.cases import merge_versions
 from faers_anon.errors import InputError
-from faers_anon.io import normalize, rules
-from faers_anon.io.faers_ascii import EXTRA_FIELDS, SHORT_ROW, ScannedFile, scan_deleted, scan_table
-from faers_anon.io.ingest_report import (
-    DELETED_STATUS,
-    FILE_CODE,
-    KEPT,
-    QUARANTINED,
-    REASON,
-    STATUS,
-    IngestResult,
-    check_accounting,
-    file_counts,
-    reason_counts,
-    rule_failures,
+from faers_anon.io import rules
+from faers_anon.io.annotate import (
+    Scan,
+    annotated_children,
+    annotated_reports,
+    checked,
+    child_rules,
+    report_key,
+    report_rules,
 )
-from faers_anon.io.parse import empty_to_null, parse
-from faers_anon.io.schema import CHILD_TABLES, COLUMNS, OUTPUT_NAMES, TABLES, Kind
+from faers_anon.io.faers_ascii import scan_deleted, scan_table
+from faers_anon.io.ingest_report import FILE_CODE, KEPT, QUARANTINED, STATUS, IngestResult
+from faers_anon.io.outputs import ParquetWriter, file_meta, table_report, write_split
+from faers_anon.io.schema import CHILD_TABLES, COLUMNS, TABLES
 from faers_anon.io.sources import LocalFile, discover, materialize
 from faers_anon.io.staging import REPORT_NAME, discard, open_staging, publish
-from knowledge.drug_names import drug_key_expr, load_drug_names
+from knowledge.drug_names import load_drug_names
 
 __all__ = ["IngestConfig", "ingest_quarters", "demo_source"]
 
-_META = ("quarter", "source_file", "line")
 _OUTPUT_EXTRA = {"drug": ("drug_key",)}
 _REPORT_ORDER = (
     "primaryid", "caseid", "caseversion", "i_f_code", "fda_dt", "event_dt", "init_fda_dt", "mfr_dt",
@@ -84,15 +80,6 @@ class IngestConfig:
     drug_names: Path | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Scan:
-    """A scanned file with the integer codes of its file (index in its table) and quarter."""
-
-    scan: ScannedFile
-    file_code: int
-    quarter_code: int
-
-
 def demo_source() -> Path:
     """The bundled demo quarter: the zip in ``faers_anon/data/demo``.
 
@@ -105,153 +92,19 @@ def demo_source() -> Path:
     return zips[0]
 
 
-def _typed(frame: pl.LazyFrame, table: str) -> pl.LazyFrame:
-    """Type every column; keep the verbatim text of typed columns as ``_raw_<name>``."""
-    exprs: list[pl.Expr] = []
-    for column, kind in COLUMNS[table].items():
-        if kind is not Kind.TEXT:
-            exprs.append(empty_to_null(pl.col(column)).alias(rules.raw_name(column)))
-        exprs.append(parse(pl.col(column), kind).alias(column))
-    return frame.with_columns(exprs)
-
-
-def _checked(frame: pl.LazyFrame, checks: rules.RuleSet, on_delete_list: pl.Expr) -> pl.LazyFrame:
-    """Evaluate the rules as boolean columns and derive each row's status (order: module docstring)."""
-    deleted = pl.col(rules.ROW_OK) & on_delete_list
-    return (
-        frame.with_columns(**checks.row_columns())
-        .with_columns(checks.row_ok().alias(rules.ROW_OK))
-        .with_columns(deleted.alias(rules.IS_DELETED))
-        .with_columns((pl.col(rules.ROW_OK) & ~pl.col(rules.IS_DELETED)).alias(rules.CANDIDATE))
-        .with_columns(**checks.link_columns())
-        .with_columns(
-            pl.when(~pl.col(rules.ROW_OK))
-            .then(pl.lit(QUARANTINED))
-            .when(pl.col(rules.IS_DELETED))
-            .then(pl.lit(DELETED_STATUS))
-            .when(~checks.link_ok())
-            .then(pl.lit(QUARANTINED))
-            .otherwise(pl.lit(KEPT))
-            .alias(STATUS)
-        )
-    )
-
-
-def _raw_frame(scans: list[_Scan]) -> pl.LazyFrame:
-    return pl.concat(
-        [
-            s.scan.frame.with_columns(
-                pl.lit(s.file_code, pl.UInt32).alias(FILE_CODE),
-                pl.lit(s.quarter_code, pl.UInt32).alias(rules.QUARTER_CODE),
-            )
-            for s in scans
-        ]
-    )
-
-
-def _annotated_reports(scans: list[_Scan], deleted_ids: pl.Series) -> pl.LazyFrame:
-    typed = _typed(_raw_frame(scans), "demo").with_columns(
-        pl.col("sex").alias(rules.raw_name("sex")),
-        normalize.sex(pl.col("sex")).alias("sex"),
-        normalize.age_years(pl.col("age"), pl.col("age_cod")).alias("age_years"),
-        normalize.weight_kg(pl.col("wt"), pl.col("wt_cod")).alias("weight_kg"),
-    )
-    checks = rules.RuleSet(row=rules.row_rules("demo"), link=rules.report_link_rules())
-    checked = _checked(typed, checks, pl.col("caseid").is_in(deleted_ids.implode()))
-    return checked.with_columns((pl.col("primaryid") == latest_primaryid().over("caseid")).alias("is_latest"))
-
-
-def _annotated_children(
-    table: str,
-    scans: list[_Scan],
-    reports: pl.DataFrame,
-    deleted_ids: pl.Series,
-    lookup: pl.DataFrame | None,
-) -> pl.LazyFrame:
-    typed = _typed(_raw_frame(scans), table)
-    if table == "drug":
-        names = typed.select("prod_ai", "drugname").unique()
-        key = drug_key_expr(pl.col("prod_ai"), pl.col("drugname"), lookup=lookup)
-        typed = typed.join(
-            names.with_columns(key.alias("drug_key")),
-            on=["prod_ai", "drugname"],
-            how="left",
-            nulls_equal=True,
-            maintain_order="left",
-        )
-    linked = typed.join(
-        reports.lazy(), on=[rules.QUARTER_CODE, "primaryid"], how="left", maintain_order="left"
-    )
-    case = pl.coalesce("_report_caseid", "caseid")
-    checks = rules.RuleSet(row=rules.row_rules(table), link=rules.child_link_rules())
-    checked = _checked(linked, checks, case.is_in(deleted_ids.implode()))
-    return checked.with_columns(
-        pl.when(pl.col(STATUS) == KEPT).then(case).otherwise("caseid").alias("caseid")
-    )
-
-
-def _write_split(
-    frame: pl.DataFrame, table: str, out: Path, checks: rules.RuleSet, *, columns: Sequence[str]
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Write the kept rows and the rejects (with their reason) of one annotated table."""
-    name = OUTPUT_NAMES.get(table, table)
-    rejected = int((frame.get_column(STATUS) != KEPT).sum())
-    kept = frame if rejected == 0 else frame.filter(pl.col(STATUS) == KEPT)  # no copy when all are kept
-    kept = kept.select(*columns, *_META)
-    kept.write_parquet(out / f"{name}.parquet")
-    raw = [
-        (pl.col(rules.raw_name(c)) if rules.raw_name(c) in frame.columns else pl.col(c))
-        .cast(pl.Utf8)
-        .alias(c)
-        for c in COLUMNS.get(table, {"caseid": Kind.ID})
-    ]
-    extra = [pl.col(EXTRA_FIELDS)] if EXTRA_FIELDS in frame.columns else []
-    rejects = frame.filter(pl.col(STATUS) != KEPT).select(
-        "source_file", "line", "quarter", checks.reason().alias(REASON), *raw, *extra
-    )
-    rejects.write_parquet(out / "rejects" / f"{name}.parquet")
-    return kept, rejects
-
-
-def _table_report(
-    frame: pl.DataFrame, table: str, written: tuple[pl.DataFrame, pl.DataFrame], files: list[dict[str, Any]]
-) -> dict[str, Any]:
-    kept, rejects = written
-    extra = {"padded_short_rows": pl.col(SHORT_ROW)} if SHORT_ROW in frame.columns else None
-    counted = file_counts(frame, files, extra=extra)
-    deleted = int((rejects.get_column(REASON) == rules.DELETED).sum())
-    check_accounting(table, counted, kept=kept.height, rejected=rejects.height, deleted=deleted)
-    value_rules = rules.value_rules(table) if table in COLUMNS else {}
-    return {
-        "read": frame.height,
-        "kept": kept.height,
-        "quarantined": rejects.height - deleted,
-        "deleted": deleted,
-        "reasons": reason_counts(rejects),
-        "values_nulled": rule_failures(frame, value_rules, where=pl.col(STATUS) == KEPT),
-        "files": counted,
-    }
-
-
-def _file_meta(file: LocalFile, **more: Any) -> dict[str, Any]:
-    source = file.source
-    return {"quarter": source.quarter, "source_file": source.name, "origin": str(source.origin),
-            "encoding": file.encoding, **more}  # fmt: skip
-
-
 def _ingest_deleted(files: list[LocalFile], out: Path) -> tuple[pl.Series, dict[str, Any]]:
     scans = [scan_deleted(f).with_columns(pl.lit(i, pl.UInt32).alias(FILE_CODE)) for i, f in enumerate(files)]
     schema = {"quarter": pl.Utf8, "source_file": pl.Utf8, "line": pl.Int64, "raw_caseid": pl.Utf8,
               "caseid": pl.Int64, FILE_CODE: pl.UInt32}  # fmt: skip
     lists = pl.concat(scans) if scans else pl.LazyFrame(schema=schema)
     checks = rules.RuleSet(row=rules.deleted_list_rules())
-    frame = _checked(
+    frame = checked(
         lists.with_columns(pl.col("raw_caseid").alias(rules.raw_name("caseid"))), checks, pl.lit(False)
     )
     frame_df = frame.collect()
-    written = _write_split(frame_df, "deleted", out, checks, columns=["caseid"])
+    written = write_split(frame_df, "deleted", out, checks, columns=["caseid"])
     ids = written[0].get_column("caseid").unique()
-    report = _table_report(frame_df, "deleted", written, [_file_meta(f) for f in files])
+    report = table_report(frame_df, "deleted", written, [file_meta(f) for f in files])
     report["distinct_caseids"] = ids.len()
     return ids, report
 
@@ -267,17 +120,17 @@ def _demo_missing(files: list[LocalFile]) -> None:
         )
 
 
-def _scans(files: list[LocalFile], table: str, quarters: list[str]) -> list[_Scan]:
+def _scans(files: list[LocalFile], table: str, quarters: list[str]) -> list[Scan]:
     chosen = [f for f in files if f.source.table == table]
     return [
-        _Scan(scan=scan_table(f, table), file_code=i, quarter_code=quarters.index(f.source.quarter or ""))
+        Scan(scan=scan_table(f, table), file_code=i, quarter_code=quarters.index(f.source.quarter or ""))
         for i, f in enumerate(chosen)
     ]
 
 
-def _meta(scans: list[_Scan]) -> list[dict[str, Any]]:
+def _meta(scans: list[Scan]) -> list[dict[str, Any]]:
     return [
-        _file_meta(
+        file_meta(
             s.scan.file,
             ignored_columns=list(s.scan.ignored_columns),
             missing_columns=list(s.scan.missing_columns),
@@ -287,31 +140,32 @@ def _meta(scans: list[_Scan]) -> list[dict[str, Any]]:
 
 
 def _run(
-    files: list[LocalFile], out: Path, lookup: pl.DataFrame | None, quarters: list[str]
+    files: list[LocalFile], out: Path, lookup: pl.DataFrame | None, quarters: list[str], writer: ParquetWriter
 ) -> dict[str, Any]:
     case_inputs: dict[str, pl.DataFrame] = {}
     deleted_ids, deleted_report = _ingest_deleted([f for f in files if f.source.table == "deleted"], out)
     tables: dict[str, Any] = {}
-    report_status = pl.DataFrame(schema={rules.QUARTER_CODE: pl.UInt32, "primaryid": pl.Int64,
-                                         "_report_caseid": pl.Int64, "_report_kept": pl.Boolean})  # fmt: skip
+    report_status = pl.DataFrame(
+        schema={"_report_key": pl.Int64, "_report_caseid": pl.Int64, "_report_kept": pl.Boolean}
+    )
     demo_scans = _scans(files, "demo", quarters)
     if demo_scans:
-        frame = _annotated_reports(demo_scans, deleted_ids).collect()
-        checks = rules.RuleSet(row=rules.row_rules("demo"), link=rules.report_link_rules())
-        written = _write_split(frame, "demo", out, checks, columns=_REPORT_ORDER)
-        tables["reports"] = _table_report(frame, "demo", written, _meta(demo_scans))
+        frame = annotated_reports(demo_scans, deleted_ids).collect().rechunk()
+        checks = report_rules()
+        written = write_split(frame, "demo", out, checks, columns=_REPORT_ORDER, writer=writer)
+        tables["reports"] = table_report(frame, "demo", written, _meta(demo_scans))
         case_inputs["demo"] = written[0].select(_CASE_COLUMNS["demo"])
         report_status = (
             frame.lazy()
             .filter(pl.col(STATUS) != QUARANTINED)
             .select(
-                rules.QUARTER_CODE,
-                "primaryid",
+                report_key(len(quarters)).alias("_report_key"),
                 pl.col("caseid").alias("_report_caseid"),
                 (pl.col(STATUS) == KEPT).alias("_report_kept"),
-            )  # fmt: skip
+            )
+            .drop_nulls("_report_key")
             .sort("_report_kept", descending=True)
-            .unique(subset=[rules.QUARTER_CODE, "primaryid"], keep="first")
+            .unique(subset=["_report_key"], keep="first")
             .collect()
         )
         del frame, written
@@ -323,11 +177,14 @@ def _run(
         missing += [{"quarter": q, "table": table} for q in sorted(q for q in absent if q is not None)]
         if not scans:
             continue
-        frame = _annotated_children(table, scans, report_status, deleted_ids, lookup).collect()
-        checks = rules.RuleSet(row=rules.row_rules(table), link=rules.child_link_rules())
+        annotated = annotated_children(
+            table, scans, report_status, deleted_ids, lookup, n_quarters=len(quarters)
+        )
+        frame = annotated.collect().rechunk()
+        checks = child_rules(table)
         columns = [*COLUMNS[table], *_OUTPUT_EXTRA.get(table, ())]
-        written = _write_split(frame, table, out, checks, columns=columns)
-        tables[table] = _table_report(frame, table, written, _meta(scans))
+        written = write_split(frame, table, out, checks, columns=columns, writer=writer)
+        tables[table] = table_report(frame, table, written, _meta(scans))
         if table in _CASE_COLUMNS:
             case_inputs[table] = written[0].select(_CASE_COLUMNS[table])
         del frame, written
@@ -379,7 +236,8 @@ def ingest_quarters(
     try:
         files = [materialize(f, staging / "_work") for f in found]
         _demo_missing(files)
-        done = _run(files, staging, lookup, quarters)
+        with ParquetWriter() as writer:
+            done = _run(files, staging, lookup, quarters, writer)
         report = {
             "tool_version": __version__,
             "sources": [str(p) for p in paths],

@@ -26,18 +26,15 @@ def empty_to_null(raw: pl.Expr) -> pl.Expr:
 
 
 def parse_int(raw: pl.Expr) -> pl.Expr:
-    """Int64 from text: ``"61"`` → 61; ``"61.0"`` or ``"6.1e1"`` → 61 (integral floats, as pandas writes).
+    """Int64 from text: ``"61"`` → 61; ``"61.0"`` → 61 (the float artefact pandas writes).
 
-    Integers are read exactly; a float form is accepted when it is integral and below 2**53 (where
-    every integer is exact in a double).
+    Decision: only the exact ``.0`` suffix is taken as an integral float; other float forms
+    (``"61.5"``, ``"6.1e1"``) are not integers here and are flagged. Surrounding spaces are ignored.
 
     Returns:
-        Int64; null for empty, non-integral (``"61.5"``), non-numeric or out-of-range values.
+        Int64; null for empty, non-integral, non-numeric or out-of-range values.
     """
-    text = raw.str.strip_chars()
-    as_float = text.cast(pl.Float64, strict=False)
-    integral = pl.when(as_float.is_finite() & (as_float == as_float.floor()) & (as_float.abs() < 2.0**53))
-    return pl.coalesce(text.cast(pl.Int64, strict=False), integral.then(as_float).cast(pl.Int64))
+    return raw.str.strip_chars().str.strip_suffix(_FLOAT_SUFFIX).cast(pl.Int64, strict=False)
 
 
 def parse_float(raw: pl.Expr) -> pl.Expr:

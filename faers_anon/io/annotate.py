@@ -1,0 +1,180 @@
+"""The lazy chain of one table: raw text → typed → normalized → rules as columns → status.
+
+Source: SPEC §3; docs/architecture.md "The ingested folder"; the rule order of
+:mod:`faers_anon.io.rules`. Nothing here reads data: every function returns a ``LazyFrame`` that
+:mod:`faers_anon.io.ingest` collects once per table.
+
+Decisions: quarter and file are carried as small integer codes (``_quarter_code``, ``_file_code``) so
+lookups, windows and counts work on integers; drug keys are computed once per distinct name and
+looked up per row; a child row finds its report by one integer key per (quarter, primaryid)
+(:func:`report_key`) and takes the caseid of that report (legacy child files have none).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from faers_anon.cases import latest_primaryid
+from faers_anon.io import normalize, rules
+from faers_anon.io.faers_ascii import ScannedFile
+from faers_anon.io.ingest_report import DELETED_STATUS, FILE_CODE, KEPT, QUARANTINED, STATUS
+from faers_anon.io.parse import empty_to_null, parse
+from faers_anon.io.schema import COLUMNS, Kind
+from knowledge.drug_names import name_key_expr
+
+__all__ = [
+    "Scan",
+    "annotated_reports",
+    "annotated_children",
+    "checked",
+    "report_key",
+    "report_rules",
+    "child_rules",
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Scan:
+    """A scanned file with the integer codes of its file (index in its table) and quarter."""
+
+    scan: ScannedFile
+    file_code: int
+    quarter_code: int
+
+
+def report_rules() -> rules.RuleSet:
+    """The rules of DEMO rows."""
+    return rules.RuleSet(row=rules.row_rules("demo"), link=rules.report_link_rules())
+
+
+def child_rules(table: str) -> rules.RuleSet:
+    """The rules of the rows of a child table."""
+    return rules.RuleSet(row=rules.row_rules(table), link=rules.child_link_rules())
+
+
+def _typed(frame: pl.LazyFrame, table: str) -> pl.LazyFrame:
+    """Type every column; keep the verbatim text of typed columns as ``_raw_<name>``."""
+    exprs: list[pl.Expr] = []
+    for column, kind in COLUMNS[table].items():
+        if kind is not Kind.TEXT:
+            exprs.append(empty_to_null(pl.col(column)).alias(rules.raw_name(column)))
+        exprs.append(parse(pl.col(column), kind).alias(column))
+    return frame.with_columns(exprs)
+
+
+def checked(frame: pl.LazyFrame, checks: rules.RuleSet, on_delete_list: pl.Expr) -> pl.LazyFrame:
+    """Evaluate the rules as boolean columns and derive each row's status (order: module docstring)."""
+    deleted = pl.col(rules.ROW_OK) & on_delete_list
+    return (
+        frame.with_columns(**checks.row_columns())
+        .with_columns(checks.row_ok().alias(rules.ROW_OK))
+        .with_columns(deleted.alias(rules.IS_DELETED))
+        .with_columns((pl.col(rules.ROW_OK) & ~pl.col(rules.IS_DELETED)).alias(rules.CANDIDATE))
+        .with_columns(**checks.link_columns())
+        .with_columns(
+            pl.when(~pl.col(rules.ROW_OK))
+            .then(pl.lit(QUARANTINED))
+            .when(pl.col(rules.IS_DELETED))
+            .then(pl.lit(DELETED_STATUS))
+            .when(~checks.link_ok())
+            .then(pl.lit(QUARANTINED))
+            .otherwise(pl.lit(KEPT))
+            .alias(STATUS)
+        )
+    )
+
+
+def _raw_frame(scans: list[Scan]) -> pl.LazyFrame:
+    return pl.concat(
+        [
+            s.scan.frame.with_columns(
+                pl.lit(s.file_code, pl.UInt32).alias(FILE_CODE),
+                pl.lit(s.quarter_code, pl.UInt32).alias(rules.QUARTER_CODE),
+            )
+            for s in scans
+        ]
+    )
+
+
+def annotated_reports(scans: list[Scan], deleted_ids: pl.Series) -> pl.LazyFrame:
+    typed = _typed(_raw_frame(scans), "demo").with_columns(
+        pl.col("sex").alias(rules.raw_name("sex")),
+        normalize.sex(pl.col("sex")).alias("sex"),
+        normalize.age_years(pl.col("age"), pl.col("age_cod")).alias("age_years"),
+        normalize.weight_kg(pl.col("wt"), pl.col("wt_cod")).alias("weight_kg"),
+    )
+    checks = report_rules()
+    annotated = checked(typed, checks, pl.col("caseid").is_in(deleted_ids.implode()))
+    return annotated.with_columns(
+        (pl.col("primaryid") == latest_primaryid().over("caseid")).alias("is_latest")
+    )
+
+
+def report_key(n_quarters: int) -> pl.Expr:
+    """One Int64 per (quarter, primaryid): ``primaryid × n_quarters + quarter code``.
+
+    Null for a missing, non-positive or huge primaryid (one that would overflow), so such a row
+    matches no report.
+    """
+    limit = (2**62) // max(n_quarters, 1)
+    primaryid = pl.col("primaryid")
+    return pl.when((primaryid > 0) & (primaryid < limit)).then(
+        primaryid * n_quarters + pl.col(rules.QUARTER_CODE)
+    )
+
+
+def _drug_key(frame: pl.DataFrame, lookup: pl.DataFrame | None) -> pl.Expr:
+    """``drug_key`` of each row, each distinct name keyed once (``knowledge.drug_names``).
+
+    ``drug_key_expr(prod_ai, drugname)`` is the coalesce of the two names' keys, so the keys of the
+    distinct ``prod_ai`` and ``drugname`` values are computed once and looked up per row.
+    """
+    keyed = []
+    for column in ("prod_ai", "drugname"):
+        names = frame.get_column(column).drop_nulls().unique()
+        keys = pl.DataFrame({column: names}).select(name_key_expr(pl.col(column), lookup=lookup)).to_series()
+        keyed.append(pl.col(column).replace_strict(names, keys, default=None, return_dtype=pl.Utf8))
+    return pl.coalesce(keyed)
+
+
+def annotated_children(
+    table: str,
+    scans: list[Scan],
+    reports: pl.DataFrame,
+    deleted_ids: pl.Series,
+    lookup: pl.DataFrame | None,
+    *,
+    n_quarters: int,
+) -> pl.LazyFrame:
+    """The annotated rows of a child table.
+
+    Args:
+        table: a child table name.
+        scans: its files.
+        reports: ``_report_key`` (:func:`report_key`), ``_report_caseid``, ``_report_kept`` of the
+            kept and deleted DEMO rows, unique on the key.
+        deleted_ids: caseids on the DELETE lists.
+        lookup: drug-name lookup for DRUG (or None).
+        n_quarters: number of quarters coded in ``_quarter_code``.
+
+    Returns:
+        A lazy frame; DRUG's text rows are collected first so its drug-name vocabulary is taken
+        from memory rather than by reading the file twice.
+    """
+    typed = _typed(_raw_frame(scans), table)
+    if table == "drug":
+        rows = typed.collect()
+        typed = rows.lazy().with_columns(_drug_key(rows, lookup).alias("drug_key"))
+    key = report_key(n_quarters)
+    known = reports.get_column("_report_key")
+    linked = typed.with_columns(
+        key.replace_strict(known, reports.get_column("_report_caseid"), default=None).alias("_report_caseid"),
+        key.replace_strict(known, reports.get_column("_report_kept"), default=None).alias("_report_kept"),
+    )
+    case = pl.coalesce("_report_caseid", "caseid")
+    annotated = checked(linked, child_rules(table), case.is_in(deleted_ids.implode()))
+    return annotated.with_columns(
+        pl.when(pl.col(STATUS) == KEPT).then(case).otherwise("caseid").alias("caseid")
+    )

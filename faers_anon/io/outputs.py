@@ -1,0 +1,131 @@
+"""Writing one annotated table: kept rows, rejects with their reason, and its counts.
+
+Source: docs/architecture.md "The ingested folder" (``<table>.parquet``, ``rejects/<table>.parquet``,
+``ingest_report.json``); STYLE §4. The kept rows of a large table are written on a background thread
+(:class:`ParquetWriter`) while the next table is read; rejects are few and written at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import polars as pl
+
+from faers_anon.io import rules
+from faers_anon.io.faers_ascii import EXTRA_FIELDS, SHORT_ROW
+from faers_anon.io.ingest_report import (
+    KEPT,
+    REASON,
+    STATUS,
+    check_accounting,
+    file_counts,
+    reason_counts,
+    rule_failures,
+)
+from faers_anon.io.schema import COLUMNS, OUTPUT_NAMES, Kind
+from faers_anon.io.sources import LocalFile
+
+__all__ = ["META", "ParquetWriter", "write_split", "table_report", "file_meta"]
+
+#: Columns every output row carries (docs/architecture.md).
+META = ("quarter", "source_file", "line")
+
+
+def _sink(frame: pl.DataFrame, path: Path) -> None:
+    # A lazy sink releases the GIL while it works (DataFrame.write_parquet holds it).
+    frame.lazy().sink_parquet(path)
+
+
+class ParquetWriter:
+    """Writes the large Parquet files on one background thread, at most one at a time.
+
+    Polars releases the GIL while writing, so the write of one table overlaps the reading of the
+    next; waiting before each new write bounds the memory to one table being written.
+    """
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-writer")
+        self._pending: Future[None] | None = None
+
+    def write(self, frame: pl.DataFrame, path: Path) -> None:
+        self.wait()
+        self._pending = self._pool.submit(_sink, frame, path)
+
+    def wait(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()  # re-raises a failed write here
+
+    def __enter__(self) -> ParquetWriter:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        try:
+            if kind is None:
+                self.wait()
+        finally:
+            self._pool.shutdown(wait=True)
+
+
+def write_split(
+    frame: pl.DataFrame,
+    table: str,
+    out: Path,
+    checks: rules.RuleSet,
+    *,
+    columns: Sequence[str],
+    writer: ParquetWriter | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Write the kept rows (on ``writer``'s thread if given) and the rejects of one annotated table."""
+    name = OUTPUT_NAMES.get(table, table)
+    rejected = int((frame.get_column(STATUS) != KEPT).sum())
+    kept = frame if rejected == 0 else frame.filter(pl.col(STATUS) == KEPT)  # no copy when all are kept
+    kept = kept.select(*columns, *META)
+    if writer is None:
+        kept.write_parquet(out / f"{name}.parquet")
+    else:
+        writer.write(kept, out / f"{name}.parquet")
+    raw = [
+        (pl.col(rules.raw_name(c)) if rules.raw_name(c) in frame.columns else pl.col(c))
+        .cast(pl.Utf8)
+        .alias(c)
+        for c in COLUMNS.get(table, {"caseid": Kind.ID})
+    ]
+    extra = [pl.col(EXTRA_FIELDS)] if EXTRA_FIELDS in frame.columns else []
+    rejects = frame.filter(pl.col(STATUS) != KEPT).select(
+        "source_file", "line", "quarter", checks.reason().alias(REASON), *raw, *extra
+    )
+    rejects.write_parquet(out / "rejects" / f"{name}.parquet")
+    return kept, rejects
+
+
+def table_report(
+    frame: pl.DataFrame, table: str, written: tuple[pl.DataFrame, pl.DataFrame], files: list[dict[str, Any]]
+) -> dict[str, Any]:
+    kept, rejects = written
+    extra = {"padded_short_rows": pl.col(SHORT_ROW)} if SHORT_ROW in frame.columns else None
+    counted = file_counts(frame, files, extra=extra)
+    deleted = int((rejects.get_column(REASON) == rules.DELETED).sum())
+    check_accounting(table, counted, kept=kept.height, rejected=rejects.height, deleted=deleted)
+    value_rules = rules.value_rules(table) if table in COLUMNS else {}
+    return {
+        "read": frame.height,
+        "kept": kept.height,
+        "quarantined": rejects.height - deleted,
+        "deleted": deleted,
+        "reasons": reason_counts(rejects),
+        "values_nulled": rule_failures(frame, value_rules, where=pl.col(STATUS) == KEPT),
+        "files": counted,
+    }
+
+
+def file_meta(file: LocalFile, **more: Any) -> dict[str, Any]:
+    source = file.source
+    return {"quarter": source.quarter, "source_file": source.name, "origin": str(source.origin),
+            "encoding": file.encoding, **more}  # fmt: skip
