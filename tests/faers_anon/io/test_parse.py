@@ -1,0 +1,54 @@
+"""Typing FAERS text fields: integers, numbers, partial dates and the flag for unreadable values."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+import polars as pl
+import pytest
+
+from faers_anon.io.parse import cast_failed, parse_date, parse_float, parse_int
+
+INTS = [("61", 61), ("61.0", 61), (" 7 ", 7), ("100115733", 100115733), ("-3", -3), ("61.5", None),
+        ("abc", None), ("2512345X1", None), ("", None), (None, None), ("1.0.0", None)]  # fmt: skip
+FLOATS = [("61", 61.0), ("61.0", 61.0), (" 2.5 ", 2.5), ("abc", None), ("", None), ("nan", None),
+          ("inf", None), (None, None)]  # fmt: skip
+DATES = [
+    ("20141226", dt.date(2014, 12, 26)),
+    ("20141226.0", dt.date(2014, 12, 26)),  # pandas float artefact (nico8270-2025q4)
+    ("201202", dt.date(2012, 2, 1)),  # partial: first of the month
+    ("2012", dt.date(2012, 1, 1)),  # partial: first of the year
+    ("20120231", None),  # impossible day
+    ("201213", None),  # impossible month
+    ("2012-1-1", None),
+    ("12", None),
+    ("", None),
+    (None, None),
+]
+
+
+def _one(expr_of: Callable[[pl.Expr], pl.Expr], value: str | None) -> object:
+    frame = pl.DataFrame({"raw": [value]}, schema={"raw": pl.Utf8})
+    return frame.select(expr_of(pl.col("raw"))).item()
+
+
+@pytest.mark.parametrize(("raw", "expected"), INTS)
+def test_parse_int(raw: str | None, expected: int | None) -> None:
+    assert _one(parse_int, raw) == expected
+
+
+@pytest.mark.parametrize(("raw", "expected"), FLOATS)
+def test_parse_float(raw: str | None, expected: float | None) -> None:
+    assert _one(parse_float, raw) == expected
+
+
+@pytest.mark.parametrize(("raw", "expected"), DATES)
+def test_parse_date(raw: str | None, expected: dt.date | None) -> None:
+    assert _one(parse_date, raw) == expected
+
+
+def test_cast_failed_flags_only_non_blank_values_turned_null() -> None:
+    raw = pl.Series("raw", ["20120101", "2012013x", "", "  ", None])
+    flagged = pl.DataFrame(raw).select(cast_failed(pl.col("raw"), parse_date(pl.col("raw")))).to_series()
+    assert flagged.to_list() == [False, True, False, False, False]
