@@ -105,12 +105,24 @@ def build_pool(cat: I64, wmiss: NDArray[np.bool_], lo: F64, hi: F64, rows: I64) 
     )
 
 
+FREQUENT = 32
+"""Number of most frequent protected values whose σ_s every committed group keeps densely."""
+
+
 def build_cases(rows: I64, val_ptr: I64, val_id: NDArray[np.int32], val_p: F64, theta: F64) -> Cases:
-    """Per-case rows and protected values in CSR form (contiguous arrays of the kernel's dtypes)."""
+    """Per-case rows, protected values in CSR form, and the F most frequent values (by Σ p, ties by id)."""
+    n_values = theta.shape[0]
+    mass = np.bincount(val_id, weights=val_p, minlength=n_values) if n_values else np.zeros(0)
+    order = np.lexsort((np.arange(n_values), -mass))
+    freq_val = order[: min(FREQUENT, n_values)].astype(np.int64)
+    freq_slot = np.full(max(n_values, 1), -1, np.int64)
+    freq_slot[freq_val] = np.arange(freq_val.shape[0])
     return Cases(
         np.ascontiguousarray(rows, np.int64),
         np.ascontiguousarray(val_ptr, np.int64),
         np.ascontiguousarray(val_id, np.int32),
         np.ascontiguousarray(val_p, np.float64),
         np.ascontiguousarray(theta, np.float64),
+        freq_val,
+        freq_slot,
     )

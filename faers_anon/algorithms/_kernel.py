@@ -6,7 +6,8 @@ the remaining case farthest from the previous seed (:func:`~faers_anon.algorithm
 A group that cannot be completed (no candidate with finite ΔIL' within the scan limit, or the pool
 ran dry) is dissolved: its cases become leftovers. Stage 1 stops when the pool holds fewer units than
 the minimum size. Stage 2 (:func:`stage2`) places each leftover, in order, in the group with least ΔIL'
-that stays valid (:func:`~faers_anon.algorithms._search.search_groups`); if none of the considered groups
+that stays valid (:func:`~faers_anon.algorithms._search.search_groups`, up to 16·scan_limit groups,
+each ruled out in O(|S_r|) by the dense σ of the frequent values before being rebuilt); if none of them
 can take it validly it goes where the excess is least and the placement is counted as forced (the
 group is then dangerous, which DR and the verifier report). If stage 1 made no group at all, every
 case forms one group (valid only if the model allows it).
@@ -20,20 +21,29 @@ from numpy.typing import NDArray
 
 from faers_anon.algorithms._group import REQ_MIN, REQ_ROWS, Group, is_valid, loss_per_case, reset
 from faers_anon.algorithms._pool import Cases, Pool, Tables, farthest_case, remove_case
-from faers_anon.algorithms._search import Scratch, Store, add_pooled, load_group, search, search_groups
+from faers_anon.algorithms._search import (
+    Scratch,
+    Store,
+    add_pooled,
+    load_group,
+    search,
+    search_groups,
+    store_state,
+)
 
 I64 = NDArray[np.int64]
+
+STAGE2_SCAN = 16
+"""Stage 2 considers up to 16·scan_limit groups per leftover before a forced placement: a leftover is
+a hard case (its frequent values saturate the nearby groups), and a forced placement costs privacy."""
 F64 = NDArray[np.float64]
 
 
 @njit(cache=True)  # type: ignore[misc]
-def _commit(g: Group, tab: Tables, store: Store, gid: int, start: int, stop: int) -> None:
+def _commit(g: Group, tab: Tables, cases: Cases, store: Store, gid: int, start: int, stop: int) -> None:
     store.first[gid] = start
     store.length[gid] = stop - start
-    store.cat[gid, :] = g.cat
-    store.w[gid, :] = g.w
-    store.size[gid, :] = g.size
-    store.loss[gid] = loss_per_case(tab, g.cat, g.w)
+    store_state(g, tab, cases, store, gid)
     for i in range(start, stop):
         store.group_of[store.order[i]] = gid
 
@@ -79,7 +89,7 @@ def stage1(
             filled += 1
             ok = is_valid(g, cases, req)
         if ok:
-            _commit(g, tab, store, n_groups, start, filled)
+            _commit(g, tab, cases, store, n_groups, start, filled)
             n_groups += 1
         else:
             failed += 1
@@ -124,14 +134,14 @@ def stage2(
         for i in range(n_left):
             add_pooled(g, pool, tab, cases, leftovers[i])
             store.order[filled + i] = leftovers[i]
-        _commit(g, tab, store, n_groups, filled, filled + n_left)
+        _commit(g, tab, cases, store, n_groups, filled, filled + n_left)
         return 1, 0 if is_valid(g, cases, req) else n_left
     stamp = np.full(n_groups, -1, np.int64)
     forced = 0
     for i in range(n_left):
         r = leftovers[i]
         gid, was_forced = search_groups(
-            pool, tab, cases, req, single, g, sc, store, stamp, i, r, m_best, scan_limit
+            pool, tab, cases, req, single, g, sc, store, stamp, i, r, m_best, STAGE2_SCAN * scan_limit
         )
         if was_forced:
             forced += 1
@@ -140,10 +150,7 @@ def stage2(
         store.extra_next[r] = store.extra_head[gid]
         store.extra_head[gid] = r
         store.group_of[r] = gid
-        store.cat[gid, :] = g.cat
-        store.w[gid, :] = g.w
-        store.size[gid, :] = g.size
-        store.loss[gid] = loss_per_case(tab, g.cat, g.w)
+        store_state(g, tab, cases, store, gid)
     return n_groups, forced
 
 

@@ -38,13 +38,20 @@ class Tables(NamedTuple):
 
 
 class Cases(NamedTuple):
-    """Per-case arrays: rows (reports) and the protected sensitive values in CSR form."""
+    """Per-case arrays: rows (reports) and the protected sensitive values in CSR form.
+
+    ``freq_val[f]`` is the value id of the f-th most frequent protected value (F of them) and
+    ``freq_slot[v]`` its slot f, or −1; committed groups keep σ_s for these values in a dense matrix so
+    that stage 2 can rule a group out without rebuilding it.
+    """
 
     rows: I64
     val_ptr: I64
     val_id: NDArray[np.int32]
     val_p: F64
     theta: F64
+    freq_val: I64
+    freq_slot: I64
 
 
 class Pool(NamedTuple):

@@ -31,6 +31,9 @@ from numba import njit
 from numpy.typing import NDArray
 
 from faers_anon.algorithms._group import (
+    REQ_CAPS,
+    REQ_CAPS_ROWS,
+    TOL,
     Group,
     add_case,
     excess,
@@ -67,7 +70,8 @@ class Scratch(NamedTuple):
 
 
 class Store(NamedTuple):
-    """Committed groups: members (flat ``order`` + linked list for stage-2 additions) and QID state."""
+    """Committed groups: members (flat ``order`` + linked list for stage-2 additions), QID state, and
+    ``fsig[g, f]`` = σ of the f-th most frequent protected value (``Cases.freq_val``)."""
 
     group_of: I64
     order: I64
@@ -79,6 +83,7 @@ class Store(NamedTuple):
     w: F64
     size: I64
     loss: F64
+    fsig: F64
 
 
 @njit(cache=True, inline="always")  # type: ignore[misc]
@@ -200,6 +205,38 @@ def search(
 
 
 @njit(cache=True)  # type: ignore[misc]
+def store_state(g: Group, tab: Tables, cases: Cases, store: Store, gid: int) -> None:
+    """Copy a group's QID state, size, loss and frequent-value σ into the store."""
+    store.cat[gid, :] = g.cat
+    store.w[gid, :] = g.w
+    store.size[gid, :] = g.size
+    store.loss[gid] = loss_per_case(tab, g.cat, g.w)
+    for f in range(cases.freq_val.shape[0]):
+        store.fsig[gid, f] = g.sigma[cases.freq_val[f]]
+
+
+@njit(cache=True, inline="always")  # type: ignore[misc]
+def frequent_excess(cases: Cases, req: I64, store: Store, gid: int, r: int) -> float:
+    """Largest (σ_s(g) + P(s | r) − θ_s·(|g|+1)) / (|g|+1) over r's frequent values (−1 if none).
+
+    Positive means g ∪ {r} breaks a cap: the group is ruled out without being rebuilt. Only for
+    models with caps counted in cases (the stage-2 pre-filter); otherwise −1.
+    """
+    worst = -1.0
+    if req[REQ_CAPS] == 0 or req[REQ_CAPS_ROWS] == 1:
+        return worst
+    den = store.size[gid, 0] + 1
+    for e in range(cases.val_ptr[r], cases.val_ptr[r + 1]):
+        f = cases.freq_slot[cases.val_id[e]]
+        if f >= 0:
+            v = cases.freq_val[f]
+            x = (store.fsig[gid, f] + cases.val_p[e] - cases.theta[v] * den - TOL) / den
+            if x > worst:
+                worst = x
+    return worst
+
+
+@njit(cache=True)  # type: ignore[misc]
 def load_group(g: Group, pool: Pool, tab: Tables, cases: Cases, store: Store, gid: int) -> None:
     """Rebuild a committed group's state (σ_s included) in ``g`` from its members."""
     reset(g)
@@ -276,6 +313,11 @@ def search_groups(
             evals += 1
             dg = delta_to_group(pool, tab, store, gid, r)
             if dg >= best:
+                continue
+            fe = frequent_excess(cases, req, store, gid, r)
+            if fe > 0:
+                if best_g < 0 and (fe < fb_e or (fe == fb_e and (dg < fb_d or (dg == fb_d and gid < fb_g)))):
+                    fb_e, fb_d, fb_g = fe, dg, gid
                 continue
             load_group(g, pool, tab, cases, store, gid)
             pr = risk(g, cases, req, r)

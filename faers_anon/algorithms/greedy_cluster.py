@@ -268,6 +268,7 @@ def _run(
         np.empty((n, 4)),
         np.empty((n, 2), np.int64),
         np.empty(n),
+        np.zeros((n, enc.cases.freq_val.shape[0])),
     )
     full = Pool._make(a.copy() for a in enc.pool)  # stage 2 streams over every case; stage 1 empties its pool
     g = new_group(n_cat, enc.n_values)
