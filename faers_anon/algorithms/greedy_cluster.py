@@ -13,11 +13,16 @@ encodes frames into arrays and decodes the groups' generalized QIDs:
   all missing → released null with 0 loss; a mix → released null (SPEC §5 releases the root, which for
   a hierarchy-free attribute is "any weight", written as null) and counted as full loss (1) in IL.
 
-Design of the candidate search and its trade-off: see :mod:`faers_anon.algorithms._kernel`. The search
-is exact over the candidates it considers (``candidates`` = M exact evaluations once one is feasible,
-``scan_limit`` evaluations at most); stage 2 is exact over all groups. A group that cannot be completed
-(no feasible candidate within ``scan_limit``) is dissolved and its cases become leftovers. Deterministic:
-cases are ordered by caseid and the only random draw is the first seed, from ``rng``.
+Design of the candidate search and its trade-off: :mod:`faers_anon.algorithms._search`. Cases are
+compressed into QID patterns and classes; candidates are visited nearest-first in QID space and each
+considered one gets the paper's exact ΔIL' = ΔIL·PR. The search stops exactly when no unvisited
+candidate can beat the best (its ΔIL bound already exceeds the best ΔIL'), or after ``candidates`` = M
+exact evaluations once one is feasible, or after ``scan_limit`` evaluations. The trade-off: the cut can
+only miss a farther candidate (larger ΔIL) whose smaller privacy risk would have won; in exchange a
+search costs O(classes + M·|S_r|) instead of O(N), so a quarter costs O(N) searches of bounded cost.
+Stage 2 searches groups through their members' QID neighbours with the same exact stop. A group that
+cannot be completed (no feasible candidate within ``scan_limit``) is dissolved and its cases become
+leftovers. Deterministic: cases are ordered by caseid and the only random draw is the first seed.
 """
 
 from __future__ import annotations
