@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ from faers_anon.io.annotate import (
 )
 from faers_anon.io.faers_ascii import scan_deleted, scan_table
 from faers_anon.io.ingest_report import FILE_CODE, KEPT, QUARANTINED, STATUS, IngestResult
-from faers_anon.io.outputs import ParquetWriter, file_meta, table_report, write_split
+from faers_anon.io.outputs import file_meta, table_report, write_split
 from faers_anon.io.schema import CHILD_TABLES, COLUMNS, TABLES
 from faers_anon.io.sources import LocalFile, discover, materialize
 from faers_anon.io.staging import REPORT_NAME, discard, open_staging, publish
@@ -140,7 +141,7 @@ def _meta(scans: list[Scan]) -> list[dict[str, Any]]:
 
 
 def _run(
-    files: list[LocalFile], out: Path, lookup: pl.DataFrame | None, quarters: list[str], writer: ParquetWriter
+    files: list[LocalFile], out: Path, lookup: pl.DataFrame | None, quarters: list[str]
 ) -> dict[str, Any]:
     case_inputs: dict[str, pl.DataFrame] = {}
     deleted_ids, deleted_report = _ingest_deleted([f for f in files if f.source.table == "deleted"], out)
@@ -152,7 +153,7 @@ def _run(
     if demo_scans:
         frame = annotated_reports(demo_scans, deleted_ids).collect().rechunk()
         checks = report_rules()
-        written = write_split(frame, "demo", out, checks, columns=_REPORT_ORDER, writer=writer)
+        written = write_split(frame, "demo", out, checks, columns=_REPORT_ORDER)
         tables["reports"] = table_report(frame, "demo", written, _meta(demo_scans))
         case_inputs["demo"] = written[0].select(_CASE_COLUMNS["demo"])
         report_status = (
@@ -171,23 +172,29 @@ def _run(
         del frame, written
     missing: list[dict[str, str]] = []
     demo_quarters = {s.scan.file.source.quarter for s in demo_scans}
+    children: dict[str, list[Scan]] = {}
     for table in CHILD_TABLES:
-        scans = _scans(files, table, quarters)
-        absent = demo_quarters - {s.scan.file.source.quarter for s in scans}
+        children[table] = _scans(files, table, quarters)
+        absent = demo_quarters - {s.scan.file.source.quarter for s in children[table]}
         missing += [{"quarter": q, "table": table} for q in sorted(q for q in absent if q is not None)]
-        if not scans:
-            continue
+
+    def child(table: str) -> tuple[dict[str, Any], pl.DataFrame]:
         annotated = annotated_children(
-            table, scans, report_status, deleted_ids, lookup, n_quarters=len(quarters)
+            table, children[table], report_status, deleted_ids, lookup, n_quarters=len(quarters)
         )
         frame = annotated.collect().rechunk()
-        checks = child_rules(table)
         columns = [*COLUMNS[table], *_OUTPUT_EXTRA.get(table, ())]
-        written = write_split(frame, table, out, checks, columns=columns, writer=writer)
-        tables[table] = table_report(frame, table, written, _meta(scans))
-        if table in _CASE_COLUMNS:
-            case_inputs[table] = written[0].select(_CASE_COLUMNS[table])
-        del frame, written
+        kept, rejects = write_split(frame, table, out, child_rules(table), columns=columns)
+        report = table_report(frame, table, (kept, rejects), _meta(children[table]))
+        return report, kept.select(_CASE_COLUMNS.get(table, ("caseid",)))
+
+    # Two tables at a time: much of a table's work (typing, Parquet encoding) runs on one core.
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ingest") as pool:
+        done = {t: pool.submit(child, t) for t in CHILD_TABLES if children[t]}
+        for table, future in done.items():
+            tables[table], kept = future.result()
+            if table in _CASE_COLUMNS:
+                case_inputs[table] = kept
     tables["deleted"] = deleted_report
     return {"tables": tables, "missing_tables": missing, "deleted_caseids": deleted_ids.len(),
             "cases": _cases(out, case_inputs)}  # fmt: skip
@@ -236,8 +243,7 @@ def ingest_quarters(
     try:
         files = [materialize(f, staging / "_work") for f in found]
         _demo_missing(files)
-        with ParquetWriter() as writer:
-            done = _run(files, staging, lookup, quarters, writer)
+        done = _run(files, staging, lookup, quarters)
         report = {
             "tool_version": __version__,
             "sources": [str(p) for p in paths],

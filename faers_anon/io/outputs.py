@@ -1,16 +1,14 @@
 """Writing one annotated table: kept rows, rejects with their reason, and its counts.
 
 Source: docs/architecture.md "The ingested folder" (``<table>.parquet``, ``rejects/<table>.parquet``,
-``ingest_report.json``); STYLE §4. The kept rows of a large table are written on a background thread
-(:class:`ParquetWriter`) while the next table is read; rejects are few and written at once.
+``ingest_report.json``); STYLE §4. Rejects are built (with their reason text) only from the rows that
+failed, so a table of good rows costs no string work for reasons.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import polars as pl
@@ -29,48 +27,10 @@ from faers_anon.io.ingest_report import (
 from faers_anon.io.schema import COLUMNS, OUTPUT_NAMES, Kind
 from faers_anon.io.sources import LocalFile
 
-__all__ = ["META", "ParquetWriter", "write_split", "table_report", "file_meta"]
+__all__ = ["META", "write_split", "table_report", "file_meta"]
 
 #: Columns every output row carries (docs/architecture.md).
 META = ("quarter", "source_file", "line")
-
-
-def _sink(frame: pl.DataFrame, path: Path) -> None:
-    # A lazy sink releases the GIL while it works (DataFrame.write_parquet holds it).
-    frame.lazy().sink_parquet(path)
-
-
-class ParquetWriter:
-    """Writes the large Parquet files on one background thread, at most one at a time.
-
-    Polars releases the GIL while writing, so the write of one table overlaps the reading of the
-    next; waiting before each new write bounds the memory to one table being written.
-    """
-
-    def __init__(self) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-writer")
-        self._pending: Future[None] | None = None
-
-    def write(self, frame: pl.DataFrame, path: Path) -> None:
-        self.wait()
-        self._pending = self._pool.submit(_sink, frame, path)
-
-    def wait(self) -> None:
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            pending.result()  # re-raises a failed write here
-
-    def __enter__(self) -> ParquetWriter:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        try:
-            if kind is None:
-                self.wait()
-        finally:
-            self._pool.shutdown(wait=True)
 
 
 def write_split(
@@ -80,17 +40,13 @@ def write_split(
     checks: rules.RuleSet,
     *,
     columns: Sequence[str],
-    writer: ParquetWriter | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Write the kept rows (on ``writer``'s thread if given) and the rejects of one annotated table."""
+    """Write the kept rows and the rejects (with their reason) of one annotated table."""
     name = OUTPUT_NAMES.get(table, table)
     rejected = int((frame.get_column(STATUS) != KEPT).sum())
     kept = frame if rejected == 0 else frame.filter(pl.col(STATUS) == KEPT)  # no copy when all are kept
     kept = kept.select(*columns, *META)
-    if writer is None:
-        kept.write_parquet(out / f"{name}.parquet")
-    else:
-        writer.write(kept, out / f"{name}.parquet")
+    kept.write_parquet(out / f"{name}.parquet")
     raw = [
         (pl.col(rules.raw_name(c)) if rules.raw_name(c) in frame.columns else pl.col(c))
         .cast(pl.Utf8)

@@ -58,15 +58,16 @@ def parse_date(raw: pl.Expr) -> pl.Expr:
     """
     digits = raw.str.strip_chars().str.strip_suffix(_FLOAT_SUFFIX)
     length = digits.str.len_bytes()
-    full = (
+    year = digits.cast(pl.Int32, strict=False)
+    first_of_year = pl.date(year.clip(1, 9999), 1, 1)  # clipped: every row (even unused ones) must be valid
+    return (
         pl.when(length == 8)
-        .then(digits)
+        .then(digits.str.to_date("%Y%m%d", strict=False))
         .when(length == 6)
-        .then(digits + "01")
-        .when(length == 4)
-        .then(digits + "0101")
+        .then(digits.str.to_date("%Y%m", strict=False))
+        .when((length == 4) & (year > 0))
+        .then(first_of_year)
     )
-    return full.str.to_date("%Y%m%d", strict=False)
 
 
 def parse(raw: pl.Expr, kind: Kind) -> pl.Expr:
