@@ -6,18 +6,22 @@ and returns a result object with a ``summary()`` the CLI prints.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from faers_anon.analysis import ComparisonRun, SignalsRun, run_compare, run_signals
 from faers_anon.anonymize import AnonymizeConfig, AnonymizeResult, anonymize_folder
 from faers_anon.fetch import FetchConfig, FetchResult, fetch_quarters
 from faers_anon.io.ingest import IngestConfig, ingest_quarters
 from faers_anon.io.ingest_report import IngestResult
+from faers_anon.release import ReleaseResult
+from faers_anon.release import release as run_release
+from faers_anon.release_config import ReleaseConfig, build_release_config, load_toml
 from faers_anon.verify import Verdict, VerifyConfig, verify_release
 from signals import CompareConfig, SignalConfig
 
-__all__ = ["fetch", "ingest", "anonymize", "verify", "signals", "compare"]
+__all__ = ["release", "release_config", "fetch", "ingest", "anonymize", "verify", "signals", "compare"]
 
 
 def fetch(
@@ -72,3 +76,33 @@ def compare(raw: Path, release: Path, out: Path, /, *, config: CompareConfig | N
 def anonymize(ingested: Path, out: Path, /, *, config: AnonymizeConfig | None = None) -> AnonymizeResult:
     """Anonymize an ingested folder into the release ``out`` (:func:`.anonymize.anonymize_folder`)."""
     return anonymize_folder(ingested, out, config=config or AnonymizeConfig())
+
+
+def release_config(config_file: Path | None, flags: Mapping[str, Any], /) -> ReleaseConfig:
+    """The release options: defaults, then the TOML file (if any), then the flags given.
+
+    ``age_bands`` is not a release option (the comparison keeps its default bands); ``theta_rule``
+    defaults to ``level`` when a θ file is given, as for ``anonymize``.
+    """
+    options = dict(flags)
+    options.pop("age_bands", None)
+    file_options = load_toml(config_file) if config_file is not None else {}
+    if "theta_rule" not in options and "theta_rule" not in file_options:
+        if "theta_file" in options or "theta_file" in file_options:
+            options["theta_rule"] = "level"
+    return build_release_config(file_options=file_options, flag_options=options)
+
+
+def release(
+    sources: Sequence[Path],
+    out: Path,
+    /,
+    *,
+    config: ReleaseConfig | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> ReleaseResult:
+    """Ingest, anonymize, verify, compare and report into the release folder ``out``.
+
+    See :func:`faers_anon.release.release`.
+    """
+    return run_release(sources, out, config=config or ReleaseConfig(), progress=progress)

@@ -105,6 +105,71 @@ def _sensitive(ctx: click.Context, param: click.Parameter, value: str) -> tuple[
     return tuple(v.strip().lower() for v in value.split(",") if v.strip())
 
 
+def model_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Options of the privacy model and θ*, shared by ``anonymize`` and ``release``."""
+    for option in reversed(_MODEL_OPTIONS):
+        command = option(command)
+    return command
+
+
+_MODEL_OPTIONS = [
+    click.option(
+        "--model", default="ms-k-theta", show_default=True, help="Privacy model (faers_anon.models)."
+    ),
+    click.option("--k", type=int, default=5, show_default=True, help="Minimum distinct cases per QID-group."),
+    click.option(
+        "--theta",
+        type=float,
+        default=0.6,
+        show_default=True,
+        help="θ: uniform; frequency base; level default.",
+    ),
+    click.option(
+        "--theta-rule",
+        type=click.Choice(["uniform", "level", "frequency"]),
+        default=None,
+        help="θ* setting [default: level with --theta-file, else uniform].",
+    ),
+    click.option(
+        "--theta-file",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        default=None,
+        help="Level-wise CSV: value,class,theta (format in faers_anon.thresholds).",
+    ),
+    click.option(
+        "--theta-slope",
+        "frequency_slope",
+        type=float,
+        default=1.0,
+        show_default=True,
+        help="Frequency rule: θ_s = min(1, θ + slope·P(s)).",
+    ),
+    click.option(
+        "--sensitive",
+        default="indications,reactions,diseases",
+        show_default=True,
+        callback=_sensitive,
+        help="Sensitive attributes, comma-separated.",
+    ),
+    click.option(
+        "--knowledge",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        default=None,
+        help="Drug→disease table E (CSV) [default: mined from the folder's INDI and DRUG].",
+    ),
+    click.option(
+        "--on-infeasible",
+        type=click.Choice(["error", "raise-theta", "suppress"]),
+        default="error",
+        show_default=True,
+        help="What to do with values whose θ_s is below their share P(s).",
+    ),
+    click.option(
+        "--seed", type=int, default=0, show_default=True, help="Seed of the run's random generator."
+    ),
+]
+
+
 @cli.command()
 @click.argument("ingested", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option(
@@ -114,46 +179,7 @@ def _sensitive(ctx: click.Context, param: click.Parameter, value: str) -> tuple[
     required=True,
     help="Release folder to write.",
 )
-@click.option("--model", default="ms-k-theta", show_default=True, help="Privacy model (faers_anon.models).")
-@click.option("--k", type=int, default=5, show_default=True, help="Minimum distinct cases per QID-group.")
-@click.option(
-    "--theta", type=float, default=0.6, show_default=True, help="θ: uniform; frequency base; level default."
-)
-@click.option(
-    "--theta-rule",
-    type=click.Choice(["uniform", "level", "frequency"]),
-    default=None,
-    help="θ* setting [default: level with --theta-file, else uniform].",
-)
-@click.option(
-    "--theta-file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Level-wise CSV: value,class,theta (format in faers_anon.thresholds).",
-)
-@click.option("--theta-slope", "frequency_slope", type=float, default=1.0, show_default=True,
-              help="Frequency rule: θ_s = min(1, θ + slope·P(s)).")  # fmt: skip
-@click.option(
-    "--sensitive",
-    default="indications,reactions,diseases",
-    show_default=True,
-    callback=_sensitive,
-    help="Sensitive attributes, comma-separated.",
-)
-@click.option(
-    "--knowledge",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Drug→disease table E (CSV) [default: mined from the folder's INDI and DRUG].",
-)
-@click.option(
-    "--on-infeasible",
-    type=click.Choice(["error", "raise-theta", "suppress"]),
-    default="error",
-    show_default=True,
-    help="What to do with values whose θ_s is below their share P(s).",
-)
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the run's random generator.")
+@model_options
 @click.option("--force", is_flag=True, help="Replace an existing release folder.")
 def anonymize(ingested: Path, out: Path, theta_rule: str | None, **options: Any) -> None:
     """Anonymize an ingested folder under MS(k,θ*)-bounding and write the release.
@@ -288,6 +314,65 @@ def compare_command(
         outcome_groups=outcome_groups,
     )
     click.echo(api.compare(raw, release, out, config=config).summary())
+
+
+@cli.command(name="release")
+@click.argument("sources", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "-o", "--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Release folder."
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="TOML file with the same options (flags win; see faers_anon.release_config).",
+)
+@click.option("--demo", is_flag=True, help="Release the bundled demo quarter (with or without SOURCES).")
+@click.option(
+    "--drug-names",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Brand -> ingredient lookup for drug_key (e.g. FDA's unii_names_bn_of.tsv).",
+)
+@model_options
+@signal_options
+@click.option("--criterion", type=click.Choice(["evans", "ror", "ic"]), default="evans", show_default=True,
+              help="Signal criterion of the survival figures.")  # fmt: skip
+@click.option(
+    "--reference",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Extra reference pairs CSV besides the bundled MedWatch panel.",
+)
+@click.option("--force", is_flag=True, help="Replace an existing release folder.")
+@click.option(
+    "--work",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the raw intermediate tables go [default: a temporary folder beside OUT].",
+)
+@click.option("--keep-work", is_flag=True, help="Keep the intermediate (raw) tables after the run.")
+@click.pass_context
+def release_command(
+    ctx: click.Context, sources: tuple[Path, ...], out: Path, config_file: Path | None, **options: Any
+) -> None:
+    """Ingest, anonymize, verify, compare signals and report: one publishable release folder.
+
+    OUT appears only when complete and verified (FAERS-layout tables and Parquet, knowledge.csv,
+    thresholds.csv, manifest.json, report.json, report.html, rejects/). Progress is printed per stage.
+
+    Example: faers-anon release faers_ascii_2024q1.zip -o release-24Q1 --k 5 --theta 0.4
+    """
+    given = {
+        name: value
+        for name, value in options.items()
+        if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+        and value is not None
+        and value != ()
+    }
+    config = api.release_config(config_file, given)
+    click.echo(api.release(list(sources), out, config=config, progress=click.echo).summary())
 
 
 def main() -> None:

@@ -7,8 +7,9 @@ Layout (keys sorted, two-space indent, UTF-8, trailing newline):
 * ``parameters``: the run's parameters exactly as the caller gave them (the seed lives here). The
   verifier reads ``k``, ``sensitive`` (which case attributes are sensitive: ``indications``/``indi_pt``
   and/or ``reactions``/``pt``) and ``qids`` (extra QID columns) from it.
-* ``created``: ISO-8601 UTC timestamp. It is the only field that differs between two runs on the
-  same inputs; reproducibility checks compare :func:`fingerprint`, which leaves it out.
+* ``created``: ISO-8601 UTC timestamp, and ``timings`` (seconds per stage, written by the release
+  pipeline): the only fields that differ between two runs on the same inputs; reproducibility checks
+  compare :func:`fingerprint`, which leaves them out.
 * ``inputs``: relative path → SHA-256 of every file of the ingested folder.
 * ``outputs``: relative path → SHA-256 of every file of the release except ``manifest.json``.
 * ``restricted``: ``null``, or the restricted folder's name and its files' SHA-256.
@@ -32,6 +33,7 @@ __all__ = [
     "FORMAT",
     "MANIFEST_NAME",
     "CREATED_FIELD",
+    "TIMINGS_FIELD",
     "sha256_file",
     "hash_tree",
     "build_manifest",
@@ -44,6 +46,8 @@ __all__ = [
 FORMAT = "faers-anon-release/1"
 MANIFEST_NAME = "manifest.json"
 CREATED_FIELD = "created"
+TIMINGS_FIELD = "timings"
+"""Seconds per stage of the run that wrote the release: like ``created``, differs between runs."""
 _CHUNK = 1 << 20
 
 
@@ -153,5 +157,5 @@ def read_manifest(release: Path) -> dict[str, Any] | None:
 
 
 def fingerprint(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """The manifest without ``created``: equal for two runs on the same inputs and parameters."""
-    return {key: value for key, value in manifest.items() if key != CREATED_FIELD}
+    """The manifest without ``created`` and ``timings``: equal for two runs on the same inputs and options."""
+    return {key: value for key, value in manifest.items() if key not in (CREATED_FIELD, TIMINGS_FIELD)}

@@ -269,19 +269,22 @@ def render_html(report: Mapping[str, Any], figures: Mapping[str, str]) -> str:
         _table(signals.get("new_signals", []), limit=30),
         "<h2>Rejects</h2>",
         _table(report.get("rejects", [])),
-        "<h2>Stages</h2>",
-        _table(report.get("stages", [])),
         "</body></html>",
     ]
     return "\n".join(parts)
 
 
 def write_json(report: Mapping[str, Any]) -> bytes:
-    """Serialize the report deterministically (sorted keys, non-finite floats as null)."""
+    """Serialize the report deterministically (sorted keys, non-finite floats as null).
+
+    Floats are rounded to 12 significant digits: sums of fractional counts (the ``expected``
+    reading) are added in a thread-dependent order and differ in their last bits between runs; the
+    rounding keeps two runs on the same inputs byte-identical without losing any figure that matters.
+    """
 
     def clean(value: Any) -> Any:
-        if isinstance(value, float) and not np.isfinite(value):
-            return None
+        if isinstance(value, float):
+            return float(f"{value:.12g}") if np.isfinite(value) else None
         if isinstance(value, Mapping):
             return {str(k): clean(v) for k, v in value.items()}
         if isinstance(value, list | tuple):

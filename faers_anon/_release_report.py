@@ -1,0 +1,169 @@
+"""The figures of a release's report.json, and the frames its plots are drawn from.
+
+``build_report`` gathers what each stage measured into one JSON-ready dict (the HTML shows the
+same numbers): parameters; counts in and out (every input report accounted for: read = out +
+quarantined + deleted); privacy (the verifier's DR and group sizes, k achieved, θ* actions);
+utility (NIL overall and per QID); signals (survival overall and per stratum for the chosen
+criterion under the ``expected`` reading, the reference panel, release-only signals); rejects per
+table and reason. Stage timings differ from run to run, so they go to manifest.json's ``timings``
+(left out of reproducibility checks), not into the report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from faers_anon.report import ReportInputs
+
+if TYPE_CHECKING:
+    from faers_anon.anonymize import AnonymizeResult
+    from faers_anon.io.ingest_report import IngestResult
+    from faers_anon.release_config import ReleaseConfig
+    from faers_anon.verify import Verdict
+    from signals import Comparison
+
+__all__ = ["build_report", "report_inputs"]
+
+_PANEL_READING = "expected"
+_PANEL_COLUMNS = [
+    "drug", "event", "condition", "reading",
+    "a_raw", "prr_raw", "prr_lo_raw", "prr_hi_raw", "ror_raw", "ror_lo_raw", "ror_hi_raw", "ic025_raw",
+    "a_release", "prr_release", "prr_lo_release", "prr_hi_release",
+    "ror_release", "ror_lo_release", "ror_hi_release", "ic025_release",
+    "prr_change", "ror_change", "survived",
+]  # fmt: skip
+
+
+def _rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
+    return frame.to_dicts()
+
+
+def _rejects(ingested: IngestResult) -> list[dict[str, Any]]:
+    rows = []
+    for table, counts in ingested.report["tables"].items():
+        for reason, n in sorted(counts.get("reasons", {}).items()):
+            rows.append({"table": table, "reason": reason, "rows": n})
+        if counts.get("deleted"):
+            rows.append({"table": table, "reason": "caseid_deleted", "rows": counts["deleted"]})
+    return rows
+
+
+def build_report(
+    *,
+    config: ReleaseConfig,
+    version: str,
+    ingested: IngestResult,
+    anonymized: AnonymizeResult,
+    verdict: Verdict,
+    comparison: Comparison,
+) -> dict[str, Any]:
+    """Everything report.json holds; see the module docstring."""
+    reports = ingested.report["tables"]["reports"]
+    overview = comparison.as_dict()
+    criterion = overview["criterion"]
+    overall = overview["overall"][criterion]
+    survival = comparison.survival.filter(
+        (pl.col("criterion") == criterion) & pl.col("reading").is_in(["exact", _PANEL_READING])
+    ).drop("criterion")
+    panel = comparison.panel.select([c for c in _PANEL_COLUMNS if c in comparison.panel.columns])
+    new = comparison.new_signals.filter(pl.col("criterion") == criterion)
+    sizes = verdict.group_sizes
+    thresholds = anonymized.thresholds
+    return {
+        "tool": {"name": "faers-anon", "version": version},
+        "parameters": config.parameters(),
+        "counts": {
+            "quarters": ingested.report["quarters"],
+            "reports_read": reports["read"],
+            "reports_quarantined": reports["quarantined"],
+            "reports_deleted": reports["deleted"],
+            "reports_out": verdict.n_reports,
+            "cases": verdict.n_cases,
+            "tables": {
+                name: {k: t[k] for k in ("read", "kept", "quarantined", "deleted")}
+                for name, t in ingested.report["tables"].items()
+            },
+        },
+        "privacy": {
+            "model": config.anonymize.model,
+            "k": verdict.k,
+            "k_achieved": int(sizes["size"].min()) if sizes.height else 0,  # type: ignore[arg-type]
+            "groups": verdict.n_groups,
+            "engine_groups": anonymized.partition.groups,
+            "dangerous_groups": verdict.n_dangerous,
+            "dr": verdict.dr,
+            "share_cases_in_groups_of_exactly_k": anonymized.share_k,
+            "thresholds_rule": thresholds.rule,
+            "protected_values": thresholds.count("protected") + thresholds.count("raised"),
+            "raised_values": thresholds.count("raised"),
+            "suppressed_values": thresholds.count("suppressed"),
+            "on_infeasible": thresholds.on_infeasible,
+            "group_sizes": _rows(sizes),
+        },
+        "utility": {"nil": anonymized.nil, **{f"nil_{q}": v for q, v in anonymized.nil_by_qid.items()}},
+        "signals": {
+            "criterion": criterion,
+            "reading_of_strata": _PANEL_READING,
+            "survival_overall": overall["share_survived"],
+            "n_raw_overall": overall["n_raw"],
+            "n_survived_overall": overall["n_survived"],
+            "n_new_overall": overall["n_new"],
+            "prr_spearman": overview["prr_spearman"],
+            "panel_rules": overview["panel"]["rules"],
+            "panel_raw_signals": overview["panel"]["raw_signals"],
+            "panel_survived": overview["panel"]["survived"].get(_PANEL_READING, {}).get("yes", 0),
+            "per_stratum": _rows(survival),
+            "panel": _rows(panel),
+            "new_signals": _rows(new.head(100)),
+        },
+        "verification": {
+            "ok": verdict.ok,
+            "dr": verdict.dr,
+            "groups": verdict.n_groups,
+            "violations": verdict.violations.height,
+        },
+        "rejects": _rejects(ingested),
+    }
+
+
+def report_inputs(
+    ingested: Path, release: Path, verdict: Verdict, comparison: Comparison, config: ReleaseConfig
+) -> ReportInputs:
+    """The frames of the plots: one row per case (latest version) on each side, sizes, panel, survival."""
+    raw = (
+        pl.scan_parquet(ingested / "reports.parquet")
+        .filter(pl.col("is_latest"))
+        .select("age_years", "weight_kg")
+        .collect()
+    )
+    released = (
+        pl.scan_parquet(release / "parquet" / "demo.parquet")
+        .filter(pl.col("is_latest"))
+        .select("age_min", "age_max", "wt_min", "wt_max")
+        .collect()
+    )
+    criterion = comparison.as_dict()["criterion"]
+    panel = comparison.panel.filter(pl.col("reading") == _PANEL_READING).select(
+        pl.concat_str(["drug", "event", "condition"], separator=" / ").alias("label"),
+        *[
+            pl.col(f"{m}{part}_{side}").alias(f"{m}_{side}{part}")
+            for m in ("prr", "ror")
+            for side in ("raw", "release")
+            for part in ("", "_lo", "_hi")
+        ],
+    )
+    survival = comparison.survival.filter(
+        (pl.col("criterion") == criterion) & pl.col("reading").is_in(["exact", _PANEL_READING])
+    ).select(pl.col("stratum"), pl.col("n_raw").alias("raw_signals"), pl.col("n_survived").alias("survived"))
+    return ReportInputs(
+        raw_ages=raw["age_years"],
+        released_ages=released.select("age_min", "age_max"),
+        raw_weights=raw["weight_kg"],
+        released_weights=released.select("wt_min", "wt_max"),
+        group_sizes=verdict.group_sizes.select("size", "groups"),
+        panel=panel,
+        survival=survival,
+    )

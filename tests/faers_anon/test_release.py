@@ -1,0 +1,204 @@
+"""`faers-anon release`: end to end on the demo quarter, atomicity, one-line errors, reproducibility."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from faers_anon import release as release_module
+from faers_anon.api import release_config
+from faers_anon.cli import cli
+from faers_anon.errors import ConfigError, InputError, VerificationError
+from faers_anon.manifest import fingerprint, read_manifest, sha256_file
+from faers_anon.release import release
+from faers_anon.release_config import ReleaseConfig, build_release_config, load_toml
+from faers_anon.synthetic import make_quarter, write_quarter
+
+TABLES = ("reports", "drug", "reac", "indi", "outc", "ther", "rpsr")
+RELEASED = {"reports": "demo"}
+
+
+@pytest.fixture(scope="module")
+def demo_release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("demo") / "release"
+    result = CliRunner().invoke(cli, ["release", "--demo", "-o", str(out), "--theta", "0.4", "--seed", "3"])
+    return out, result.output
+
+
+@pytest.fixture(scope="module")
+def small_quarter(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("q") / "quarter"
+    write_quarter(make_quarter(400, seed=11, quarter="2024Q2"), folder)
+    return folder
+
+
+def _config(**flags: object) -> ReleaseConfig:
+    return build_release_config(flag_options={"theta": 0.4, "on_infeasible": "raise-theta", **flags})
+
+
+def test_demo_release_verifies_and_shows_progress(demo_release: tuple[Path, str]) -> None:
+    out, output = demo_release
+    for stage in ("ingest", "anonymize", "verify", "signals", "report"):
+        assert f"[{stage}]" in output
+    assert "verified: MS(k=5, θ*)-bounding holds" in output
+    result = CliRunner().invoke(cli, ["verify", str(out)])
+    assert result.exit_code == 0, result.output
+    assert {p.name for p in out.iterdir()} >= {
+        "ascii", "parquet", "rejects", "knowledge.csv", "thresholds.csv",
+        "manifest.json", "report.json", "report.html",
+    }  # fmt: skip
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # no staging or work left
+
+
+def test_demo_release_accounts_for_every_input_row(demo_release: tuple[Path, str]) -> None:
+    out, _ = demo_release
+    report = json.loads((out / "report.json").read_text())
+    for table in TABLES:
+        counts = report["counts"]["tables"][table]
+        released = pl.read_parquet(out / "parquet" / f"{RELEASED.get(table, table)}.parquet").height
+        assert counts["read"] == released + counts["quarantined"] + counts["deleted"], table
+    counts = report["counts"]
+    assert (
+        counts["reports_read"]
+        == counts["reports_out"] + counts["reports_quarantined"] + counts["reports_deleted"]
+    )
+
+
+def test_demo_report_holds_the_key_figures(demo_release: tuple[Path, str]) -> None:
+    out, _ = demo_release
+    report = json.loads((out / "report.json").read_text())
+    page = (out / "report.html").read_text()
+    privacy, utility = report["privacy"], report["utility"]
+    assert privacy["dr"] == 0.0 and privacy["k_achieved"] >= 5
+    assert 0.0 < utility["nil"] < 1.0
+    assert f"{utility['nil']:.4g}" in page
+    assert "PASSED" in page
+    assert page.count("data:image/png;base64,") >= 5  # sizes, age, weight, forest plots, survival
+    drugs = {row["drug"] for row in report["signals"]["panel"]}
+    assert {"AVANDIA", "TYSABRI", "ZELNORM", "WARFARIN", "REVATIO"} <= drugs
+    assert report["signals"]["survival_overall"] is not None
+
+
+def test_demo_manifest_hashes_every_file_and_the_sources(demo_release: tuple[Path, str]) -> None:
+    out, _ = demo_release
+    manifest = read_manifest(out)
+    assert manifest is not None
+    files = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} - {"manifest.json"}
+    assert set(manifest["outputs"]) == files
+    assert manifest["outputs"]["report.html"] == sha256_file(out / "report.html")
+    assert list(manifest["sources"]) == ["faers_ascii_2025q1.zip"]
+    assert manifest["parameters"]["seed"] == 3
+    assert set(manifest["timings"]) == {"ingest", "anonymize", "verify", "signals", "report"}
+
+
+def test_same_inputs_same_release(small_quarter: Path, tmp_path: Path) -> None:
+    first = release([small_quarter], tmp_path / "a", config=_config(seed=5))
+    second = release([small_quarter], tmp_path / "b", config=_config(seed=5))
+    one, two = read_manifest(first.path), read_manifest(second.path)
+    assert one is not None and two is not None
+    assert fingerprint(one) == fingerprint(two)
+    assert (first.path / "ascii" / "DEMO24Q2.txt").read_bytes() == (
+        second.path / "ascii" / "DEMO24Q2.txt"
+    ).read_bytes()
+
+
+def test_interrupted_run_leaves_no_release(
+    small_quarter: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(release_module, "compare", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        release([small_quarter], tmp_path / "out", config=_config())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failed_verification_publishes_nothing(
+    small_quarter: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = release_module.verify_release
+
+    def strict(path: Path) -> object:
+        return real(path, k=10_000)
+
+    monkeypatch.setattr(release_module, "verify_release", strict)
+    with pytest.raises(VerificationError, match="nothing was published"):
+        release([small_quarter], tmp_path / "out", config=_config())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_existing_release_needs_force(small_quarter: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "old.txt").write_text("previous release")
+    with pytest.raises(ConfigError, match="--force"):
+        release([small_quarter], out, config=_config())
+    release([small_quarter], out, config=_config(force=True))
+    assert not (out / "old.txt").exists() and (out / "manifest.json").is_file()
+
+
+def test_unwritable_output_is_one_line(small_quarter: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    result = CliRunner().invoke(cli, ["release", str(small_quarter), "-o", str(blocker / "release")])
+    assert result.exit_code == 1
+    assert result.output.count("Error:") == 1 and "Traceback" not in result.output
+
+
+def test_corrupt_zip_is_one_line(tmp_path: Path) -> None:
+    broken = tmp_path / "faers_ascii_2024q1.zip"
+    broken.write_bytes(b"PK\x03\x04 this is not a zip")
+    result = CliRunner().invoke(cli, ["release", str(broken), "-o", str(tmp_path / "release")])
+    assert result.exit_code == 1
+    assert result.output.count("Error:") == 1 and "Traceback" not in result.output
+    assert not (tmp_path / "release").exists()
+
+
+def test_toml_config_and_flags_precedence(tmp_path: Path) -> None:
+    toml = tmp_path / "release.toml"
+    toml.write_text('[release]\nk = 7\ntheta = 0.3\nseed = 9\nstratify = ["sex"]\nknowledge = "e.csv"\n')
+    options = load_toml(toml)
+    assert options["knowledge"] == (tmp_path / "e.csv").resolve()
+    config = release_config(toml, {"k": 11})
+    assert config.anonymize.k == 11  # the flag wins
+    assert config.anonymize.theta == 0.3 and config.anonymize.seed == 9  # the file wins over defaults
+    assert config.compare.signals.stratify == ("sex",)
+
+
+def test_toml_mistakes_are_named(tmp_path: Path) -> None:
+    toml = tmp_path / "release.toml"
+    toml.write_text("[release]\nkk = 7\n")
+    with pytest.raises(ConfigError, match="unknown option 'kk'"):
+        load_toml(toml)
+    toml.write_text("[release]\nk = 'five'\n")
+    with pytest.raises(ConfigError, match="k: got 'five'"):
+        load_toml(toml)
+    toml.write_text("k = = 1\n")
+    with pytest.raises(InputError, match="invalid TOML"):
+        load_toml(toml)
+
+
+def test_release_help_documents_every_option() -> None:
+    result = CliRunner().invoke(cli, ["release", "--help"])
+    assert result.exit_code == 0
+    for option in (
+        "--config",
+        "--demo",
+        "--k",
+        "--theta",
+        "--theta-rule",
+        "--sensitive",
+        "--knowledge",
+        "--on-infeasible",
+        "--seed",
+        "--stratify",
+        "--criterion",
+        "--force",
+        "--keep-work",
+    ):
+        assert option in result.output  # fmt: skip
