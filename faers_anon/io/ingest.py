@@ -44,7 +44,7 @@ from faers_anon.io.annotate import (
 )
 from faers_anon.io.faers_ascii import scan_deleted, scan_table
 from faers_anon.io.ingest_report import FILE_CODE, KEPT, QUARANTINED, STATUS, IngestResult
-from faers_anon.io.outputs import file_meta, table_report, write_split
+from faers_anon.io.outputs import COMPRESSION, file_meta, table_report, write_split
 from faers_anon.io.schema import CHILD_TABLES, COLUMNS, TABLES
 from faers_anon.io.sources import LocalFile, discover, materialize
 from faers_anon.io.staging import REPORT_NAME, discard, open_staging, publish
@@ -188,16 +188,22 @@ def _run(
         report = table_report(frame, table, (kept, rejects), _meta(children[table]))
         return report, kept.select(_CASE_COLUMNS.get(table, ("caseid",)))
 
-    # Two tables at a time: much of a table's work (typing, Parquet encoding) runs on one core.
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ingest") as pool:
+    # Two tables at a time (much of a table's work, such as Parquet encoding, runs on one core); the
+    # case merge starts as soon as DRUG, REAC and INDI are done, beside OUTC, THER and RPSR.
+    with ThreadPoolExecutor(max_workers=2) as pool, ThreadPoolExecutor(max_workers=1) as merger:
         done = {t: pool.submit(child, t) for t in CHILD_TABLES if children[t]}
+
+        def merge() -> dict[str, int]:
+            inputs = dict(case_inputs)
+            inputs.update((t, done[t].result()[1]) for t in ("drug", "reac", "indi") if t in done)
+            return _cases(out, inputs)
+
+        cases = merger.submit(merge)
         for table, future in done.items():
-            tables[table], kept = future.result()
-            if table in _CASE_COLUMNS:
-                case_inputs[table] = kept
-    tables["deleted"] = deleted_report
-    return {"tables": tables, "missing_tables": missing, "deleted_caseids": deleted_ids.len(),
-            "cases": _cases(out, case_inputs)}  # fmt: skip
+            tables[table] = future.result()[0]
+        tables["deleted"] = deleted_report
+        result = {"tables": tables, "missing_tables": missing, "deleted_caseids": deleted_ids.len()}
+        return {**result, "cases": cases.result()}
 
 
 def _cases(out: Path, inputs: dict[str, pl.DataFrame]) -> dict[str, int]:
@@ -209,7 +215,7 @@ def _cases(out: Path, inputs: dict[str, pl.DataFrame]) -> dict[str, int]:
         for t in ("drug", "reac", "indi")
     }
     cases = merge_versions(inputs["demo"], *(inputs.get(t, empty[t]) for t in ("drug", "reac", "indi")))
-    cases.write_parquet(out / "cases.parquet")
+    cases.write_parquet(out / "cases.parquet", compression=COMPRESSION)
     return {"cases": cases.height, "with_several_versions": int((cases.get_column("n_reports") > 1).sum())}
 
 
