@@ -168,11 +168,12 @@ def annotated_children(
         rows = typed.collect()
         typed = rows.lazy().with_columns(_drug_key(rows, lookup).alias("drug_key"))
     key = report_key(n_quarters)
-    known = reports.get_column("_report_key")
-    linked = typed.with_columns(
-        key.replace_strict(known, reports.get_column("_report_caseid"), default=None).alias("_report_caseid"),
-        key.replace_strict(known, reports.get_column("_report_kept"), default=None).alias("_report_kept"),
-    )
+    # One lookup gives both facts: the report's caseid, negated when the report is deleted.
+    signed = reports.select(
+        pl.when(pl.col("_report_kept")).then(pl.col("_report_caseid")).otherwise(-pl.col("_report_caseid"))
+    ).to_series()
+    found = key.replace_strict(reports.get_column("_report_key"), signed, default=None)
+    linked = typed.with_columns(found.abs().alias("_report_caseid"), (found > 0).alias("_report_kept"))
     case = pl.coalesce("_report_caseid", "caseid")
     annotated = checked(linked, child_rules(table), case.is_in(deleted_ids.implode()))
     return annotated.with_columns(
