@@ -44,7 +44,7 @@ from faers_anon.io.annotate import (
 )
 from faers_anon.io.faers_ascii import scan_deleted, scan_table
 from faers_anon.io.ingest_report import FILE_CODE, KEPT, QUARANTINED, STATUS, IngestResult
-from faers_anon.io.outputs import COMPRESSION, file_meta, table_report, write_split
+from faers_anon.io.outputs import COMPRESSION, file_meta, normalization_counts, table_report, write_split
 from faers_anon.io.schema import CHILD_TABLES, COLUMNS, TABLES
 from faers_anon.io.sources import LocalFile, discover, materialize
 from faers_anon.io.staging import REPORT_NAME, discard, open_staging, publish
@@ -146,6 +146,7 @@ def _run(
     case_inputs: dict[str, pl.DataFrame] = {}
     deleted_ids, deleted_report = _ingest_deleted([f for f in files if f.source.table == "deleted"], out)
     tables: dict[str, Any] = {}
+    normalization: dict[str, Any] = {}
     report_status = pl.DataFrame(
         schema={"_report_key": pl.Int64, "_report_caseid": pl.Int64, "_report_kept": pl.Boolean}
     )
@@ -155,6 +156,7 @@ def _run(
         checks = report_rules()
         written = write_split(frame, "demo", out, checks, columns=_REPORT_ORDER)
         tables["reports"] = table_report(frame, "demo", written, _meta(demo_scans))
+        normalization = normalization_counts(frame)
         case_inputs["demo"] = written[0].select(_CASE_COLUMNS["demo"])
         report_status = (
             frame.lazy()
@@ -202,7 +204,8 @@ def _run(
         for table, future in done.items():
             tables[table] = future.result()[0]
         tables["deleted"] = deleted_report
-        result = {"tables": tables, "missing_tables": missing, "deleted_caseids": deleted_ids.len()}
+        result = {"tables": tables, "missing_tables": missing, "deleted_caseids": deleted_ids.len(),
+                  "normalization": normalization}  # fmt: skip
         return {**result, "cases": cases.result()}
 
 

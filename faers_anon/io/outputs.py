@@ -27,7 +27,7 @@ from faers_anon.io.ingest_report import (
 from faers_anon.io.schema import COLUMNS, OUTPUT_NAMES, Kind
 from faers_anon.io.sources import LocalFile
 
-__all__ = ["META", "COMPRESSION", "write_split", "table_report", "file_meta"]
+__all__ = ["META", "COMPRESSION", "normalization_counts", "write_split", "table_report", "file_meta"]
 
 #: Columns every output row carries (docs/architecture.md).
 META = ("quarter", "source_file", "line")
@@ -88,3 +88,33 @@ def file_meta(file: LocalFile, **more: Any) -> dict[str, Any]:
     source = file.source
     return {"quarter": source.quarter, "source_file": source.name, "origin": str(source.origin),
             "encoding": file.encoding, **more}  # fmt: skip
+
+
+def normalization_counts(frame: pl.DataFrame, /) -> dict[str, Any]:
+    """What SPEC §3 normalization did to the kept reports, for ``ingest_report.json``.
+
+    Returns:
+        ``age_unit_unknown`` / ``weight_unit_unknown`` (a value with an unknown or blank unit),
+        ``age_implausible`` / ``weight_implausible`` (nulled by the limits), ``sex_codes_missing``
+        (each non-blank sex code read as missing, with its count), and how many kept reports end
+        with ``age_years``, ``weight_kg`` and ``sex`` missing.
+    """
+    kept = frame.filter(pl.col(STATUS) == KEPT)
+    value = rules.value_rules("demo")
+    names = {"age_cod_known": "age_unit_unknown", "age_plausible": "age_implausible",
+             "wt_cod_known": "weight_unit_unknown", "weight_plausible": "weight_implausible"}  # fmt: skip
+    counts: dict[str, Any] = {
+        label: int(kept.select((~value[rule]).sum()).item()) for rule, label in names.items()
+    }
+    codes = (
+        kept.filter(~value["sex_known"])
+        .group_by(pl.col(rules.raw_name("sex")).alias("code"))
+        .len()
+        .sort("code")
+    )
+    counts["sex_codes_missing"] = dict(
+        zip(codes.get_column("code").to_list(), codes.get_column("len").to_list(), strict=True)
+    )
+    missing = kept.select(pl.col("age_years", "weight_kg", "sex").null_count())
+    counts |= {f"{column}_missing": int(missing.get_column(column).item()) for column in missing.columns}
+    return counts

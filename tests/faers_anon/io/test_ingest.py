@@ -36,7 +36,7 @@ def bad_quarter(tmp_path: Path) -> Path:
         DEMO_HEADER,
         "1001$100$1$20230105$42$YR$F$70$KG",  # 2 kept
         "1002$100$2$20230301$43$YR$M$$",  # 3 kept: version 2 of case 100
-        "2001$200$1$20230101$30$YRS$F$$",  # 4 kept; age_cod unknown → age null, counted
+        "2001$200$1$20230101$30$YRS$UNK$$",  # 4 kept; age_cod unknown → age null, counted; sex UNK
         "X3001$300$1$20230101$$$$$",  # 5 primaryid not a number
         "4001$$1$20230101$$$$$",  # 6 caseid missing
         "1001$100$1$20230105$42$YR$F$70$KG",  # 7 duplicate primaryid in the quarter
@@ -76,6 +76,10 @@ def test_quarantine_and_deletion_accounting(bad_quarter: Path, tmp_path: Path) -
     assert reports["files"][0]["padded_short_rows"] == 1
     nulled = reports["values_nulled"]
     assert (nulled["age_cod_known"], nulled["age_plausible"], nulled["weight_plausible"]) == (1, 1, 1)
+    assert report["normalization"] == {
+        "age_unit_unknown": 1, "age_implausible": 1, "weight_unit_unknown": 0, "weight_implausible": 1,
+        "sex_codes_missing": {"UNK": 1}, "age_years_missing": 3, "weight_kg_missing": 4, "sex_missing": 2,
+    }  # fmt: skip
     assert (drug["read"], drug["kept"], drug["quarantined"], drug["deleted"]) == (7, 2, 4, 1)
     assert drug["reasons"] == {"caseid_matches_report": 1, "primaryid_present": 1, "report_known": 2}
     assert report["tables"]["deleted"]["read"] == 1
