@@ -13,7 +13,9 @@ How a file is read, and why:
   ``$``, harmless in any era). More fields (an embedded ``$``, two records on one line) fail the
   ``row_width`` rule; the surplus is kept as ``extra_fields`` for the reject file.
 * Short rows (fewer fields than the header) are padded with missing values, as loaders do
-  (FORMAT.md §7, ALTIO "short rows padded"), and counted per file.
+  (FORMAT.md §7, ALTIO "short rows padded"), and counted per file. A legacy record broken by an
+  embedded newline thus gives a padded first half and a second half that starts with ``$``; the
+  second half has no primaryid and is quarantined, so the break is visible in ``rejects/``.
 * Blank lines are not records: they are skipped and neither read nor counted. ``line`` is the
   1-based physical line (header = 1), so skipped lines never shift the numbers. CRLF and LF both work.
 """
