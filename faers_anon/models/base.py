@@ -102,6 +102,15 @@ class Requirements:
         risk: ``"eta"`` ranks candidates by ΔIL·PR(g, r) with PR of Lin et al. 2016, eq. 5–6 (η_s uses
             ``min_size`` as k and |g| in cases); ``"none"`` ranks by ΔIL alone (PR = 1).
         thetas: θ_s per protected value; values absent are unprotected (θ = 1).
+        unit: what one engine unit is: ``"cases"`` (case super-records, SPEC §4: all reports of a case
+            share a group) or ``"reports"`` (each report with its own QID; follow-ups not merged).
+        knowledge: whether P(s | unit) includes the diseases reached through E (SPEC §5); false: only
+            the unit's own indications and reactions.
+        algorithm: ``"greedy"`` (the clustering engine) or ``"mondrian"`` (top-down partitioning,
+            :mod:`faers_anon.algorithms.mondrian`).
+        distinct: Mondrian: a valid group has at least this many distinct values of each attribute in
+            ``attributes`` (0: no such check).
+        attributes: the sensitive attributes ``distinct`` applies to (``indications``, ``reactions``).
     """
 
     min_size: int
@@ -110,6 +119,11 @@ class Requirements:
     cap_unit: Literal["cases", "rows"] = "cases"
     risk: Literal["none", "eta"] = "none"
     thetas: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
+    unit: Literal["cases", "reports"] = "cases"
+    knowledge: bool = True
+    algorithm: Literal["greedy", "mondrian"] = "greedy"
+    distinct: int = 0
+    attributes: tuple[str, ...] = ()
 
 
 @runtime_checkable
