@@ -31,7 +31,7 @@ import polars as pl
 from faers_anon import __version__
 from faers_anon._paths import bundled
 from faers_anon.cases import merge_versions
-from faers_anon.errors import InputError
+from faers_anon.errors import ConfigError, InputError
 from faers_anon.io import rules
 from faers_anon.io.annotate import (
     Scan,
@@ -75,10 +75,19 @@ class IngestConfig:
         demo: also ingest the bundled demo quarter (``faers_anon/data/demo/*.zip``).
         drug_names: optional brand → ingredient lookup for ``drug_key``
             (``knowledge.drug_names.load_drug_names``), e.g. FDA's ``unii_names_bn_of.tsv``.
+
+    Raises:
+        ConfigError: ``drug_names`` is given but is not a file.
     """
 
     demo: bool = False
     drug_names: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.drug_names is not None and not Path(self.drug_names).is_file():
+            raise ConfigError(
+                f"drug_names: {self.drug_names}: no such file (expected a CSV/TSV of name and substance)"
+            )
 
 
 def demo_source() -> Path:

@@ -146,12 +146,19 @@ def discover(sources: Sequence[Path]) -> list[SourceFile]:
         sources: zips, folders or single FAERS text files.
 
     Returns:
-        The files found; DELETE lists have table ``"deleted"``.
+        The files found, each once however often it was named; DELETE lists have table ``"deleted"``.
 
     Raises:
         InputError: a source does not exist, is a corrupt zip, or holds no FAERS file.
     """
-    found = [(i, f) for i, source in enumerate(sources) for f in _one_source(Path(source))]
+    found: list[tuple[int, SourceFile]] = []
+    seen: set[tuple[Path, str | None]] = set()
+    for i, source in enumerate(sources):
+        for f in _one_source(Path(source)):
+            key = (f.origin.resolve(), f.member)
+            if key not in seen:  # the same file named twice (a folder and a file in it) is read once
+                seen.add(key)
+                found.append((i, f))
     order = {t: n for n, t in enumerate((*TABLES, "deleted"))}
     found.sort(key=lambda item: (item[1].quarter or "", order[item[1].table], item[0], item[1].name))
     return [f for _, f in found]

@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from faers_anon.errors import InputError
+from faers_anon.errors import ConfigError, InputError
 from faers_anon.io.ingest import IngestConfig, ingest_quarters
 from knowledge.drug_names import drug_key_expr
 
@@ -258,3 +258,23 @@ def test_bundled_demo_quarter(tmp_path: Path) -> None:
 def test_no_source_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no sources given"):
         ingest_quarters([], tmp_path / "out")
+
+
+def test_a_file_named_twice_is_read_once(bad_quarter: Path, tmp_path: Path) -> None:
+    report = ingest_quarters([bad_quarter, bad_quarter / "DEMO23Q1.txt"], tmp_path / "out").report
+    assert report["tables"]["reports"]["read"] == 10 and len(report["tables"]["reports"]["files"]) == 1
+
+
+def test_header_only_tables_count_zero_rows(tmp_path: Path) -> None:
+    folder = tmp_path / "q"
+    _write(folder, "DEMO23Q1.txt", [DEMO_HEADER])
+    _write(folder, "REAC23Q1.txt", ["primaryid$caseid$pt"])
+    report = ingest_quarters([folder], tmp_path / "out").report
+    _accounted(report)
+    assert report["tables"]["reports"]["files"][0]["read"] == 0 and report["cases"]["cases"] == 0
+    assert pl.read_parquet(tmp_path / "out" / "cases.parquet").height == 0
+
+
+def test_missing_drug_names_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^drug_names: .*none.tsv: no such file"):
+        IngestConfig(drug_names=tmp_path / "none.tsv")
