@@ -13,7 +13,11 @@ from faers_anon.thresholds import build_thresholds, frequency_thetas, load_level
 
 # 4 cases: A in 3 of them (share 0.75), B with p 0.5 in 2 (share 0.25), C in 1 (0.25)
 PROBS = pl.DataFrame(
-    {"caseid": [1, 2, 3, 1, 2, 4], "value": ["A", "A", "A", "B", "B", "C"], "p": [1.0, 1.0, 1.0, 0.5, 0.5, 1.0]}
+    {
+        "caseid": [1, 2, 3, 1, 2, 4],
+        "value": ["A", "A", "A", "B", "B", "C"],
+        "p": [1.0, 1.0, 1.0, 0.5, 0.5, 1.0],
+    }
 )
 
 
