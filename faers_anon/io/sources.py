@@ -21,6 +21,7 @@ from __future__ import annotations
 import codecs
 import re
 import zipfile
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,7 +214,7 @@ def materialize(file: SourceFile, workdir: Path, /) -> LocalFile:
                 with target.open("wb") as dst:
                     for chunk in _chunks(src):
                         dst.write(chunk)
-        except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as exc:
             raise InputError(
                 f"{file.origin.name}:{file.member}: cannot extract ({exc}; expected a sound zip member)"
             ) from exc

@@ -96,3 +96,16 @@ def test_utf8_file_is_read_in_place(tmp_path: Path) -> None:
     path.write_text("primaryid$caseid$drugname\n1$1$CAFÉINE\n", encoding="utf-8")
     local = materialize(discover([path])[0], tmp_path / "work")
     assert local.path == path and local.encoding == "utf-8"
+
+
+def test_corrupt_member_data_is_an_input_error(tmp_path: Path) -> None:
+    path = tmp_path / "faers_ascii_2023q1.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("ASCII/DEMO23Q1.txt", "primaryid$caseid\n" + "1001$100\n" * 5000)
+    data = bytearray(path.read_bytes())
+    start = data.find(b"DEMO23Q1.txt") + 40  # inside the compressed data of the member
+    data[start : start + 50] = bytes(50)
+    path.write_bytes(bytes(data))
+    found = discover([path])  # the central directory is intact
+    with pytest.raises(InputError, match=r"^faers_ascii_2023q1.zip:ASCII/DEMO23Q1.txt: cannot extract"):
+        materialize(found[0], tmp_path)
