@@ -284,16 +284,19 @@ def shape_table(
     ``sex``, ``wt`` → ``wt_min, wt_max`` and an extra QID in its raw column's place (appended when it is
     not a FAERS column); then other kept columns (``drug_key``) by name; then ``quarter``, ``is_latest``.
     A FAERS column the ingested table lacks (older eras) is written empty; a kept non-FAERS column it
-    lacks is an InputError. DEMO rows get their case's QIDs by a many-to-one join on ``caseid``.
+    lacks is an InputError. DEMO rows get their case's QIDs by a many-to-one join on ``caseid``, or,
+    for a report-level partition (one row per report, with ``primaryid``: models whose unit is the
+    report, such as k-anonymity), by a one-to-one join on ``primaryid``.
 
     Args:
         table: release table name (``demo``, ``drug``, …).
         frame: the ingested table, already in release row order.
-        partition: the validated partition (one row per caseid).
+        partition: the validated partition (one row per caseid, or per report with ``primaryid``).
         policy: the column policy.
     """
     demo = table == "demo"
-    extra_qids = [c for c in partition.columns if c not in PARTITION_SCHEMA] if demo else []
+    key = "primaryid" if "primaryid" in partition.columns else "caseid"
+    extra_qids = [c for c in partition.columns if c not in PARTITION_SCHEMA and c != key] if demo else []
     replaced = (set(QID_REPLACED) | set(extra_qids)) if demo else set()
     public: list[str] = []
     for name in FAERS_COLUMNS[table]:
@@ -322,7 +325,11 @@ def shape_table(
         restricted = base.select(pl.col("row").cast(pl.Int64), "quarter", "primaryid", "caseid", *hidden)
     if demo:
         base = base.drop([c for c in replaced | ALWAYS_DROPPED if c in base.columns]).join(
-            partition.drop("group_id"), on="caseid", how="left", validate="m:1", maintain_order="left"
+            partition.drop("group_id", *(["caseid"] if key == "primaryid" else [])),
+            on=key,
+            how="left",
+            validate="m:1",
+            maintain_order="left",
         )
     columns = {
         "public": public,

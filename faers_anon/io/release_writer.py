@@ -16,10 +16,13 @@ Layout written (all paths relative to the release folder ``out``):
 * extra files from the caller (``report.json``, ``report.html``), then ``manifest.json``.
 
 DEMO rows get their case's group QIDs by a join on ``caseid`` with the partition (one row per case),
-so every version of a case carries the same generalized QID (SPEC §4). Partition columns other than
-``caseid``, ``group_id`` and the six standard QIDs are extra QIDs (e.g. ``occr_country``): they replace
-the raw DEMO column of that name or are appended. ``group_id`` itself is not published (the released
-QID tuple defines the group). Every input row is written: rows in == rows out per table and quarter.
+so every version of a case carries the same generalized QID (SPEC §4). A report-level partition (one
+row per report, with ``primaryid`` besides ``caseid``; models that do not merge follow-ups, such as
+k-anonymity) is joined on ``primaryid`` instead, so each report carries its own group's QIDs.
+Partition columns other than ``caseid`` (and ``primaryid``), ``group_id`` and the six standard QIDs
+are extra QIDs (e.g. ``occr_country``): they replace the raw DEMO column of that name or are
+appended. ``group_id`` itself is not published (the released QID tuple defines the group). Every
+input row is written: rows in == rows out per table and quarter.
 
 Rows are sorted by (quarter, primaryid, source_file, line), the ingest's file order, with ties kept in
 input order; float formatting is fixed and parquet is written by polars with fixed settings, so the
@@ -120,7 +123,8 @@ def write_release(
 
     Args:
         ingested: the ingested folder (``reports.parquet`` … ``rpsr.parquet``, optional ``rejects/``).
-        partition: one row per caseid with ``group_id`` and the generalized QIDs (architecture.md).
+        partition: one row per caseid with ``group_id`` and the generalized QIDs (architecture.md), or
+            one row per report with ``primaryid`` too (a report-level partition).
         out: the release folder to create.
         knowledge: E as (drug_key, disease, weight); a ``drug`` column is accepted for ``drug_key``.
         thresholds: (value, theta[, share][, action]).
@@ -221,30 +225,33 @@ def _check_partition(partition: pl.DataFrame, reports: pl.DataFrame) -> pl.DataF
     missing = [c for c in PARTITION_SCHEMA if c not in partition.columns]
     if missing:
         raise ConfigError(f"partition: missing column(s) {', '.join(missing)}")
-    clash = sorted(_NOT_QIDS & (set(partition.columns) - set(PARTITION_SCHEMA)))
+    key = "primaryid" if "primaryid" in partition.columns else "caseid"
+    clash = sorted(_NOT_QIDS & (set(partition.columns) - set(PARTITION_SCHEMA) - {key}))
     if clash:
         raise ConfigError(f"partition: column(s) {', '.join(clash)} cannot be QIDs")
+    types = {**PARTITION_SCHEMA, key: pl.Int64()}
     try:
-        part = partition.with_columns(pl.col(c).cast(t, strict=True) for c, t in PARTITION_SCHEMA.items())
+        part = partition.with_columns(pl.col(c).cast(t, strict=True) for c, t in types.items())
     except pl.exceptions.PolarsError as exc:
         raise ConfigError(f"partition: wrong column type ({str(exc).splitlines()[0]})") from exc
-    dup = part.group_by("caseid").len().filter(pl.col("len") > 1).sort("caseid")
+    dup = part.group_by(key).len().filter(pl.col("len") > 1).sort(key)
     if dup.height:
-        raise ConfigError(f"partition: caseid {dup['caseid'][0]} has {dup['len'][0]} rows (expected one)")
+        raise ConfigError(f"partition: {key} {dup[key][0]} has {dup['len'][0]} rows (expected one)")
     bad_sex = part.filter(pl.col("sex").is_not_null() & ~pl.col("sex").is_in(["F", "M", "*"]))
     if bad_sex.height:
         raise ConfigError(f"partition: sex {bad_sex['sex'][0]!r} (expected F, M, * or null)")
-    cases = reports.select(pl.col("caseid").cast(pl.Int64)).unique()
-    uncovered = cases.join(part, on="caseid", how="anti", nulls_equal=True).sort("caseid")
+    cases = reports.select(pl.col(key).cast(pl.Int64)).unique()
+    what = "case" if key == "caseid" else "report"
+    uncovered = cases.join(part, on=key, how="anti", nulls_equal=True).sort(key)
     if uncovered.height:
         raise ConfigError(
-            f"partition: {uncovered.height} ingested case(s) have no group (e.g. caseid "
-            f"{uncovered['caseid'][0]}); every case must be in the partition"
+            f"partition: {uncovered.height} ingested {what}(s) have no group (e.g. {key} "
+            f"{uncovered[key][0]}); every {what} must be in the partition"
         )
-    foreign = part.join(cases, on="caseid", how="anti").sort("caseid")
+    foreign = part.join(cases, on=key, how="anti").sort(key)
     if foreign.height:
         raise ConfigError(
-            f"partition: {foreign.height} caseid(s) not in the ingested reports (e.g. {foreign['caseid'][0]})"
+            f"partition: {foreign.height} {key}(s) not in the ingested reports (e.g. {foreign[key][0]})"
         )
     return part
 
