@@ -222,6 +222,7 @@ def partition_cases(
         theta_file=config.theta_file,
         slope=config.frequency_slope,
         on_infeasible=config.on_infeasible,  # type: ignore[arg-type]
+        k=config.k,
     )
     model = make_model(config.model, k=config.k, thetas=thresholds.thetas)
     partition = greedy_cluster(

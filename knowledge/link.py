@@ -17,10 +17,14 @@ import polars as pl
 
 from knowledge.drug_names import name_key_expr
 from knowledge.errors import KnowledgeError
+from knowledge.mining import FILLER_TERMS
 from knowledge.table import validate_table
 from knowledge.values import value_key_expr
 
 __all__ = ["SENSITIVE_ATTRIBUTES", "case_value_probabilities", "confidence"]
+
+# Canonical keys (upper case, whitespace collapsed, as value_key_expr makes them) of the filler terms.
+_FILLER_KEYS = [" ".join(term.upper().split()) for term in FILLER_TERMS]
 
 #: The sensitive attributes of SPEC §5: the case's own INDI_PT and PT lists, and E-diseases.
 SENSITIVE_ATTRIBUTES = ("indications", "reactions", "diseases")
@@ -45,7 +49,10 @@ def case_value_probabilities(
     """P(s | c) for every case c and every value s it reaches, as a frame (SPEC §5).
 
     p = 1 for the case's own indications and reactions (for those of the two attributes that are in
-    ``sensitive``); otherwise, when ``"diseases"`` is sensitive, p = max over the case's drug keys
+    ``sensitive``), except the filler terms that name no condition (:data:`FILLER_TERMS`, e.g.
+    "Product used for unknown indication": a third of FAERS reports carry it, so protecting it would
+    force every group towards the root while hiding nothing about the patient); otherwise, when
+    ``"diseases"`` is sensitive, p = max over the case's drug keys
     d of w(d, s), exactly as SPEC §5 states it (a combination key ``A\\B`` reaches only E's rows for
     ``A\\B``: ``knowledge.with_combinations`` adds those rows from the ingredients' rows, so that
     the E written with a release reproduces every p). Values are canonical keys (upper-case,
@@ -92,7 +99,7 @@ def case_value_probabilities(
         )
         if terms
         else pl.LazyFrame(schema={"caseid": pl.Int64, "value": pl.Utf8})
-    ).collect()
+    ).filter(~pl.col("value").is_in(_FILLER_KEYS)).collect()
     knowledge = (
         validate_table(table)
         .lazy()

@@ -40,9 +40,14 @@ def test_uniform_error_names_values_and_shares() -> None:
 def test_raise_theta_and_suppress(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
         raised = build_thresholds(PROBS, 4, theta=0.5, on_infeasible="raise-theta")
-    assert "1 infeasible thresholds raised" in caplog.text
+    assert "1 infeasible thresholds raised to their share" in caplog.text
     assert _theta(raised.frame) == {"A": (0.75, "raised"), "B": (0.5, "protected"), "C": (0.5, "protected")}
     assert raised.thetas == {"A": 0.75, "B": 0.5, "C": 0.5}
+    # with k, one case of slack per group of k: θ_A = 0.75 + 1/5
+    margin = build_thresholds(PROBS, 4, theta=0.5, on_infeasible="raise-theta", k=5)
+    assert margin.thetas["A"] == pytest.approx(0.95)
+    capped = build_thresholds(PROBS, 4, theta=0.5, on_infeasible="raise-theta", k=2)
+    assert capped.thetas == {"B": 0.5, "C": 0.5}  # 0.75 + 1/2 caps at 1: A is no longer protected
     suppressed = build_thresholds(PROBS, 4, theta=0.5, on_infeasible="suppress")
     assert _theta(suppressed.frame)["A"] == (1.0, "suppressed")
     assert suppressed.thetas == {"B": 0.5, "C": 0.5} and suppressed.count("suppressed") == 1

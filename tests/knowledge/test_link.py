@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from knowledge import (
+    E_SCHEMA,
     KnowledgeError,
     case_value_probabilities,
     confidence,
@@ -165,3 +166,20 @@ def test_a_hand_written_table_meets_case_keys() -> None:
         {"caseid": [3], "indications": [[]], "reactions": [[]], "drug_keys": [["ROSIGLITAZONE"]]}
     )
     assert case_value_probabilities(cases, table).rows() == [(3, "DIABETES", 0.5)]
+
+
+def test_filler_indications_are_not_sensitive_values() -> None:
+    cases = pl.DataFrame(
+        {
+            "caseid": [1, 2],
+            "indications": [
+                ["Product used for unknown indication", "Headache"],
+                ["Drug use for unknown indication"],
+            ],
+            "reactions": [["Off label use"], ["Nausea"]],
+            "drug_keys": [[], []],
+        },
+        schema_overrides={"drug_keys": pl.List(pl.Utf8)},
+    )
+    probabilities = case_value_probabilities(cases, pl.DataFrame(schema=E_SCHEMA))
+    assert probabilities.select("caseid", "value").rows() == [(1, "HEADACHE"), (2, "NAUSEA")]
