@@ -161,7 +161,7 @@ def _run(
     )
     demo_scans = _scans(files, "demo", quarters)
     if demo_scans:
-        frame = annotated_reports(demo_scans, deleted_ids).collect().rechunk()
+        frame = annotated_reports(demo_scans, deleted_ids).collect()
         checks = report_rules()
         written = write_split(frame, "demo", out, checks, columns=_REPORT_ORDER)
         tables["reports"] = table_report(frame, "demo", written, _meta(demo_scans))
@@ -193,7 +193,7 @@ def _run(
         annotated = annotated_children(
             table, children[table], report_status, deleted_ids, lookup, n_quarters=len(quarters)
         )
-        frame = annotated.collect().rechunk()
+        frame = annotated.collect()
         columns = [*COLUMNS[table], *_OUTPUT_EXTRA.get(table, ())]
         kept, rejects = write_split(frame, table, out, child_rules(table), columns=columns)
         report = table_report(frame, table, (kept, rejects), _meta(children[table]))
