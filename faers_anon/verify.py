@@ -1,4 +1,4 @@
-"""Independent re-check of a written release against MS(k, θ*)-bounding (SPEC §5, §8, §10).
+"""Independent re-check of a written release against its privacy model (SPEC §5, §7, §8, §10).
 
 The verifier reads only the release's files (``parquet/<table>.parquet``, or the ``ascii/`` files when
 a parquet table is absent; ``knowledge.csv``; ``thresholds.csv``; ``manifest.json``) and recomputes
@@ -20,6 +20,10 @@ cannot hide here. Rules checked:
 * ``integrity``: every file the manifest lists in ``outputs`` exists with that SHA-256 (skipped
   without a manifest or with ``check_hashes=False``; files the manifest does not list are ignored).
 
+These are the rules of MS(k, θ*)-bounding, the default. Another model (``parameters.model``) has its
+own (:mod:`faers_anon._verify_models`): k in rows for k-anonymity and (α,k)-anonymity, no ``case_split``
+when reports are the units, the ``l`` and ``alpha`` rules; ``theta`` fails only MS(k, θ*) releases.
+
 DR = dangerous groups / groups, a group being dangerous when some s has conf > θ_s + tolerance
 (SPEC §8); a release with no group has DR 0.
 """
@@ -30,11 +34,13 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from faers_anon._verify_models import check_for, model_violations
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.manifest import read_manifest
 
@@ -85,6 +91,7 @@ class Verdict:
     Attributes:
         release: the folder checked.
         ok: no violation of any rule.
+        model: the model checked (manifest ``parameters.model``; ``ms-k-theta`` when absent).
         k: the k checked.
         n_cases: distinct caseids; n_reports: DEMO rows; n_groups: distinct QID tuples.
         n_dangerous: groups with some conf > θ_s; dr: n_dangerous / n_groups (0 when no group).
@@ -103,12 +110,14 @@ class Verdict:
     dr: float
     group_sizes: pl.DataFrame
     violations: pl.DataFrame
+    model: str = "ms-k-theta"
+    label: str = "MS(k, θ*)-bounding"  # the model and its k as text, e.g. "MS(k=5, θ*)-bounding"
 
     def summary(self, *, limit: int = 20) -> str:
         """DR, the group-size distribution and the first ``limit`` violations, as text."""
         state = "OK" if self.ok else "FAILS"
         lines = [
-            f"release {self.release}: {state} MS(k={self.k}, θ*)-bounding",
+            f"release {self.release}: {state} {self.label}",
             f"cases {self.n_cases}, reports {self.n_reports}, QID-groups {self.n_groups}",
             f"DR = {self.dr:.4f} ({self.n_dangerous} dangerous of {self.n_groups} groups)",
         ]
@@ -173,30 +182,37 @@ def verify_release(
     written = (manifest.get("columns") or {}).get("demo", {}).get("qid") or []
     extra = config.qids if config.qids is not None else (*(params.get("qids") or ()), *written)
     qid_cols = [*STANDARD_QIDS, *(c for c in _expand_qids(extra) if c not in STANDARD_QIDS)]
+    check = check_for(params.get("model"))
 
-    demo = _table(release, "demo", ["caseid", *qid_cols]).collect()
+    demo = _table(release, "demo", ["caseid", "primaryid", *qid_cols]).collect()
     groups = demo.select(qid_cols).unique().sort(qid_cols, nulls_last=True).with_row_index("group")
     groups = groups.with_columns(pl.col("group").cast(pl.Int64), _label(qid_cols))
     reports = demo.join(groups, on=qid_cols, how="left", nulls_equal=True)
     members = reports.select("caseid", "group").unique()
     sizes = members.group_by("group").agg(pl.len().alias("cases"))
-    found = [
-        sizes.filter(pl.col("cases") < k_used).select(
-            "group",
-            pl.lit("k").alias("rule"),
-            pl.format("{} distinct cases < k = {}", "cases", pl.lit(k_used)).alias("detail"),
-        ),
-        _splits(members),
-    ]
+
+    def thresholds() -> pl.DataFrame:
+        frame = _read_csv(release / "thresholds.csv", "theta", ["value"])
+        return frame.group_by("value").agg(pl.col("theta").min())
+
+    found = model_violations(
+        check, partial(_table, release), reports=reports, members=members, tables=sorted(tables), k=k_used,
+        thresholds=thresholds, tolerance=config.tolerance,
+    )  # fmt: skip
+    if check.case_split:
+        found.append(_splits(members))
     conf = _conf(release, members, sizes, tables)
     dangerous = conf.filter(pl.col("conf") > pl.col("theta") + config.tolerance)
-    found.append(
-        dangerous.sort("group", "value").select(
-            "group",
-            pl.lit("theta").alias("rule"),
-            pl.format("conf({}) = {} > theta {}", "value", pl.col("conf").round(6), "theta").alias("detail"),
+    if check.theta:
+        found.append(
+            dangerous.sort("group", "value").select(
+                "group",
+                pl.lit("theta").alias("rule"),
+                pl.format("conf({}) = {} > theta {}", "value", pl.col("conf").round(6), "theta").alias(
+                    "detail"
+                ),  # fmt: skip
+            )
         )
-    )
     violations = (
         pl.concat(found)
         .join(groups.select("group", "qid"), on="group", how="left")
@@ -218,6 +234,8 @@ def verify_release(
         dr=n_dangerous / n_groups if n_groups else 0.0,
         group_sizes=sizes.group_by(pl.col("cases").alias("size")).agg(pl.len().alias("groups")).sort("size"),
         violations=violations,
+        model=str(params.get("model") or "ms-k-theta"),
+        label=check.label.format(k=k_used),
     )
 
 
