@@ -8,13 +8,15 @@ named rules of :mod:`faers_anon.io.rules`, and given a status: *quarantined* whe
 *deleted* when its case is on a DELETE list (of any quarter given), *quarantined* when a link rule
 fails, else *kept*. Kept rows go to ``<table>.parquet``; the others to ``rejects/<table>.parquet``
 with ``source_file``, ``line``, ``reason`` and their raw text. DEMO is done first; child rows are
-joined to its kept (or deleted) reports by (quarter, primaryid), and legacy child rows take their
+matched to its kept (or deleted) reports by (quarter, primaryid), and legacy child rows take their
 caseid from there. Then ``cases.parquet`` (:func:`faers_anon.cases.merge_versions`) and
 ``ingest_report.json``.
 
-Decisions: drug keys are computed once per distinct (prod_ai, drugname) pair; quarter and file are
-carried as small integer codes inside the chain (joins, windows and counts on integers), and as the
-contract's Utf8 columns in the output.
+Decisions: drug keys are computed once per distinct name; quarter and file are carried as small
+integer codes inside the chain (lookups, windows and counts on integers) and as the contract's Utf8
+columns in the output; after DEMO, the child tables are processed two at a time (much of a table's
+work, such as Parquet encoding, runs on one core) and the case merge starts as soon as DRUG, REAC
+and INDI are done. A quarter with data files but no DEMO is refused before anything is written.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from faers_anon.io.faers_ascii import scan_deleted, scan_table
 from faers_anon.io.ingest_report import FILE_CODE, KEPT, QUARANTINED, STATUS, IngestResult
 from faers_anon.io.outputs import COMPRESSION, file_meta, normalization_counts, table_report, write_split
 from faers_anon.io.schema import CHILD_TABLES, COLUMNS, TABLES
-from faers_anon.io.sources import LocalFile, discover, materialize
+from faers_anon.io.sources import LocalFile, SourceFile, discover, materialize
 from faers_anon.io.staging import REPORT_NAME, discard, open_staging, publish
 from knowledge.drug_names import load_drug_names
 
@@ -119,11 +121,11 @@ def _ingest_deleted(files: list[LocalFile], out: Path) -> tuple[pl.Series, dict[
     return ids, report
 
 
-def _demo_missing(files: list[LocalFile]) -> None:
-    with_data = {f.source.quarter for f in files if f.source.table in TABLES}
-    with_demo = {f.source.quarter for f in files if f.source.table == "demo"}
+def _demo_missing(found: list[SourceFile]) -> None:
+    with_data = {f.quarter for f in found if f.table in TABLES}
+    with_demo = {f.quarter for f in found if f.table == "demo"}
     for quarter in sorted(q for q in with_data - with_demo if q is not None):
-        names = sorted({f.source.name for f in files if f.source.quarter == quarter})
+        names = sorted({f.name for f in found if f.quarter == quarter})
         raise InputError(
             f"{quarter}: DEMO file missing "
             f"(expected DEMO{quarter[2:4]}Q{quarter[-1]}.txt beside {', '.join(names)})"
@@ -255,12 +257,12 @@ def ingest_quarters(
     if not paths:
         raise InputError("ingest: no sources given (expected FAERS zips or folders, or --demo)")
     found = discover(paths)
+    _demo_missing(found)
     lookup = load_drug_names(config.drug_names) if config.drug_names is not None else None
     quarters = sorted({f.quarter for f in found if f.quarter is not None})
     staging = open_staging(Path(out))
     try:
         files = [materialize(f, staging / "_work") for f in found]
-        _demo_missing(files)
         done = _run(files, staging, lookup, quarters)
         report = {
             "tool_version": __version__,
