@@ -38,6 +38,7 @@ from faers_anon.algorithms._encode import build_cases, build_pool, build_tables
 from faers_anon.algorithms._group import loss_per_case, new_group, risk
 from faers_anon.algorithms._pool import Cases, Pool, Tables
 from faers_anon.algorithms._search import Scratch, Store, add_pooled
+from faers_anon.algorithms.repair import repair_partition
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.models.base import GroupModel, Requirements
 from hierarchies import Hierarchy, mesh_age_tree, sex_tree
@@ -99,8 +100,10 @@ class Partition:
         leftovers: cases placed by stage 2.
         forced: leftovers no group could take validly (placed where the excess was least).
         failed_groups: stage-1 groups dissolved because no feasible candidate was found.
-        invalid_groups: groups that fail the model (0 unless ``forced`` > 0 or fewer than k cases).
+        invalid_groups: groups that fail the model after the repair (0 unless the data as a whole
+            cannot satisfy it: fewer than k cases, or some θ_s below its share).
         first_seed: caseid of the random first seed.
+        merged_groups: merges made by :mod:`faers_anon.algorithms.repair` to make invalid groups valid.
     """
 
     frame: pl.DataFrame
@@ -110,6 +113,7 @@ class Partition:
     failed_groups: int
     invalid_groups: int
     first_seed: int
+    merged_groups: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,8 +342,23 @@ def greedy_cluster(
         )
     first = int(rng.integers(n))
     store, n_groups, n_left, forced, failed, invalid = _run(enc, first, candidates, scan_limit)
+    frame = _decode(enc, store, n_groups, hierarchies)
+    merged = 0
+    if invalid:
+        frame, merged, invalid = repair_partition(
+            frame,
+            cases,
+            probabilities,
+            requirements=model.requirements(),
+            age=hierarchies.age,
+            sex=hierarchies.sex,
+            weight=hierarchies.weight,
+            weight_domain=hierarchies.weight_domain,
+        )
+        n_groups -= merged
     return Partition(
-        frame=_decode(enc, store, n_groups, hierarchies),
+        frame=frame,
+        merged_groups=merged,
         groups=n_groups,
         leftovers=n_left,
         forced=forced,
