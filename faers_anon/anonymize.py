@@ -22,11 +22,12 @@ import numpy as np
 import polars as pl
 
 from faers_anon import metrics
-from faers_anon.algorithms import Partition, QidHierarchies, greedy_cluster
+from faers_anon.algorithms import Partition, QidHierarchies
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.io.release_writer import write_release
 from faers_anon.models import MODELS, make_model
 from faers_anon.thresholds import ON_INFEASIBLE, THETA_RULES, Thresholds, build_thresholds
+from faers_anon.units import case_members, model_unit, partition_model, report_records, unit_view
 from hierarchies import mesh_age_tree, sex_tree
 from knowledge import (
     E_SCHEMA,
@@ -210,9 +211,19 @@ def _knowledge(ingested: Path, config: AnonymizeConfig) -> pl.DataFrame:
 
 
 def partition_cases(
-    cases: pl.DataFrame, knowledge: pl.DataFrame, /, *, config: AnonymizeConfig
+    cases: pl.DataFrame,
+    knowledge: pl.DataFrame,
+    /,
+    *,
+    config: AnonymizeConfig,
+    reports: pl.DataFrame | None = None,
 ) -> tuple[Partition, Thresholds, pl.DataFrame]:
-    """P(s | c), θ* and the partition of one cases frame (no files); returns (partition, θ*, P(s | c))."""
+    """P(s | c), θ* and the partition of one cases frame (no files); returns (partition, θ*, P(s | c)).
+
+    The model is fed as its requirements say (:mod:`faers_anon.units`): models whose unit is the report
+    need ``reports`` (:func:`faers_anon.units.report_records`), and their partition frame has one row
+    per report (``primaryid``, ``caseid``). θ* and P(s | c) are always those of the cases.
+    """
     probabilities = case_value_probabilities(cases, knowledge, sensitive=config.sensitive)
     thresholds = build_thresholds(
         probabilities,
@@ -225,15 +236,18 @@ def partition_cases(
         k=config.k,
     )
     model = make_model(config.model, k=config.k, thetas=thresholds.thetas)
-    partition = greedy_cluster(
+    partition = partition_model(
         cases,
-        probabilities=probabilities,
+        knowledge,
         model=model,
         hierarchies=config.hierarchies(),
         rng=np.random.default_rng(config.seed),
+        sensitive=config.sensitive,
+        reports=reports,
+        probabilities=probabilities,
         candidates=config.candidates,
         scan_limit=config.scan_limit,
-    )
+    ).partition
     if partition.invalid_groups:
         log.warning(
             "%d groups do not satisfy %s (%d leftovers forced)",
@@ -256,18 +270,22 @@ def anonymize_folder(ingested: Path, out: Path | None, /, *, config: AnonymizeCo
     seconds: dict[str, float] = {}
     cases = _read(ingested / "cases.parquet")
     knowledge = _knowledge(ingested, config)
+    reports = report_records(ingested) if model_unit(config.model) == "reports" else None
     seconds["read"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    partition, thresholds, probabilities = partition_cases(cases, knowledge, config=config)
+    partition, thresholds, probabilities = partition_cases(cases, knowledge, config=config, reports=reports)
     seconds["anonymize"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    losses = metrics.information_loss(partition.frame, cases, hierarchies=config.hierarchies())
+    # NIL on the model's own units (reports or cases), DR on the cases an attacker finds in each group.
+    units = partition.frame if reports is None else unit_view(partition.frame)
+    raw = cases if reports is None else unit_view(reports)
+    losses = metrics.information_loss(units, raw, hierarchies=config.hierarchies())
     result_metrics = {
         "nil": metrics.nil(losses, qids=len(config.qids)),
         "nil_by_qid": {q: v for q, v in metrics.nil_by_qid(losses).items() if q in config.qids},
-        "dr": metrics.dangerous_ratio(partition.frame, probabilities, thresholds.frame),
-        "group_sizes": metrics.group_sizes(partition.frame),
-        "share_k": metrics.share_exactly_k(partition.frame, k=config.k),
+        "dr": metrics.dangerous_ratio(case_members(partition.frame), probabilities, thresholds.frame),
+        "group_sizes": metrics.group_sizes(units),
+        "share_k": metrics.share_exactly_k(units, k=config.k),
     }
     seconds["metrics"] = time.perf_counter() - clock
     release = None

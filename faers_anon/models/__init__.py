@@ -11,14 +11,38 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 from faers_anon.errors import ConfigError
+from faers_anon.models.alpha_k_anonymity import AlphaKAnonymity
 from faers_anon.models.base import CaseStats, GroupModel, GroupStats, Requirements
+from faers_anon.models.k_anonymity import KAnonymity
+from faers_anon.models.l_diversity import LDiversity
 from faers_anon.models.ms_k_theta import MSKTheta
+from faers_anon.models.xy_anonymity import XYAnonymity
 
-__all__ = ["MODELS", "CaseStats", "GroupModel", "GroupStats", "MSKTheta", "Requirements", "make_model"]
+__all__ = [
+    "MODELS",
+    "AlphaKAnonymity",
+    "CaseStats",
+    "GroupModel",
+    "GroupStats",
+    "KAnonymity",
+    "LDiversity",
+    "MSKTheta",
+    "Requirements",
+    "XYAnonymity",
+    "make_model",
+]
 
 ModelFactory = Callable[..., GroupModel]
 
-MODELS: Mapping[str, ModelFactory] = MappingProxyType({"ms-k-theta": MSKTheta})
+MODELS: Mapping[str, ModelFactory] = MappingProxyType(
+    {
+        "ms-k-theta": MSKTheta,
+        "k-anonymity": KAnonymity,
+        "xy-anonymity": XYAnonymity,
+        "l-diversity": LDiversity,
+        "alpha-k-anonymity": AlphaKAnonymity,
+    }
+)
 
 
 def make_model(name: str, *, k: int, thetas: Mapping[str, float]) -> GroupModel:

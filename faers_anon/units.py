@@ -1,0 +1,236 @@
+"""What a privacy model's algorithm is fed, and its partition mapped back to cases and reports (SPEC §4, §7).
+
+Every registered model declares in its :class:`~faers_anon.models.base.Requirements` how it is fed:
+
+* ``unit = "cases"``: the engine's units are the case super-records of ``cases.parquet`` (SPEC §4);
+  the partition frame has one row per caseid and every report of a case carries its group's QIDs.
+* ``unit = "reports"``: one unit per report, with the report's *own* age (``age_years``), sex and
+  weight (``weight_kg``) and its own indications, reactions and drugs (follow-ups not merged:
+  k-anonymity and (α,k)-anonymity). The engine sees the primaryid as its unit id; the partition
+  frame written to the release then has one row per report, with ``primaryid`` and ``caseid``.
+* ``knowledge``: whether P(s | unit) includes the diseases reached through E; without it only the
+  unit's own indications and reactions count (``p = 1``).
+* ``algorithm``: ``greedy`` (:func:`~faers_anon.algorithms.greedy_cluster`) or ``mondrian``
+  (:func:`~faers_anon.algorithms.mondrian.mondrian`, fed the values of each attribute in
+  ``attributes`` keyed ``"<attribute>:<value>"``).
+
+Privacy is always measured on cases, the way an attacker sees a release whose reports are linked by
+caseid: a group's members are the distinct caseids with a report in it (:func:`case_members`), each
+with the P(s | c) of its whole super-record. Utility (NIL) is measured on the model's own units
+(:func:`unit_view`): a report-unit release loses what its reports lose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from faers_anon.algorithms import Partition, QidHierarchies, greedy_cluster
+from faers_anon.algorithms.mondrian import mondrian
+from faers_anon.errors import ConfigError, InputError
+from faers_anon.models import MODELS, GroupModel
+from knowledge import E_SCHEMA, case_value_probabilities
+
+__all__ = [
+    "ModelPartition",
+    "case_members",
+    "model_unit",
+    "partition_model",
+    "report_records",
+    "unit_probabilities",
+    "unit_view",
+]
+
+_OWN = ("indications", "reactions")
+
+
+def model_unit(name: str) -> str:
+    """``"cases"`` or ``"reports"``: the unit a registered model is fed (read from its requirements).
+
+    Raises:
+        ConfigError: unknown model name.
+    """
+    if name not in MODELS:
+        raise ConfigError(f"model: unknown {name!r} (expected one of {', '.join(sorted(MODELS))})")
+    return MODELS[name](k=2, thetas={}).requirements().unit
+
+
+def _scan(ingested: Path, name: str, columns: Sequence[str]) -> pl.LazyFrame:
+    path = ingested / name
+    if not path.is_file():
+        raise InputError("missing ingested table (run `faers-anon ingest` first)", path=path)
+    present = pl.read_parquet_schema(path)
+    for column in columns:
+        if column not in present:
+            raise InputError("missing column", path=path, field=column)
+    return pl.scan_parquet(path).select(columns)
+
+
+def report_records(ingested: Path, /) -> pl.DataFrame:
+    """One record per report, in the cases.parquet shape, from an ingested folder.
+
+    Columns: ``primaryid``, ``caseid``, ``age_min`` = ``age_max`` = the report's ``age_years``,
+    ``sex``, ``wt_min`` = ``wt_max`` = its ``weight_kg``, ``n_reports`` = 1, and the report's own
+    ``indications``, ``reactions`` and ``drug_keys`` (unique, sorted; empty lists when none).
+
+    Raises:
+        InputError: a missing table or column, or a primaryid listed twice.
+    """
+    reports = _scan(ingested, "reports.parquet", ["primaryid", "caseid", "age_years", "sex", "weight_kg"])
+    lists = {
+        "indications": _scan(ingested, "indi.parquet", ["primaryid", "indi_pt"]),
+        "reactions": _scan(ingested, "reac.parquet", ["primaryid", "pt"]),
+        "drug_keys": _scan(ingested, "drug.parquet", ["primaryid", "drug_key"]),
+    }
+    frame = reports.select(
+        "primaryid",
+        "caseid",
+        pl.col("age_years").alias("age_min"),
+        pl.col("age_years").alias("age_max"),
+        "sex",
+        pl.col("weight_kg").alias("wt_min"),
+        pl.col("weight_kg").alias("wt_max"),
+        pl.lit(1, pl.UInt32).alias("n_reports"),
+    )
+    for name, table in lists.items():
+        term = table.collect_schema().names()[1]
+        per = table.drop_nulls(term).group_by("primaryid").agg(pl.col(term).unique().sort().alias(name))
+        frame = frame.join(per, on="primaryid", how="left").with_columns(
+            pl.col(name).fill_null(pl.lit([], pl.List(pl.Utf8)))
+        )
+    out = frame.sort("primaryid").collect()
+    if out.height != out.get_column("primaryid").n_unique():
+        raise InputError(
+            "primaryid: listed twice (expected one row per report)", path=ingested / "reports.parquet"
+        )
+    return out
+
+
+def unit_view(frame: pl.DataFrame, /) -> pl.DataFrame:
+    """The frame keyed by engine unit: report-level frames get ``caseid`` := ``primaryid``; others as is."""
+    if "primaryid" not in frame.columns:
+        return frame
+    return frame.drop("caseid").rename({"primaryid": "caseid"})
+
+
+def case_members(frame: pl.DataFrame, /) -> pl.DataFrame:
+    """Distinct (caseid, group_id) of a partition frame: who an attacker finds in each group."""
+    return frame.select("caseid", "group_id").unique().sort("group_id", "caseid")
+
+
+def unit_probabilities(
+    units: pl.DataFrame, knowledge: pl.DataFrame, /, *, model: GroupModel, sensitive: Sequence[str]
+) -> pl.DataFrame:
+    """P(s | unit) as the model needs it: (caseid = unit id, value, p).
+
+    Greedy models get the values of ``sensitive`` (E's diseases only when the model uses knowledge).
+    Top-down models get each attribute of ``requirements().attributes`` that is sensitive, its values
+    keyed ``"<attribute>:<value>"``.
+
+    Raises:
+        ConfigError: a top-down model none of whose attributes is sensitive.
+    """
+    req = model.requirements()
+    empty = pl.DataFrame(schema=E_SCHEMA)
+    if req.algorithm == "mondrian":
+        attributes = [a for a in req.attributes if a in sensitive]
+        if not attributes:
+            raise ConfigError(
+                f"{model.name}: none of its attributes ({', '.join(req.attributes)}) is sensitive "
+                f"(sensitive: {', '.join(sensitive)})"
+            )
+        parts = [
+            case_value_probabilities(units, empty, sensitive=(a,)).with_columns(
+                pl.concat_str(pl.lit(f"{a}:"), pl.col("value")).alias("value")
+            )
+            for a in attributes
+        ]
+        return pl.concat(parts).sort("caseid", "value")
+    chosen = tuple(s for s in sensitive if req.knowledge or s in _OWN)
+    if not chosen:
+        return pl.DataFrame(schema={"caseid": pl.Int64, "value": pl.Utf8, "p": pl.Float64})
+    return case_value_probabilities(units, knowledge if req.knowledge else empty, sensitive=chosen)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelPartition:
+    """A model's partition in the shapes its consumers need.
+
+    Attributes:
+        partition: the engine's output; ``partition.frame`` is the release's partition frame (one row
+            per caseid, or one row per report with ``primaryid`` for report-unit models).
+        units: the engine's input (raw QIDs), keyed by unit id in ``caseid``.
+        unit: ``"cases"`` or ``"reports"``.
+    """
+
+    partition: Partition
+    units: pl.DataFrame
+    unit: str
+
+
+def partition_model(
+    cases: pl.DataFrame,
+    knowledge: pl.DataFrame,
+    /,
+    *,
+    model: GroupModel,
+    hierarchies: QidHierarchies,
+    rng: np.random.Generator,
+    sensitive: Sequence[str],
+    reports: pl.DataFrame | None = None,
+    probabilities: pl.DataFrame | None = None,
+    candidates: int = 64,
+    scan_limit: int = 4096,
+) -> ModelPartition:
+    """Feed a model's algorithm its units and map the partition back (module docstring).
+
+    Args:
+        cases: the cases frame (cases.parquet contract).
+        knowledge: E (drug_key, disease, weight).
+        model: a registered model.
+        hierarchies: the QIDs.
+        rng: the run's generator (draws the greedy engine's first seed).
+        sensitive: the sensitive attributes of the run.
+        reports: :func:`report_records` of the same folder; required by report-unit models.
+        probabilities: the cases' P(s | c) when already computed (used for case-unit models with
+            knowledge, which need exactly that frame).
+        candidates, scan_limit: the greedy engine's search bounds.
+
+    Raises:
+        ConfigError: a report-unit model without ``reports``.
+    """
+    req = model.requirements()
+    if req.unit == "reports":
+        if reports is None:
+            raise ConfigError(f"{model.name}: is fed one unit per report; pass the report records")
+        units = unit_view(reports)
+    else:
+        units = cases
+    if probabilities is not None and req.unit == "cases" and req.knowledge and req.algorithm == "greedy":
+        probs = probabilities
+    else:
+        probs = unit_probabilities(units, knowledge, model=model, sensitive=sensitive)
+    if req.algorithm == "mondrian":
+        partition = mondrian(units, probabilities=probs, model=model, hierarchies=hierarchies, rng=rng)
+    else:
+        partition = greedy_cluster(
+            units,
+            probabilities=probs,
+            model=model,
+            hierarchies=hierarchies,
+            rng=rng,
+            candidates=candidates,
+            scan_limit=scan_limit,
+        )
+    if req.unit == "reports" and reports is not None:
+        frame = (
+            partition.frame.rename({"caseid": "primaryid"})
+            .join(reports.select("primaryid", "caseid"), on="primaryid", how="left")
+            .select("primaryid", "caseid", *(c for c in partition.frame.columns if c != "caseid"))
+        )
+        partition = replace(partition, frame=frame)
+    return ModelPartition(partition=partition, units=units, unit=req.unit)
