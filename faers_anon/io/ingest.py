@@ -46,7 +46,14 @@ from faers_anon.io.annotate import (
 )
 from faers_anon.io.faers_ascii import scan_deleted, scan_table
 from faers_anon.io.ingest_report import FILE_CODE, KEPT, QUARANTINED, STATUS, IngestResult
-from faers_anon.io.outputs import COMPRESSION, file_meta, normalization_counts, table_report, write_split
+from faers_anon.io.outputs import (
+    COMPRESSION,
+    file_meta,
+    kept_columns,
+    normalization_counts,
+    table_report,
+    write_split,
+)
 from faers_anon.io.schema import CHILD_TABLES, COLUMNS, TABLES
 from faers_anon.io.sources import LocalFile, SourceFile, discover, materialize
 from faers_anon.io.staging import REPORT_NAME, discard, open_staging, publish
@@ -115,7 +122,7 @@ def _ingest_deleted(files: list[LocalFile], out: Path) -> tuple[pl.Series, dict[
     )
     frame_df = frame.collect()
     written = write_split(frame_df, "deleted", out, checks, columns=["caseid"])
-    ids = written[0].get_column("caseid").unique()
+    ids = kept_columns(frame_df, ["caseid"]).get_column("caseid").unique()
     report = table_report(frame_df, "deleted", written, [file_meta(f) for f in files])
     report["distinct_caseids"] = ids.len()
     return ids, report
@@ -168,7 +175,7 @@ def _run(
         written = write_split(frame, "demo", out, checks, columns=_REPORT_ORDER)
         tables["reports"] = table_report(frame, "demo", written, _meta(demo_scans))
         normalization = normalization_counts(frame)
-        case_inputs["demo"] = written[0].select(_CASE_COLUMNS["demo"])
+        case_inputs["demo"] = kept_columns(frame, _CASE_COLUMNS["demo"])
         report_status = (
             frame.lazy()
             .filter(pl.col(STATUS) != QUARANTINED)
@@ -191,15 +198,15 @@ def _run(
         absent = demo_quarters - {s.scan.file.source.quarter for s in children[table]}
         missing += [{"quarter": q, "table": table} for q in sorted(q for q in absent if q is not None)]
 
-    def child(table: str) -> tuple[dict[str, Any], pl.DataFrame]:
+    def child(table: str) -> tuple[dict[str, Any], pl.DataFrame | None]:
         annotated = annotated_children(
             table, children[table], report_status, deleted_ids, lookup, n_quarters=len(quarters)
         )
         frame = annotated.collect()
         columns = [*COLUMNS[table], *_OUTPUT_EXTRA.get(table, ())]
-        kept, rejects = write_split(frame, table, out, child_rules(table), columns=columns)
-        report = table_report(frame, table, (kept, rejects), _meta(children[table]))
-        return report, kept.select(_CASE_COLUMNS.get(table, ("caseid",)))
+        written = write_split(frame, table, out, child_rules(table), columns=columns)
+        report = table_report(frame, table, written, _meta(children[table]))
+        return report, (kept_columns(frame, _CASE_COLUMNS[table]) if table in _CASE_COLUMNS else None)
 
     # Two tables at a time (much of a table's work, such as Parquet encoding, runs on one core); the
     # case merge starts as soon as DRUG, REAC and INDI are done, beside OUTC, THER and RPSR.
@@ -208,7 +215,10 @@ def _run(
 
         def merge() -> dict[str, int]:
             inputs = dict(case_inputs)
-            inputs.update((t, done[t].result()[1]) for t in ("drug", "reac", "indi") if t in done)
+            for table in ("drug", "reac", "indi"):
+                kept = done[table].result()[1] if table in done else None
+                if kept is not None:
+                    inputs[table] = kept
             return _cases(out, inputs)
 
         cases = merger.submit(merge)

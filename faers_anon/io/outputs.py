@@ -27,7 +27,15 @@ from faers_anon.io.ingest_report import (
 from faers_anon.io.schema import COLUMNS, OUTPUT_NAMES, Kind
 from faers_anon.io.sources import LocalFile
 
-__all__ = ["META", "COMPRESSION", "normalization_counts", "write_split", "table_report", "file_meta"]
+__all__ = [
+    "META",
+    "COMPRESSION",
+    "kept_columns",
+    "normalization_counts",
+    "write_split",
+    "table_report",
+    "file_meta",
+]
 
 #: Columns every output row carries (docs/architecture.md).
 META = ("quarter", "source_file", "line")
@@ -43,13 +51,20 @@ def write_split(
     checks: rules.RuleSet,
     *,
     columns: Sequence[str],
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Write the kept rows and the rejects (with their reason) of one annotated table."""
+) -> tuple[int, pl.DataFrame]:
+    """Write the kept rows and the rejects (with their reason) of one annotated table.
+
+    The kept rows are streamed into Parquet (filter and projection per batch), so the annotated frame
+    is never copied whole; the reject file is small and built eagerly.
+
+    Returns:
+        (kept rows in the written file, read back from its metadata; the rejects as written).
+    """
     name = OUTPUT_NAMES.get(table, table)
-    rejected = int((frame.get_column(STATUS) != KEPT).sum())
-    kept = frame if rejected == 0 else frame.filter(pl.col(STATUS) == KEPT)  # no copy when all are kept
-    kept = kept.select(*columns, *META)
-    kept.write_parquet(out / f"{name}.parquet", compression=COMPRESSION)
+    path = out / f"{name}.parquet"
+    frame.lazy().filter(pl.col(STATUS) == KEPT).select(*columns, *META).sink_parquet(
+        path, compression=COMPRESSION
+    )
     raw = [
         (pl.col(rules.raw_name(c)) if rules.raw_name(c) in frame.columns else pl.col(c))
         .cast(pl.Utf8)
@@ -57,25 +72,34 @@ def write_split(
         for c in COLUMNS.get(table, {"caseid": Kind.ID})
     ]
     extra = [pl.col(EXTRA_FIELDS)] if EXTRA_FIELDS in frame.columns else []
-    rejects = frame.filter(pl.col(STATUS) != KEPT).select(
-        "source_file", "line", "quarter", checks.reason().alias(REASON), *raw, *extra
+    rejects = (
+        frame.lazy()
+        .filter(pl.col(STATUS) != KEPT)
+        .select("source_file", "line", "quarter", checks.reason().alias(REASON), *raw, *extra)
+        .collect()
     )
     rejects.write_parquet(out / "rejects" / f"{name}.parquet")
-    return kept, rejects
+    return pl.scan_parquet(path).select(pl.len()).collect().item(), rejects
+
+
+def kept_columns(frame: pl.DataFrame, columns: Sequence[str], /) -> pl.DataFrame:
+    """The kept rows of an annotated frame, only ``columns`` (nothing else is copied)."""
+    return frame.lazy().filter(pl.col(STATUS) == KEPT).select(columns).collect()
 
 
 def table_report(
-    frame: pl.DataFrame, table: str, written: tuple[pl.DataFrame, pl.DataFrame], files: list[dict[str, Any]]
+    frame: pl.DataFrame, table: str, written: tuple[int, pl.DataFrame], files: list[dict[str, Any]]
 ) -> dict[str, Any]:
+    """The ``ingest_report.json`` entry of one table, after checking its accounting."""
     kept, rejects = written
     extra = {"padded_short_rows": pl.col(SHORT_ROW)} if SHORT_ROW in frame.columns else None
     counted = file_counts(frame, files, extra=extra)
     deleted = int((rejects.get_column(REASON) == rules.DELETED).sum())
-    check_accounting(table, counted, kept=kept.height, rejected=rejects.height, deleted=deleted)
+    check_accounting(table, counted, kept=kept, rejected=rejects.height, deleted=deleted)
     value_rules = rules.value_rules(table) if table in COLUMNS else {}
     return {
         "read": frame.height,
-        "kept": kept.height,
+        "kept": kept,
         "quarantined": rejects.height - deleted,
         "deleted": deleted,
         "reasons": reason_counts(rejects),
@@ -99,8 +123,9 @@ def normalization_counts(frame: pl.DataFrame, /) -> dict[str, Any]:
         (each non-blank sex code read as missing, with its count), and how many kept reports end
         with ``age_years``, ``weight_kg`` and ``sex`` missing.
     """
-    kept = frame.filter(pl.col(STATUS) == KEPT)
     value = rules.value_rules("demo")
+    needed = ["age", "age_cod", "age_years", "wt", "wt_cod", "weight_kg", "sex", rules.raw_name("sex")]
+    kept = kept_columns(frame, needed)
     names = {"age_cod_known": "age_unit_unknown", "age_plausible": "age_implausible",
              "wt_cod_known": "weight_unit_unknown", "weight_plausible": "weight_implausible"}  # fmt: skip
     counts: dict[str, Any] = {
