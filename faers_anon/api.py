@@ -12,6 +12,7 @@ from typing import Any
 
 from faers_anon.analysis import ComparisonRun, SignalsRun, run_compare, run_signals
 from faers_anon.anonymize import AnonymizeConfig, AnonymizeResult, anonymize_folder
+from faers_anon.evaluate import EvaluateConfig, EvaluationResult, evaluate_sources
 from faers_anon.fetch import FetchConfig, FetchResult, fetch_quarters
 from faers_anon.io.ingest import IngestConfig, ingest_quarters
 from faers_anon.io.ingest_report import IngestResult
@@ -21,7 +22,17 @@ from faers_anon.release_config import ReleaseConfig, build_release_config, load_
 from faers_anon.verify import Verdict, VerifyConfig, verify_release
 from signals import CompareConfig, SignalConfig
 
-__all__ = ["release", "release_config", "fetch", "ingest", "anonymize", "verify", "signals", "compare"]
+__all__ = [
+    "release",
+    "release_config",
+    "fetch",
+    "ingest",
+    "anonymize",
+    "verify",
+    "signals",
+    "compare",
+    "evaluate",
+]
 
 
 def fetch(
@@ -106,3 +117,18 @@ def release(
     See :func:`faers_anon.release.release`.
     """
     return run_release(sources, out, config=config or ReleaseConfig(), progress=progress)
+
+
+def evaluate(
+    sources: Sequence[Path],
+    out: Path,
+    /,
+    *,
+    config: EvaluateConfig | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> EvaluationResult:
+    """Every model (and method) on every quarter, k, θ and θ* setting: results.csv, figures, HTML in ``out``.
+
+    See :func:`faers_anon.evaluate.evaluate_sources`.
+    """
+    return evaluate_sources(sources, out, config=config or EvaluateConfig(), progress=progress)

@@ -14,10 +14,12 @@ from typing import Any
 import click
 
 from faers_anon import __version__, api
+from faers_anon._evaluate_cli import evaluate_command
 from faers_anon.anonymize import AnonymizeConfig
 from faers_anon.errors import FaersAnonError, VerificationError
 from faers_anon.fetch import FDA_BASE_URL, FetchConfig
 from faers_anon.io.ingest import IngestConfig
+from faers_anon.models import MODELS
 from faers_anon.verify import VerifyConfig
 from hierarchies.errors import HierarchyError
 from knowledge.errors import KnowledgeError
@@ -114,7 +116,7 @@ def model_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 _MODEL_OPTIONS = [
     click.option(
-        "--model", default="ms-k-theta", show_default=True, help="Privacy model (faers_anon.models)."
+        "--model", default="ms-k-theta", show_default=True, help=f"Privacy model ({', '.join(MODELS)})."
     ),
     click.option("--k", type=int, default=5, show_default=True, help="Minimum distinct cases per QID-group."),
     click.option(
@@ -205,7 +207,7 @@ def verify(release: Path, k: int | None, no_hashes: bool) -> None:
     click.echo(verdict.summary(limit=20))
     if not verdict.ok:
         count = verdict.violations.height
-        raise VerificationError(f"{release}: fails MS(k={verdict.k}, θ*)-bounding ({count} violation(s))")
+        raise VerificationError(f"{release}: fails {verdict.label} ({count} violation(s))")
 
 
 def _names(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
@@ -373,6 +375,9 @@ def release_command(
     }
     config = api.release_config(config_file, given)
     click.echo(api.release(list(sources), out, config=config, progress=click.echo).summary())
+
+
+cli.add_command(evaluate_command)
 
 
 def main() -> None:

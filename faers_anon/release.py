@@ -93,7 +93,7 @@ class ReleaseResult:
         share = "n/a" if survival is None else f"{survival:.1%}"
         return "\n".join(
             [
-                f"Release written to {self.path} (verified: MS(k={privacy['k']}, θ*)-bounding holds)",
+                f"Release written to {self.path} (verified: {self.verdict.label} holds)",
                 f"  reports in {counts['reports_read']:,}: out {counts['reports_out']:,}, "
                 f"quarantined {counts['reports_quarantined']:,}, deleted {counts['reports_deleted']:,}; "
                 f"cases {counts['cases']:,}",

@@ -1,0 +1,302 @@
+"""One quarter of ``faers-anon evaluate``: every model and method on every k and θ* setting (SPEC §7–§9).
+
+The quarter's tables are read once (:class:`QuarterData`). For each k:
+
+* θ* is built for every (setting, θ) pair (:func:`faers_anon.thresholds.build_thresholds`, with the
+  run's ``on_infeasible`` and k: a raised θ_s depends on k).
+* A model is run once per θ* it depends on and its partition reused for every row it serves:
+  models without value caps or risk term (k-anonymity, (X,Y)-anonymity, l-diversity) once per k;
+  (α,k)-anonymity once per θ, with one α = θ for every value in every setting (it has one α, as in
+  the paper: "α is set to 0.2 or 0.4"); MS(k, θ*) once per (setting, θ). Methods run once per quarter,
+  or once per k when their ``k`` is a group size (``kl-anonymity``, ``disassociation``); those
+  without are measured against the θ* of the grid's first k (a raised θ_s depends on k).
+* Each partition is measured against every θ* it serves (:func:`measure`) and, once, for signal
+  survival (:func:`signal_figures`), without writing a release.
+
+Measures. NIL on the algorithm's groups and the model's own units (reports for report-unit models),
+as the anonymize command reports it (IL depends on a group's raw values: a group whose weights are
+all missing lost nothing, one mixing missing and known lost everything, though both publish an empty
+weight). Groups, the smallest group and DR on the *released QID tuples*, the QID-groups an attacker
+sees (groups that end up with identical generalized QIDs are one): DR counts the tuples whose
+distinct cases (P(s | c) of their super-records, with E, as MS(k, θ*) defines it) exceed some θ_s
+of the setting.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from faers_anon import metrics
+from faers_anon.algorithms import QidHierarchies
+from faers_anon.analysis import read_case_tables
+from faers_anon.methods import METHODS
+from faers_anon.models import make_model
+from faers_anon.models.base import CONF_TOLERANCE
+from faers_anon.thresholds import Thresholds, build_thresholds
+from faers_anon.units import case_members, model_unit, partition_model, report_records, unit_view
+from knowledge import case_value_probabilities
+from signals import CaseTables, compare
+
+__all__ = ["QuarterData", "RunSpec", "load_quarter", "measure", "quarter_rows", "signal_figures"]
+
+QID_COLUMNS = ("age_group", "age_min", "age_max", "sex", "wt_min", "wt_max")
+ONE_ALPHA = frozenset({"alpha-k-anonymity"})
+"""Models with one bound for every value: they get the uniform θ of the run in every setting."""
+METHOD_K = frozenset({"kl-anonymity", "disassociation"})
+"""Methods whose ``k`` is a group size and follows the grid's k."""
+ITEM_METHODS = frozenset({"disassociation"})
+"""Methods that rewrite the drug and reaction lists (in chunks) rather than the QIDs: the signal
+figures here read the raw lists with the released QIDs, which would not measure them, so they are
+left empty (the method's own k^m figures are in its columns)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunSpec:
+    """What :func:`quarter_rows` runs (a validated subset of :class:`faers_anon.evaluate.EvaluateConfig`)."""
+
+    models: tuple[str, ...]
+    methods: tuple[str, ...]
+    ks: tuple[int, ...]
+    thetas: tuple[float, ...]
+    settings: tuple[str, ...]
+    theta_file: Path
+    frequency_slope: float
+    sensitive: tuple[str, ...]
+    on_infeasible: str
+    seed: int
+    signals: bool
+    candidates: int
+    scan_limit: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class QuarterData:
+    """The tables one quarter's runs share (read once)."""
+
+    label: str
+    cases: pl.DataFrame
+    knowledge: pl.DataFrame
+    probabilities: pl.DataFrame
+    reports: pl.DataFrame | None
+    raw: CaseTables | None
+    latest: pl.DataFrame
+
+
+def load_quarter(label: str, ingested: Path, knowledge: pl.DataFrame, spec: RunSpec) -> QuarterData:
+    """Read the cases, P(s | c), the report records (if a report-unit model runs), the raw signal input."""
+    cases = pl.read_parquet(ingested / "cases.parquet")
+    needs_reports = any(model_unit(m) == "reports" for m in spec.models)
+    reports = pl.read_parquet(ingested / "reports.parquet", columns=["primaryid", "caseid", "is_latest"])
+    return QuarterData(
+        label=label,
+        cases=cases,
+        knowledge=knowledge,
+        probabilities=case_value_probabilities(cases, knowledge, sensitive=spec.sensitive),
+        reports=report_records(ingested) if needs_reports else None,
+        raw=read_case_tables(ingested) if spec.signals else None,
+        latest=reports.filter(pl.col("is_latest")).select("primaryid", "caseid"),
+    )
+
+
+def _tuples(frame: pl.DataFrame) -> pl.DataFrame:
+    """The frame with ``group_id`` replaced by the dense id of its released QID tuple."""
+    ids = (
+        frame.select(QID_COLUMNS)
+        .unique()
+        .sort(QID_COLUMNS, nulls_last=True)
+        .with_row_index("group_id")
+        .with_columns(pl.col("group_id").cast(pl.Int64))
+    )
+    return frame.drop("group_id").join(ids, on=QID_COLUMNS, how="left", nulls_equal=True)
+
+
+def measure(
+    frame: pl.DataFrame, raw_units: pl.DataFrame, data: QuarterData, thresholds: Thresholds
+) -> dict[str, Any]:
+    """NIL, DR and group figures of a release frame against one θ* (module docstring)."""
+    hierarchies = QidHierarchies.default()
+    losses = metrics.information_loss(unit_view(frame), raw_units, hierarchies=hierarchies)
+    grouped = _tuples(frame)
+    units = unit_view(grouped)
+    members = case_members(grouped)
+    dangerous = metrics.group_confidence(members, data.probabilities).join(
+        thresholds.frame.select("value", "theta"), on="value"
+    )
+    n_dangerous = dangerous.filter(pl.col("conf") > pl.col("theta") + CONF_TOLERANCE)["group_id"].n_unique()
+    sizes = units.group_by("group_id").len()["len"]
+    groups = int(sizes.len())
+    return {
+        "n_units": units.height,
+        "groups": groups,
+        "k_achieved": int(sizes.min()) if groups else 0,  # type: ignore[arg-type]
+        "nil": metrics.nil(losses, qids=hierarchies.count),
+        "dr": n_dangerous / groups if groups else 0.0,
+        "dangerous_groups": n_dangerous,
+        "raised_values": thresholds.count("raised"),
+    }
+
+
+def _release_tables(frame: pl.DataFrame, data: QuarterData) -> CaseTables:
+    """The release's signals input: the latest report of each case with its group's released QIDs."""
+    assert data.raw is not None
+    key = "primaryid" if "primaryid" in frame.columns else "caseid"
+    point = frame.select(
+        ((pl.col("age_min") == pl.col("age_max")) | pl.col("age_min").is_null()).all()
+        & ((pl.col("wt_min") == pl.col("wt_max")) | pl.col("wt_min").is_null()).all()
+    ).item()
+    cases = data.latest.join(frame.select(key, *QID_COLUMNS), on=key, how="inner")
+    if point:  # a point release (swapping, random anonymization): released values are exact
+        shown = cases.select(
+            "caseid",
+            pl.col("age_min").alias("age_years"),
+            pl.col("sex").replace("*", None),
+            pl.col("wt_min").alias("weight_kg"),
+        )
+    else:
+        shown = cases.select("caseid", "age_min", "age_max", "sex", "wt_min", "wt_max")
+    return CaseTables(cases=shown, drugs=data.raw.drugs, events=data.raw.events)
+
+
+def signal_figures(frame: pl.DataFrame, data: QuarterData) -> dict[str, Any]:
+    """Signal survival (Evans, overall and pooled strata) and the reference panel's mean |ΔPRR|.
+
+    The strata and the panel use the ``expected`` reading of released ranges (``exact`` for point
+    releases). ``panel_mean_abs_dprr`` averages |PRR_release / PRR_raw − 1| over the panel rules with
+    both PRRs finite; null when there is none.
+    """
+    if data.raw is None:
+        return {}
+    clock = time.perf_counter()
+    comparison = compare(data.raw, _release_tables(frame, data))
+    overview = comparison.as_dict()
+    reading = "expected" if "expected" in overview["strata"] else "exact"
+    strata = overview["strata"].get(reading, {}).get("evans", {})
+    panel = comparison.panel.filter(pl.col("reading") == reading)
+    change = panel.select(pl.col("prr_change").abs()).to_series().drop_nulls().drop_nans()
+    change = change.filter(change.is_finite())
+    return {
+        "signal_survival": overview["overall"]["evans"]["share_survived"],
+        "signal_survival_strata": strata.get("share_survived"),
+        "new_signals": overview["overall"]["evans"]["n_new"],
+        "panel_mean_abs_dprr": float(change.mean()) if change.len() else None,  # type: ignore[arg-type]
+        "panel_survived": int(panel.filter(pl.col("survived") == "yes").height),
+        "panel_raw_signals": int(panel.filter(pl.col("signal_raw")).height),
+        "signal_seconds": time.perf_counter() - clock,
+    }
+
+
+def _thresholds(data: QuarterData, spec: RunSpec, setting: str, theta: float, k: int) -> Thresholds:
+    return build_thresholds(
+        data.probabilities,
+        data.cases.height,
+        rule=setting,  # type: ignore[arg-type]
+        theta=theta,
+        theta_file=spec.theta_file if setting == "level" else None,
+        slope=spec.frequency_slope,
+        on_infeasible=spec.on_infeasible,  # type: ignore[arg-type]
+        k=k,
+    )
+
+
+def _scalars(privacy: Any) -> dict[str, Any]:
+    """A method's scalar privacy figures (numbers and booleans; nested ones are left out)."""
+    return {
+        str(k): (float(v) if isinstance(v, float) and math.isfinite(v) else v)
+        for k, v in dict(privacy).items()
+        if isinstance(v, bool | int | float) and not (isinstance(v, float) and not math.isfinite(v))
+    }
+
+
+Progress = Callable[[str], None]
+
+
+def quarter_rows(data: QuarterData, spec: RunSpec, progress: Progress) -> Iterator[dict[str, Any]]:
+    """Every row of one quarter: model/method × k × setting × θ (module docstring)."""
+    grid = [(s, t) for s in spec.settings for t in spec.thetas]
+    method_done: dict[tuple[str, int | None], tuple[pl.DataFrame, dict[str, Any], float, dict[str, Any]]] = {}
+    for k in spec.ks:
+        star = {(s, t): _thresholds(data, spec, s, t, k) for s, t in grid}
+        runs: dict[tuple[str, object], tuple[Any, float, dict[str, Any]]] = {}
+        for name in spec.models:
+            req = make_model(name, k=k, thetas={}).requirements()
+            depends = req.value_caps or req.risk != "none"
+            for setting, theta in grid:
+                if not depends:
+                    key: object = None
+                    thetas: dict[str, float] = {}
+                elif name in ONE_ALPHA:
+                    key = theta
+                    thetas = _thresholds(data, spec, "uniform", theta, k).thetas
+                else:
+                    key = (setting, theta)
+                    thetas = star[(setting, theta)].thetas
+                if (name, key) not in runs:
+                    clock = time.perf_counter()
+                    run = partition_model(
+                        data.cases,
+                        data.knowledge,
+                        model=make_model(name, k=k, thetas=thetas),
+                        hierarchies=QidHierarchies.default(),
+                        rng=np.random.default_rng(spec.seed),
+                        sensitive=spec.sensitive,
+                        reports=data.reports,
+                        probabilities=data.probabilities,
+                        candidates=spec.candidates,
+                        scan_limit=spec.scan_limit,
+                    )
+                    seconds = time.perf_counter() - clock
+                    runs[(name, key)] = (run, seconds, signal_figures(run.partition.frame, data))
+                    progress(f"  {data.label} {name} k={k} {'' if key is None else key}: {seconds:.1f} s")
+                run, seconds, sig = runs[(name, key)]
+                yield {
+                    "quarter": data.label,
+                    "kind": "model",
+                    "model": name,
+                    "unit": run.unit,
+                    "k": k,
+                    "theta_setting": setting,
+                    "theta": theta,
+                    **measure(run.partition.frame, run.units, data, star[(setting, theta)]),
+                    "forced": run.partition.forced,
+                    "invalid_groups": run.partition.invalid_groups,
+                    "seconds": seconds,
+                    **sig,
+                }
+        for name in spec.methods:
+            mk = k if name in METHOD_K else None
+            if (name, mk) not in method_done:
+                method = METHODS[name]
+                options = {"k": k} if mk is not None else {}
+                clock = time.perf_counter()
+                result = method(
+                    data.cases, config=method.config_type(**options), rng=np.random.default_rng(spec.seed)
+                )
+                seconds = time.perf_counter() - clock
+                sig = {} if name in ITEM_METHODS else signal_figures(result.release, data)
+                method_done[(name, mk)] = (result.release, _scalars(result.privacy), seconds, sig)
+                progress(f"  {data.label} {name}{'' if mk is None else f' k={mk}'}: {seconds:.1f} s")
+            elif mk is None and k != spec.ks[0]:
+                continue
+            release, privacy, seconds, sig = method_done[(name, mk)]
+            for setting, theta in grid:
+                yield {
+                    "quarter": data.label,
+                    "kind": "method",
+                    "model": name,
+                    "unit": "cases",
+                    "k": mk,
+                    "theta_setting": setting,
+                    "theta": theta,
+                    **measure(release, data.cases, data, star[(setting, theta)]),
+                    "seconds": seconds,
+                    **sig,
+                    **privacy,
+                }

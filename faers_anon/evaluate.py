@@ -1,0 +1,272 @@
+"""``faers-anon evaluate``: every model and method on every quarter and θ* setting (SPEC §7–§9).
+
+Reproduces the comparison of Lin, Yang & Wang 2016 ("Results and Discussions", Figures 3–4): NIL and
+DR of k-anonymity, (X,Y)-anonymity, multi-sensitive l-diversity, (α,k)-anonymity and MS(k, θ*)-bounding
+(and the other systems of SPEC §7: random anonymization, (k,l)-anonymity, swapping, disassociation) for
+k (or l) in a grid, θ (or α) in a grid, and the three θ* settings, plus signal survival.
+
+Sources: each SRC is one quarter, an FDA zip or folder (ingested once into ``OUT/work/<name>``,
+reused by later runs while that folder holds a complete ingest) or an already-ingested folder (has
+``cases.parquet``). E is mined from each quarter's INDI and DRUG unless ``knowledge`` is given.
+
+θ* settings (:mod:`faers_anon.thresholds`): ``uniform`` (θ_s = θ), ``level`` (a class file; default
+the bundled ``faers_anon/data/level_classes.csv``: stigmatizing conditions 0.2, product terms and
+common symptoms 1, every other value θ), ``frequency`` (θ_s = min(1, θ + slope · P(s))). Infeasible
+values (θ_s < P(s)) are raised to P(s) + 1/k by default (``on_infeasible``), as the paper could only
+observe the resulting high NIL; the ``raised_values`` column counts them.
+
+Outputs in ``OUT``: ``results.csv`` (tidy: one row per quarter × model × k × setting × θ; columns in
+:data:`CORE_COLUMNS`, then each method's scalar privacy figures), ``figures/*.png`` and
+``evaluation.html`` (:mod:`faers_anon._evaluate_report`). How each model is run and measured:
+:mod:`faers_anon._evaluate_runs`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from faers_anon._evaluate_report import draw_figures, render_page, summary_table
+from faers_anon._evaluate_runs import RunSpec, load_quarter, quarter_rows
+from faers_anon._paths import bundled
+from faers_anon.errors import ConfigError, InputError
+from faers_anon.io.ingest import demo_source, ingest_quarters
+from faers_anon.methods import METHODS
+from faers_anon.models import MODELS
+from faers_anon.thresholds import ON_INFEASIBLE, THETA_RULES
+from knowledge import E_SCHEMA, SENSITIVE_ATTRIBUTES, load_table, mine_from_indications
+
+__all__ = ["CORE_COLUMNS", "DEFAULT_LEVEL_FILE", "EvaluateConfig", "EvaluationResult", "evaluate_sources"]
+
+DEFAULT_LEVEL_FILE = bundled("level_classes.csv")
+CORE_COLUMNS = (
+    "quarter", "kind", "model", "unit", "k", "theta_setting", "theta", "nil", "dr", "groups",
+    "dangerous_groups", "k_achieved", "n_units", "raised_values", "forced", "invalid_groups", "seconds",
+    "signal_survival", "signal_survival_strata", "new_signals", "panel_mean_abs_dprr", "panel_survived",
+    "panel_raw_signals", "signal_seconds",
+)  # fmt: skip
+"""The columns every row has (signal columns are null with ``signals=False``; ``forced`` and
+``invalid_groups`` are null for methods; ``k`` is null for methods without a group size)."""
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EvaluateConfig:
+    """Options of ``faers-anon evaluate`` (validated).
+
+    Attributes:
+        models: keys of :data:`faers_anon.models.MODELS` (default all).
+        methods: keys of :data:`faers_anon.methods.METHODS` (default none).
+        ks: k (or l) values, each ≥ 2.
+        thetas: θ (or α) values in (0, 1].
+        settings: θ* settings among ``uniform``, ``level``, ``frequency``.
+        theta_file: the level-wise class file (default :data:`DEFAULT_LEVEL_FILE`).
+        frequency_slope: slope of the frequency rule (≥ 0).
+        sensitive: sensitive attributes (subset of indications, reactions, diseases).
+        knowledge: an E file for every quarter; None mines E from each quarter.
+        on_infeasible: ``raise-theta`` (default), ``suppress`` or ``error``.
+        seed: seed of every run's generator.
+        signals: compute signal survival for every partition.
+        demo: add the bundled demo quarter to the sources.
+        candidates, scan_limit: the greedy engine's search bounds.
+    """
+
+    models: tuple[str, ...] = tuple(MODELS)
+    methods: tuple[str, ...] = ()
+    ks: tuple[int, ...] = (5, 10, 15, 20)
+    thetas: tuple[float, ...] = (0.2, 0.4)
+    settings: tuple[str, ...] = THETA_RULES
+    theta_file: Path | None = None
+    frequency_slope: float = 1.0
+    sensitive: tuple[str, ...] = SENSITIVE_ATTRIBUTES
+    knowledge: Path | None = None
+    on_infeasible: str = "raise-theta"
+    seed: int = 0
+    signals: bool = True
+    demo: bool = False
+    candidates: int = 64
+    scan_limit: int = 4096
+
+    def __post_init__(self) -> None:
+        named = (
+            ("model", self.models, tuple(MODELS)),
+            ("method", self.methods, tuple(METHODS)),
+            ("theta setting", self.settings, THETA_RULES),
+            ("sensitive attribute", self.sensitive, SENSITIVE_ATTRIBUTES),
+        )
+        for what, given, known in named:
+            bad = [g for g in given if g not in known]
+            if bad:
+                raise ConfigError(f"{what}: unknown {bad[0]!r} (expected one of {', '.join(known)})")
+        if not self.models and not self.methods:
+            raise ConfigError("evaluate: no model and no method to run")
+        if not self.ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 2 for k in self.ks):
+            raise ConfigError(f"k must be integers >= 2; got {list(self.ks)!r}")
+        if not self.thetas or any(not 0.0 < t <= 1.0 for t in self.thetas):
+            raise ConfigError(f"theta must be numbers in (0, 1]; got {list(self.thetas)!r}")
+        if not self.settings or not self.sensitive:
+            raise ConfigError("evaluate: give at least one theta setting and one sensitive attribute")
+        if not self.frequency_slope >= 0.0:
+            raise ConfigError(f"frequency slope must be >= 0; got {self.frequency_slope!r}")
+        if self.on_infeasible not in ON_INFEASIBLE:
+            raise ConfigError(
+                f"on_infeasible: unknown {self.on_infeasible!r} (expected one of {', '.join(ON_INFEASIBLE)})"
+            )
+        if self.candidates < 1 or self.scan_limit < self.candidates:
+            got = f"{self.candidates}, {self.scan_limit}"
+            raise ConfigError(f"candidates must be >= 1 and scan_limit >= candidates; got {got}")
+
+    def spec(self) -> RunSpec:
+        """The per-quarter run options."""
+        return RunSpec(
+            models=self.models,
+            methods=self.methods,
+            ks=tuple(sorted(set(self.ks))),
+            thetas=tuple(sorted(set(self.thetas))),
+            settings=self.settings,
+            theta_file=self.theta_file or DEFAULT_LEVEL_FILE,
+            frequency_slope=self.frequency_slope,
+            sensitive=self.sensitive,
+            on_infeasible=self.on_infeasible,
+            seed=self.seed,
+            signals=self.signals,
+            candidates=self.candidates,
+            scan_limit=self.scan_limit,
+        )
+
+    def options(self) -> dict[str, Any]:
+        """JSON-ready options (paths as text, tuples as lists)."""
+        out = {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
+               for k, v in asdict(self).items()}  # fmt: skip
+        out["theta_file"] = str(self.theta_file or DEFAULT_LEVEL_FILE)
+        return out
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EvaluationResult:
+    """What an evaluation wrote and measured.
+
+    Attributes:
+        out: the output folder; rows: the tidy table (also ``results.csv``); figures: PNG file names.
+        quarters: (label, ingested folder) per source; seconds: wall time in total.
+    """
+
+    out: Path
+    rows: pl.DataFrame
+    figures: tuple[str, ...]
+    quarters: tuple[tuple[str, Path], ...]
+    seconds: float
+    summary_rows: pl.DataFrame = field(repr=False, default_factory=pl.DataFrame)
+
+    def summary(self) -> str:
+        """A few lines: quarters, rows, the best NIL among DR-0 models per setting, where things are."""
+        lines = [f"evaluated {len(self.quarters)} quarter(s) ({', '.join(q for q, _ in self.quarters)}): "
+                 f"{self.rows.height} rows in {self.seconds:.0f} s"]  # fmt: skip
+        safe = self.summary_rows.filter(pl.col("dr") == 0.0)
+        for (setting, theta), part in safe.group_by("theta_setting", "theta", maintain_order=True):
+            best = part.sort("nil").row(0, named=True)
+            lines.append(f"  {setting} θ={theta:g}: lowest NIL with DR 0: {best['model']} "
+                         f"(k={best['k']}) NIL {best['nil']:.4f}")  # fmt: skip
+        lines.append(f"results: {self.out / 'results.csv'}; page: {self.out / 'evaluation.html'}")
+        return "\n".join(lines)
+
+
+def _quarter_label(ingested: Path) -> str:
+    quarters = pl.read_parquet(ingested / "reports.parquet", columns=["quarter"])["quarter"].unique().sort()
+    return "+".join(str(q) for q in quarters.to_list()) or ingested.name
+
+
+def _prepare(sources: Sequence[Path], work: Path, demo: bool, progress: Progress) -> list[tuple[str, Path]]:
+    """One ingested folder per source (module docstring)."""
+    prepared: list[tuple[str, Path]] = []
+    for source in [*map(Path, sources), *([demo_source()] if demo else [])]:
+        if not source.exists():
+            raise InputError("no such file or folder", path=source)
+        if (source / "cases.parquet").is_file():
+            ingested = source
+        else:
+            ingested = work / source.name.removesuffix(".zip").lower()
+            if not ((ingested / "cases.parquet").is_file() and (ingested / "ingest_report.json").is_file()):
+                progress(f"ingesting {source} into {ingested}")
+                ingest_quarters([source], ingested)
+        prepared.append((_quarter_label(ingested), ingested))
+    if not prepared:
+        raise InputError(
+            "evaluate: no source given (pass FAERS zips, folders or ingested folders, or --demo)"
+        )
+    return prepared
+
+
+def _knowledge(ingested: Path, config: EvaluateConfig) -> pl.DataFrame:
+    if "diseases" not in config.sensitive:
+        return pl.DataFrame(schema=E_SCHEMA)
+    if config.knowledge is not None:
+        return load_table(config.knowledge).select(list(E_SCHEMA))
+    mined = mine_from_indications(
+        pl.scan_parquet(ingested / "drug.parquet"), pl.scan_parquet(ingested / "indi.parquet")
+    )
+    return mined.select(list(E_SCHEMA))
+
+
+_TEXT = ("quarter", "kind", "model", "unit", "theta_setting")
+_COUNTS = ("k", "groups", "dangerous_groups", "k_achieved", "n_units", "raised_values", "forced",
+           "invalid_groups", "new_signals", "panel_survived", "panel_raw_signals")  # fmt: skip
+
+
+def _tidy(records: list[dict[str, Any]]) -> pl.DataFrame:
+    """The rows as one frame: core columns first with fixed types (null where a row has no value)."""
+    frame = pl.from_dicts(records, infer_schema_length=None)
+    types = {c: pl.Utf8 if c in _TEXT else pl.Int64 if c in _COUNTS else pl.Float64 for c in CORE_COLUMNS}
+    frame = frame.with_columns(
+        (pl.col(c) if c in frame.columns else pl.lit(None)).cast(t).alias(c) for c, t in types.items()
+    )
+    extra = sorted(c for c in frame.columns if c not in CORE_COLUMNS)
+    return frame.select(*CORE_COLUMNS, *extra)
+
+
+def evaluate_sources(
+    sources: Sequence[Path], out: Path, /, *, config: EvaluateConfig, progress: Progress | None = None
+) -> EvaluationResult:
+    """Run the evaluation and write ``results.csv``, ``figures/`` and ``evaluation.html`` into ``out``.
+
+    Raises:
+        InputError: a missing or unreadable source, or an unwritable output folder.
+        ConfigError: invalid options.
+        InfeasibleThetaError: infeasible θ_s with ``on_infeasible = "error"``.
+    """
+    say = progress or (lambda _line: None)
+    clock = time.perf_counter()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the output folder ({exc.strerror})", path=out) from exc
+    quarters = _prepare(sources, out / "work", config.demo, say)
+    spec = config.spec()
+    records: list[dict[str, Any]] = []
+    for label, ingested in quarters:
+        say(f"quarter {label} ({ingested})")
+        data = load_quarter(label, ingested, _knowledge(ingested, config), spec)
+        records.extend(quarter_rows(data, spec, say))
+    rows = _tidy(records).sort(
+        "quarter", "theta_setting", "theta", "k", "model", nulls_last=True, maintain_order=True
+    )
+    rows.write_csv(out / "results.csv")
+    figures = draw_figures(rows, out / "figures")
+    options = config.options()
+    (out / "evaluation.html").write_text(render_page(rows, figures, options, "results.csv"), encoding="utf-8")
+    (out / "options.json").write_text(json.dumps(options, indent=2) + "\n", encoding="utf-8")
+    return EvaluationResult(
+        out=out,
+        rows=rows,
+        figures=tuple(figures),
+        quarters=tuple(quarters),
+        seconds=time.perf_counter() - clock,
+        summary_rows=summary_table(rows),
+    )

@@ -1,0 +1,159 @@
+"""faers-anon evaluate end to end on a small synthetic quarter: CSV, figures, page, consistency, CLI."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from faers_anon import api
+from faers_anon.anonymize import AnonymizeConfig, anonymize_folder
+from faers_anon.cli import cli
+from faers_anon.errors import ConfigError
+from faers_anon.evaluate import CORE_COLUMNS, EvaluateConfig, EvaluationResult
+from faers_anon.models import MODELS
+from faers_anon.synthetic import make_quarter, write_quarter
+from faers_anon.verify import verify_release
+
+CONFIG = EvaluateConfig(ks=(3,), thetas=(0.4,), methods=("ra",), seed=2)
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory: pytest.TempPathFactory) -> tuple[EvaluationResult, list[str]]:
+    root = tmp_path_factory.mktemp("evaluate")
+    source = write_quarter(make_quarter(220, seed=5), root / "raw", zip=True)
+    lines: list[str] = []
+    result = api.evaluate([source], root / "out", config=CONFIG, progress=lines.append)
+    return result, lines
+
+
+def test_one_row_per_quarter_model_k_setting_theta(evaluated: tuple[EvaluationResult, list[str]]) -> None:
+    result, lines = evaluated
+    rows = pl.read_csv(result.out / "results.csv")
+    assert rows.columns[: len(CORE_COLUMNS)] == list(CORE_COLUMNS)
+    assert "probabilistic_anonymity" in rows.columns  # RA's own privacy figure
+    keys = ["quarter", "model", "k", "theta_setting", "theta"]
+    assert rows.select(keys).is_duplicated().sum() == 0
+    models = rows.filter(pl.col("kind") == "model")
+    assert models.height == len(MODELS) * 3 and set(models["model"]) == set(MODELS)
+    assert set(models["theta_setting"]) == {"uniform", "level", "frequency"}
+    assert (
+        rows.filter(pl.col("model") == "ra").height == 3
+        and rows.filter(pl.col("model") == "ra")["k"].is_null().all()
+    )
+    assert rows["quarter"].unique().to_list() == ["2025Q1"]
+    assert sum("ingesting" in line for line in lines) == 1
+
+
+def test_ms_k_theta_is_never_dangerous_and_the_others_are_measured(
+    evaluated: tuple[EvaluationResult, list[str]],
+) -> None:
+    rows = evaluated[0].rows
+    ms = rows.filter(pl.col("model") == "ms-k-theta")
+    assert (ms["dr"] == 0.0).all() and (ms["dangerous_groups"] == 0).all()
+    assert rows["nil"].is_between(0.0, 1.0).all() and rows["dr"].is_between(0.0, 1.0).all()
+    assert (rows.filter(pl.col("kind") == "model")["k_achieved"] >= 3).all()
+    units = dict(zip(rows["model"], rows["unit"], strict=False))
+    assert units["k-anonymity"] == units["alpha-k-anonymity"] == "reports" and units["ms-k-theta"] == "cases"
+    assert (rows["signal_survival"] == 1.0).all()  # the stratum "all" ignores the QIDs
+    assert rows["signal_survival_strata"].drop_nulls().is_between(0.0, 1.0).all()
+    assert (rows["panel_mean_abs_dprr"] >= 0.0).all() and (rows["panel_raw_signals"] >= 1).all()
+    # θ-independent models are run once per k and measured against each setting's θ*.
+    k_anon = rows.filter(pl.col("model") == "k-anonymity")
+    assert k_anon["nil"].n_unique() == 1 and k_anon["groups"].n_unique() == 1
+
+
+def test_figures_and_a_self_contained_page(evaluated: tuple[EvaluationResult, list[str]]) -> None:
+    out = evaluated[0].out
+    names = sorted(p.name for p in (out / "figures").glob("*.png"))
+    assert names == sorted(
+        [f"nil_{s}_theta0.4.png" for s in ("uniform", "level", "frequency")]
+        + [f"dr_{s}.png" for s in ("uniform", "level", "frequency")]
+    )
+    assert all((out / "figures" / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in names)
+    page = (out / "evaluation.html").read_text(encoding="utf-8")
+    assert page.count("src='data:image/png;base64,") == len(names)
+    assert not re.search(r"src=['\"](?!data:)", page) and "ms-k-theta" in page
+
+
+def test_rows_agree_with_anonymize_and_the_verifier(
+    evaluated: tuple[EvaluationResult, list[str]], tmp_path: Path
+) -> None:
+    result = evaluated[0]
+    ingested = result.quarters[0][1]
+    rows = result.rows.filter(pl.col("theta_setting") == "uniform")
+    for model in ("ms-k-theta", "k-anonymity"):
+        config = AnonymizeConfig(model=model, k=3, theta=0.4, on_infeasible="raise-theta", seed=2)
+        done = anonymize_folder(ingested, tmp_path / model, config=config)
+        row = rows.filter(pl.col("model") == model).row(0, named=True)
+        assert row["nil"] == pytest.approx(done.nil, abs=1e-12)
+        verdict = verify_release(tmp_path / model)
+        assert verdict.ok and row["dr"] == pytest.approx(verdict.dr, abs=1e-12)
+        assert row["groups"] == verdict.n_groups
+
+
+def test_ingested_folders_are_used_as_they_are(
+    evaluated: tuple[EvaluationResult, list[str]], tmp_path: Path
+) -> None:
+    ingested = evaluated[0].quarters[0][1]
+    lines: list[str] = []
+    config = EvaluateConfig(
+        models=("xy-anonymity",), ks=(4,), thetas=(0.5,), settings=("uniform",), signals=False
+    )
+    again = api.evaluate([ingested], tmp_path / "again", config=config, progress=lines.append)
+    assert again.rows.height == 1 and not any("ingesting" in line for line in lines)
+    assert again.rows["signal_survival"].is_null().all()
+    assert again.rows["model"].to_list() == ["xy-anonymity"] and again.quarters[0][1] == ingested
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"models": ("nope",)}, "model: unknown 'nope'"),
+        ({"methods": ("nope",)}, "method: unknown 'nope'"),
+        ({"ks": (1,)}, "k must be integers >= 2"),
+        ({"thetas": (0.0,)}, r"theta must be numbers in \(0, 1\]"),
+        ({"settings": ("weekly",)}, "theta setting: unknown 'weekly'"),
+        ({"models": (), "methods": ()}, "no model and no method"),
+        ({"on_infeasible": "ignore"}, "on_infeasible: unknown 'ignore'"),
+    ],
+)
+def test_invalid_options_are_config_errors(options: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        EvaluateConfig(**options)  # type: ignore[arg-type]
+
+
+def test_cli_happy_path_mistakes_and_help(
+    evaluated: tuple[EvaluationResult, list[str]], tmp_path: Path
+) -> None:
+    ingested = str(evaluated[0].quarters[0][1])
+    runner = CliRunner()
+    args = [
+        "--models",
+        "k-anonymity",
+        "--k",
+        "3",
+        "--theta",
+        "0.4",
+        "--theta-setting",
+        "uniform",
+        "--no-signals",
+    ]
+    done = runner.invoke(cli, ["evaluate", ingested, "-o", str(tmp_path / "e"), *args])
+    assert done.exit_code == 0, done.output
+    assert (
+        "evaluated 1 quarter(s) (2025Q1): 1 rows" in done.output
+        and (tmp_path / "e" / "results.csv").is_file()
+    )
+    bad = runner.invoke(cli, ["evaluate", ingested, "-o", str(tmp_path / "f"), "--models", "nope"])
+    assert bad.exit_code == 1 and bad.output.strip().splitlines()[-1].startswith(
+        "Error: model: unknown 'nope'"
+    )
+    assert "Traceback" not in bad.output
+    numbers = runner.invoke(cli, ["evaluate", ingested, "-o", str(tmp_path / "g"), "--k", "five"])
+    assert numbers.exit_code == 2 and "expected comma-separated integers" in numbers.output
+    helped = runner.invoke(cli, ["evaluate", "--help"])
+    assert helped.exit_code == 0 and "--theta-setting" in helped.output and "Example:" in helped.output
