@@ -55,12 +55,17 @@ def child_rules(table: str) -> rules.RuleSet:
 
 
 def _typed(frame: pl.LazyFrame, table: str) -> pl.LazyFrame:
-    """Type every column; keep the verbatim text of typed columns as ``_raw_<name>``."""
+    """Type the typed columns, keeping their verbatim text as ``_raw_<name>``.
+
+    Text columns are left as read (an empty field is ``""``): turning ``""`` into null is done
+    where rows are written (:func:`faers_anon.io.outputs.write_split`), batch by batch, instead of
+    copying every text column of the whole table here.
+    """
     exprs: list[pl.Expr] = []
     for column, kind in COLUMNS[table].items():
         if kind is not Kind.TEXT:
-            exprs.append(empty_to_null(pl.col(column)).alias(rules.raw_name(column)))
-        exprs.append(parse(pl.col(column), kind).alias(column))
+            exprs.append(pl.col(column).alias(rules.raw_name(column)))
+            exprs.append(parse(pl.col(column), kind).alias(column))
     return frame.with_columns(exprs)
 
 
@@ -100,7 +105,7 @@ def _raw_frame(scans: list[Scan]) -> pl.LazyFrame:
 
 def annotated_reports(scans: list[Scan], deleted_ids: pl.Series) -> pl.LazyFrame:
     typed = _typed(_raw_frame(scans), "demo").with_columns(
-        pl.col("sex").alias(rules.raw_name("sex")),
+        empty_to_null(pl.col("sex")).alias(rules.raw_name("sex")),
         normalize.sex(pl.col("sex")).alias("sex"),
         normalize.age_years(pl.col("age"), pl.col("age_cod")).alias("age_years"),
         normalize.weight_kg(pl.col("wt"), pl.col("wt_cod")).alias("weight_kg"),

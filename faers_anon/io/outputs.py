@@ -24,6 +24,7 @@ from faers_anon.io.ingest_report import (
     reason_counts,
     rule_failures,
 )
+from faers_anon.io.parse import empty_to_null
 from faers_anon.io.schema import COLUMNS, OUTPUT_NAMES, Kind
 from faers_anon.io.sources import LocalFile
 
@@ -54,21 +55,22 @@ def write_split(
 ) -> tuple[int, pl.DataFrame]:
     """Write the kept rows and the rejects (with their reason) of one annotated table.
 
-    The kept rows are streamed into Parquet (filter and projection per batch), so the annotated frame
-    is never copied whole; the reject file is small and built eagerly.
+    The kept rows are streamed into Parquet (filter, projection and ``""`` → null of text columns per
+    batch), so the annotated frame is never copied whole; the reject file is small and built eagerly.
 
     Returns:
         (kept rows in the written file, read back from its metadata; the rejects as written).
     """
     name = OUTPUT_NAMES.get(table, table)
     path = out / f"{name}.parquet"
-    frame.lazy().filter(pl.col(STATUS) == KEPT).select(*columns, *META).sink_parquet(
-        path, compression=COMPRESSION
-    )
+    text = {c for c, kind in COLUMNS.get(table, {}).items() if kind is Kind.TEXT}
+    output = [empty_to_null(pl.col(c)).alias(c) if c in text else pl.col(c) for c in columns]
+    kept = frame.lazy().filter(pl.col(STATUS) == KEPT).select(*output, *META)
+    kept.sink_parquet(path, compression=COMPRESSION)
     raw = [
-        (pl.col(rules.raw_name(c)) if rules.raw_name(c) in frame.columns else pl.col(c))
-        .cast(pl.Utf8)
-        .alias(c)
+        empty_to_null(
+            (pl.col(rules.raw_name(c)) if rules.raw_name(c) in frame.columns else pl.col(c)).cast(pl.Utf8)
+        ).alias(c)
         for c in COLUMNS.get(table, {"caseid": Kind.ID})
     ]
     extra = [pl.col(EXTRA_FIELDS)] if EXTRA_FIELDS in frame.columns else []

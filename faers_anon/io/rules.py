@@ -88,7 +88,8 @@ def row_rules(table: str) -> dict[str, pl.Expr]:
     if table == "demo":
         rules["caseid_present"] = _positive_id("caseid")
     else:
-        rules["caseid_readable"] = pl.col(raw_name("caseid")).is_null() | _positive_id("caseid")
+        given = pl.col(raw_name("caseid")).str.strip_chars().str.len_bytes().fill_null(0) > 0
+        rules["caseid_readable"] = ~given | _positive_id("caseid")
     return rules
 
 

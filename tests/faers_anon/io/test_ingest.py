@@ -95,6 +95,7 @@ def test_quarantine_and_deletion_accounting(bad_quarter: Path, tmp_path: Path) -
     ]  # fmt: skip
     assert rejects.filter(pl.col("line") == 8).get_column("extra_fields").item() == "extra"
     assert rejects.filter(pl.col("line") == 5).get_column("primaryid").item() == "X3001"
+    assert rejects.filter(pl.col("line") == 5).get_column("age").item() is None  # empty raw text is null
 
     kept = pl.read_parquet(out / "reports.parquet").sort("line")
     assert kept.get_column("primaryid").to_list() == [1001, 1002, 2001, 7001, 8001]
@@ -106,6 +107,8 @@ def test_quarantine_and_deletion_accounting(bad_quarter: Path, tmp_path: Path) -
 
     drug_rows = pl.read_parquet(out / "drug.parquet").sort("line")
     assert drug_rows.select("primaryid", "drug_key").rows() == [(1001, "ASPIRIN"), (1002, "ACETAMINOPHEN")]
+    assert drug_rows.get_column("prod_ai").to_list() == [None, "ACETAMINOPHEN"]  # an empty field is missing
+    assert kept.get_column("wt_cod").to_list() == ["KG", None, None, "KG", None]
     deleted = pl.read_parquet(out / "deleted.parquet")
     assert deleted.select("caseid", "quarter", "line").rows() == [(600, "2023Q1", 2)]
 
