@@ -23,6 +23,7 @@ Outputs in ``OUT``: ``results.csv`` (tidy: one row per quarter × model × k × 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -184,7 +185,12 @@ def _quarter_label(ingested: Path) -> str:
 
 
 def _prepare(sources: Sequence[Path], work: Path, demo: bool, progress: Progress) -> list[tuple[str, Path]]:
-    """One ingested folder per source (module docstring)."""
+    """One ingested folder per source (module docstring), labelled by its quarter(s).
+
+    The work folder of a source is named after the file and a hash of its absolute path, so two zips of
+    the same name (a synthetic ``faers_ascii_2025q1.zip`` and the demo's) never share one. Two sources
+    of the same quarter are told apart in the labels as ``2025Q1``, ``2025Q1#2``, …
+    """
     prepared: list[tuple[str, Path]] = []
     for source in [*map(Path, sources), *([demo_source()] if demo else [])]:
         if not source.exists():
@@ -192,11 +198,14 @@ def _prepare(sources: Sequence[Path], work: Path, demo: bool, progress: Progress
         if (source / "cases.parquet").is_file():
             ingested = source
         else:
-            ingested = work / source.name.removesuffix(".zip").lower()
+            tag = hashlib.sha256(str(source.resolve()).encode()).hexdigest()[:8]
+            ingested = work / f"{source.name.removesuffix('.zip').lower()}-{tag}"
             if not ((ingested / "cases.parquet").is_file() and (ingested / "ingest_report.json").is_file()):
                 progress(f"ingesting {source} into {ingested}")
                 ingest_quarters([source], ingested)
-        prepared.append((_quarter_label(ingested), ingested))
+        label = _quarter_label(ingested)
+        seen = sum(1 for other, _ in prepared if other == label or other.startswith(f"{label}#"))
+        prepared.append((f"{label}#{seen + 1}" if seen else label, ingested))
     if not prepared:
         raise InputError(
             "evaluate: no source given (pass FAERS zips, folders or ingested folders, or --demo)"

@@ -103,10 +103,11 @@ def test_ingested_folders_are_used_as_they_are(
     config = EvaluateConfig(
         models=("xy-anonymity",), ks=(4,), thetas=(0.5,), settings=("uniform",), signals=False
     )
-    again = api.evaluate([ingested], tmp_path / "again", config=config, progress=lines.append)
-    assert again.rows.height == 1 and not any("ingesting" in line for line in lines)
+    again = api.evaluate([ingested, ingested], tmp_path / "again", config=config, progress=lines.append)
+    assert again.rows.height == 2 and not any("ingesting" in line for line in lines)
     assert again.rows["signal_survival"].is_null().all()
-    assert again.rows["model"].to_list() == ["xy-anonymity"] and again.quarters[0][1] == ingested
+    assert again.quarters == (("2025Q1", ingested), ("2025Q1#2", ingested))  # same quarter twice: told apart
+    assert again.rows["nil"].n_unique() == 1  # same data, same seed, same partition
 
 
 @pytest.mark.parametrize(
