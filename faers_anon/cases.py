@@ -26,11 +26,22 @@ version is missing there.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import polars as pl
 
 from knowledge.values import value_key_expr
 
-__all__ = ["VERSION_ORDER", "latest_primaryid", "latest_versions", "merge_versions"]
+__all__ = [
+    "VERSION_ORDER",
+    "TERM_LISTS",
+    "latest_primaryid",
+    "latest_versions",
+    "term_lists",
+    "version_summary",
+    "combine",
+    "merge_versions",
+]
 
 #: Version order within a case, ascending: the last one is the latest (FORMAT.md §6).
 VERSION_ORDER: tuple[str, ...] = ("caseversion", "fda_dt", "quarter", "primaryid")
@@ -64,34 +75,95 @@ def _sex_cover(sex: pl.Expr) -> pl.Expr:
     return pl.when(known.n_unique() == 1).then(known.first()).when(known.n_unique() > 1).then(pl.lit("*"))
 
 
-def _term_lists(
-    rows: pl.LazyFrame | pl.DataFrame, column: str, alias: str, *, canonical: bool
-) -> pl.LazyFrame:
-    """Per caseid, the unique sorted values of ``column`` (canonical keys when ``canonical``).
+#: The set-valued attributes of a super-record: name → (source column, canonical value keys?).
+TERM_LISTS: dict[str, tuple[str, bool]] = {
+    "indications": ("indi_pt", True),
+    "reactions": ("pt", True),
+    "drug_keys": ("drug_key", False),
+}
+
+
+def term_lists(rows: pl.LazyFrame | pl.DataFrame, name: str, /) -> pl.DataFrame:
+    """Per caseid, the unique sorted values of one set-valued attribute (see :data:`TERM_LISTS`).
 
     The values are mapped once per distinct term onto an ``Enum`` whose categories are the sorted
     vocabulary, so de-duplication and sorting work on integer codes, not strings.
+
+    Args:
+        rows: ``caseid`` and the attribute's source column (e.g. REAC's ``caseid``, ``pt``).
+        name: ``"indications"``, ``"reactions"`` or ``"drug_keys"``.
+
+    Returns:
+        ``caseid`` Int64 and ``name`` List(Utf8), one row per caseid that has a value, by caseid.
     """
+    column, canonical = TERM_LISTS[name]
     terms = rows.lazy().select(pl.col(column).unique()).drop_nulls()
-    if canonical:
-        terms = terms.with_columns(value_key_expr(pl.col(column)).alias(alias))
-    else:
-        terms = terms.with_columns(pl.col(column).alias(alias))
-    vocabulary = terms.collect()
-    codes = pl.Enum(vocabulary.get_column(alias).drop_nulls().unique().sort())
+    key = value_key_expr(pl.col(column)) if canonical else pl.col(column)
+    vocabulary = terms.with_columns(key.alias(name)).collect()
+    codes = pl.Enum(vocabulary.get_column(name).drop_nulls().unique().sort())
     value = pl.col(column).replace_strict(
-        vocabulary.get_column(column), vocabulary.get_column(alias).cast(codes), default=None
+        vocabulary.get_column(column), vocabulary.get_column(name).cast(codes), default=None
     )
     return (
         rows.lazy()
-        .select(pl.col("caseid"), value.alias(alias))
+        .select(pl.col("caseid"), value.alias(name))
         .drop_nulls()
-        .sort("caseid", alias)
+        .sort("caseid", name)
         .unique(maintain_order=True)
         .group_by("caseid", maintain_order=True)
-        .agg(pl.col(alias))
-        .with_columns(pl.col(alias).cast(_TERMS))
+        .agg(pl.col(name))
+        .with_columns(pl.col(name).cast(_TERMS))
+        .collect()
     )
+
+
+def version_summary(reports: pl.LazyFrame | pl.DataFrame, /) -> pl.DataFrame:
+    """The QID part of the super-records: versions, latest report, QID ranges and sex cover.
+
+    Returns:
+        ``caseid`` … ``wt_max`` of :func:`merge_versions`, sorted by caseid.
+    """
+    return (
+        reports.lazy()
+        .sort(["caseid", *VERSION_ORDER], nulls_last=False)
+        .group_by("caseid", maintain_order=True)
+        .agg(
+            pl.col("primaryid").alias("primaryids"),
+            pl.col("caseversion").alias("caseversions"),
+            pl.len().cast(pl.UInt32).alias("n_reports"),
+            pl.col("primaryid").last().alias("latest_primaryid"),
+            pl.col("age_years").min().alias("age_min"),
+            pl.col("age_years").max().alias("age_max"),
+            _sex_cover(pl.col("sex")).alias("sex"),
+            pl.col("weight_kg").min().alias("wt_min"),
+            pl.col("weight_kg").max().alias("wt_max"),
+        )
+        .collect()
+    )
+
+
+def _by_caseid(frame: pl.DataFrame) -> pl.LazyFrame:
+    """``frame`` sorted by caseid and flagged so, which lets joins on caseid merge instead of hash."""
+    ordered = frame if frame.get_column("caseid").is_sorted() else frame.sort("caseid")
+    return ordered.lazy().set_sorted("caseid")
+
+
+def combine(versions: pl.DataFrame, lists: Mapping[str, pl.DataFrame], /) -> pl.DataFrame:
+    """Super-records from :func:`version_summary` and the :func:`term_lists` of each attribute.
+
+    A case without values (or an attribute without a frame in ``lists``) gets an empty list.
+
+    Returns:
+        The super-records, sorted by caseid.
+    """
+    merged = _by_caseid(versions)
+    for name in TERM_LISTS:
+        if name in lists:
+            merged = merged.join(_by_caseid(lists[name]), on="caseid", how="left", maintain_order="left")
+            merged = merged.with_columns(pl.col(name).fill_null(pl.lit([], dtype=_TERMS)))
+        else:
+            merged = merged.with_columns(pl.lit([], dtype=_TERMS).alias(name))
+    return merged.collect()
 
 
 def merge_versions(
@@ -115,30 +187,5 @@ def merge_versions(
         ``age_min``, ``age_max``, ``sex``, ``wt_min``, ``wt_max``, ``indications``, ``reactions``,
         ``drug_keys``; sorted by caseid. Child rows of caseids without a report are ignored.
     """
-    versions = (
-        reports.lazy()
-        .sort(["caseid", *VERSION_ORDER], nulls_last=False)
-        .group_by("caseid", maintain_order=True)
-        .agg(
-            pl.col("primaryid").alias("primaryids"),
-            pl.col("caseversion").alias("caseversions"),
-            pl.len().cast(pl.UInt32).alias("n_reports"),
-            pl.col("primaryid").last().alias("latest_primaryid"),
-            pl.col("age_years").min().alias("age_min"),
-            pl.col("age_years").max().alias("age_max"),
-            _sex_cover(pl.col("sex")).alias("sex"),
-            pl.col("weight_kg").min().alias("wt_min"),
-            pl.col("weight_kg").max().alias("wt_max"),
-        )
-    )
-    lists = {
-        "indications": _term_lists(indi, "indi_pt", "indications", canonical=True),
-        "reactions": _term_lists(reac, "pt", "reactions", canonical=True),
-        "drug_keys": _term_lists(drug, "drug_key", "drug_keys", canonical=False),
-    }
-    merged = versions
-    for name, frame in lists.items():
-        merged = merged.join(frame, on="caseid", how="left").with_columns(
-            pl.col(name).fill_null(pl.lit([], dtype=_TERMS))
-        )
-    return merged.sort("caseid").collect()
+    sources = {"indications": indi, "reactions": reac, "drug_keys": drug}
+    return combine(version_summary(reports), {name: term_lists(rows, name) for name, rows in sources.items()})

@@ -6,7 +6,7 @@ import datetime as dt
 
 import polars as pl
 
-from faers_anon.cases import latest_versions, merge_versions
+from faers_anon.cases import combine, latest_versions, merge_versions, term_lists, version_summary
 
 D = dt.date
 
@@ -93,3 +93,12 @@ def test_no_children_gives_empty_lists() -> None:
     cases = merge_versions(REPORTS.head(1), empty["drug_key"], empty["pt"], empty["indi_pt"])
     row = cases.row(0, named=True)
     assert (row["indications"], row["reactions"], row["drug_keys"]) == ([], [], [])
+
+
+def test_combine_accepts_frames_in_any_order() -> None:
+    versions = version_summary(REPORTS).reverse()
+    reactions = term_lists(_children("pt", [(4, "Cough"), (1, "Rash"), (4, "Asthma")]), "reactions").reverse()
+    cases = combine(versions, {"reactions": reactions})
+    assert cases.get_column("caseid").to_list() == [1, 2, 3, 4, 5]
+    assert cases.get_column("reactions").to_list() == [["RASH"], [], [], ["ASTHMA", "COUGH"], []]
+    assert cases.get_column("drug_keys").to_list() == [[]] * 5  # no frame given: empty lists
