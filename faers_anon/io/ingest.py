@@ -32,7 +32,7 @@ import polars as pl
 
 from faers_anon import __version__
 from faers_anon._paths import bundled
-from faers_anon.cases import merge_versions
+from faers_anon.cases import TERM_LISTS, combine, term_lists, version_summary
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.io import rules
 from faers_anon.io.annotate import (
@@ -68,12 +68,18 @@ _REPORT_ORDER = (
     "occr_country", "reporter_country", "rept_cod", "occp_cod", "mfr_num", "mfr_sndr", "auth_num",
     "lit_ref", "e_sub", "to_mfr", "is_latest",
 )  # fmt: skip
-_CASE_COLUMNS = {
-    "demo": ("caseid", "primaryid", "caseversion", "fda_dt", "quarter", "age_years", "sex", "weight_kg"),
-    "drug": ("caseid", "drug_key"),
-    "reac": ("caseid", "pt"),
-    "indi": ("caseid", "indi_pt"),
-}
+_VERSION_COLUMNS = (
+    "caseid",
+    "primaryid",
+    "caseversion",
+    "fda_dt",
+    "quarter",
+    "age_years",
+    "sex",
+    "weight_kg",
+)
+#: Child table → the super-record attribute it feeds (faers_anon.cases.TERM_LISTS).
+_LISTS = {"indi": "indications", "reac": "reactions", "drug": "drug_keys"}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -161,7 +167,7 @@ def _meta(scans: list[Scan]) -> list[dict[str, Any]]:
 def _run(
     files: list[LocalFile], out: Path, lookup: pl.DataFrame | None, quarters: list[str]
 ) -> dict[str, Any]:
-    case_inputs: dict[str, pl.DataFrame] = {}
+    reports_kept: pl.DataFrame | None = None
     deleted_ids, deleted_report = _ingest_deleted([f for f in files if f.source.table == "deleted"], out)
     tables: dict[str, Any] = {}
     normalization: dict[str, Any] = {}
@@ -175,7 +181,7 @@ def _run(
         written = write_split(frame, "demo", out, checks, columns=_REPORT_ORDER)
         tables["reports"] = table_report(frame, "demo", written, _meta(demo_scans))
         normalization = normalization_counts(frame)
-        case_inputs["demo"] = kept_columns(frame, _CASE_COLUMNS["demo"])
+        reports_kept = kept_columns(frame, _VERSION_COLUMNS)
         report_status = (
             frame.lazy()
             .filter(pl.col(STATUS) != QUARANTINED)
@@ -206,39 +212,32 @@ def _run(
         columns = [*COLUMNS[table], *_OUTPUT_EXTRA.get(table, ())]
         written = write_split(frame, table, out, child_rules(table), columns=columns)
         report = table_report(frame, table, written, _meta(children[table]))
-        return report, (kept_columns(frame, _CASE_COLUMNS[table]) if table in _CASE_COLUMNS else None)
+        if table not in _LISTS:
+            return report, None
+        name = _LISTS[table]
+        return report, term_lists(kept_columns(frame, ["caseid", TERM_LISTS[name][0]]), name)
 
-    # Two tables at a time (much of a table's work, such as Parquet encoding, runs on one core); the
-    # case merge starts as soon as DRUG, REAC and INDI are done, beside OUTC, THER and RPSR.
-    with ThreadPoolExecutor(max_workers=2) as pool, ThreadPoolExecutor(max_workers=1) as merger:
+    # Two tables at a time (much of a table's work, such as Parquet encoding, runs on one core); each
+    # table feeding the super-records computes its value lists in its own task, and the version
+    # summary of the reports is computed beside them, so only the final join waits for all.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        versions = pool.submit(version_summary, reports_kept) if reports_kept is not None else None
         done = {t: pool.submit(child, t) for t in CHILD_TABLES if children[t]}
-
-        def merge() -> dict[str, int]:
-            inputs = dict(case_inputs)
-            for table in ("drug", "reac", "indi"):
-                kept = done[table].result()[1] if table in done else None
-                if kept is not None:
-                    inputs[table] = kept
-            return _cases(out, inputs)
-
-        cases = merger.submit(merge)
         for table, future in done.items():
             tables[table] = future.result()[0]
-        tables["deleted"] = deleted_report
-        result = {"tables": tables, "missing_tables": missing, "deleted_caseids": deleted_ids.len(),
-                  "normalization": normalization}  # fmt: skip
-        return {**result, "cases": cases.result()}
+        lists = {_LISTS[t]: kept for t, f in done.items() if (kept := f.result()[1]) is not None}
+        cases = _cases(out, versions.result(), lists) if versions is not None else _NO_CASES
+    tables["deleted"] = deleted_report
+    return {"tables": tables, "missing_tables": missing, "deleted_caseids": deleted_ids.len(),
+            "normalization": normalization, "cases": cases}  # fmt: skip
 
 
-def _cases(out: Path, inputs: dict[str, pl.DataFrame]) -> dict[str, int]:
-    """Write ``cases.parquet`` from the kept rows; a missing child table contributes empty lists."""
-    if "demo" not in inputs:
-        return {"cases": 0, "with_several_versions": 0}
-    empty = {
-        t: pl.DataFrame(schema={c: pl.Int64 if c == "caseid" else pl.Utf8 for c in _CASE_COLUMNS[t]})
-        for t in ("drug", "reac", "indi")
-    }
-    cases = merge_versions(inputs["demo"], *(inputs.get(t, empty[t]) for t in ("drug", "reac", "indi")))
+_NO_CASES = {"cases": 0, "with_several_versions": 0}
+
+
+def _cases(out: Path, versions: pl.DataFrame, lists: dict[str, pl.DataFrame]) -> dict[str, int]:
+    """Write ``cases.parquet``; a missing child table contributes empty lists."""
+    cases = combine(versions, lists)
     cases.write_parquet(out / "cases.parquet", compression=COMPRESSION)
     return {"cases": cases.height, "with_several_versions": int((cases.get_column("n_reports") > 1).sum())}
 
