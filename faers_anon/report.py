@@ -8,7 +8,8 @@ the same figures as the JSON, with the plots inlined as base64 PNG so the page n
 
 Plots are drawn with matplotlib's non-interactive Agg backend. Released ages are ranges: the
 "released" distribution spreads each case uniformly over its range (the *expected* reading of
-SPEC §9), open top bands (80+) over [lo, lo + 20), so the two curves are comparable.
+SPEC §9), open top bands (80+) over [lo, lo + 20), so the two curves are comparable; a value released
+at the root ([0, ∞), "any age") counts with the missing ones.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ class ReportInputs:
         group_sizes: ``size`` (distinct cases in a group), ``groups`` (how many groups have it).
         panel: reference-panel rows with ``label`` and, per measure m in (prr, ror) and side s in
             (raw, release): ``m_s``, ``m_s_lo``, ``m_s_hi``; null where a side has no estimate.
-        survival: per stratum: ``stratum``, ``raw_signals``, ``survived``.
+        survival: per stratum: ``stratum``, ``raw_signals``, ``survived`` (strata with no raw signal
+            are left out of the plot).
     """
 
     raw_ages: pl.Series
@@ -82,11 +84,22 @@ def _spread(lo: np.ndarray, hi: np.ndarray, bins: np.ndarray) -> np.ndarray:
     return np.asarray((share + points).sum(axis=0))
 
 
+def _known_ranges(lo: pl.Series, hi: pl.Series) -> np.ndarray:
+    """Which released ranges say something about the value.
+
+    Missing (null lo) does not; neither does the root of a numeric tree, [0, ∞) (age released as
+    "any": a group mixing missing and known ages), which counts with the missing ones instead of
+    being spread over [0, 20) like an open top band.
+    """
+    root = ((lo == 0.0) & hi.is_null()).fill_null(False)
+    return np.asarray((lo.is_not_null() & ~root).to_numpy(), dtype=bool)
+
+
 def _distribution_plot(
     raw: pl.Series, lo: pl.Series, hi: pl.Series, *, bins: np.ndarray, unit: str, title: str
 ) -> str:
     raw_values = raw.drop_nulls().cast(pl.Float64).to_numpy()
-    known = lo.is_not_null().to_numpy()
+    known = _known_ranges(lo, hi)
     lo_values = lo.cast(pl.Float64).to_numpy()[known]
     hi_values = hi.cast(pl.Float64).fill_null(float("nan")).to_numpy()[known]
     raw_counts, _ = np.histogram(np.clip(raw_values, bins[0], bins[-1] - 1e-9), bins=bins)
@@ -146,10 +159,13 @@ def _forest_plot(panel: pl.DataFrame, measure: str) -> str:
 
 
 def _survival_plot(survival: pl.DataFrame) -> str:
+    survival = survival.filter(pl.col("raw_signals") > 0)  # strata without raw signals have no share
     fig, ax = plt.subplots(figsize=(7, 0.4 * survival.height + 1.2))
-    share = (survival["survived"] / survival["raw_signals"].clip(lower_bound=1)).to_numpy()
+    share = (survival["survived"] / survival["raw_signals"]).to_numpy()
     y = np.arange(survival.height)[::-1]
     ax.barh(y, share)
+    for yy, kept, total in zip(y, survival["survived"], survival["raw_signals"], strict=True):
+        ax.text(0.01, yy, f"{kept}/{total}", va="center", fontsize=7)
     ax.set_yticks(y)
     ax.set_yticklabels(survival["stratum"].to_list(), fontsize=8)
     ax.set_xlim(0, 1)

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import polars as pl
 
-from faers_anon.report import ReportInputs, _spread, build_figures, render_html, write_json
+from faers_anon.report import ReportInputs, _known_ranges, _spread, build_figures, render_html, write_json
 
 
 def _inputs() -> ReportInputs:
@@ -76,3 +76,10 @@ def test_json_is_deterministic_and_finite() -> None:
 
 def test_figures_are_reproducible() -> None:
     assert build_figures(_inputs()) == build_figures(_inputs())
+
+
+def test_root_ranges_count_as_missing_in_the_distribution_plot() -> None:
+    lo = pl.Series([0.0, 25.0, None, 80.0, 0.0])
+    hi = pl.Series([None, 45.0, None, None, 2.0])
+    # [0, ∞) is the root ("any age"); [80, ∞) is an open top band; [0, 2) is an infant band.
+    assert _known_ranges(lo, hi).tolist() == [False, True, False, True, True]
