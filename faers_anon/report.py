@@ -211,10 +211,17 @@ def _fmt(value: Any) -> str:
     return html.escape(str(value))
 
 
+_FIRST_COLUMNS = (
+    "table", "stratum", "criterion", "drug", "event", "condition", "reading", "survived",
+    "a_raw", "a_release", "prr_raw", "prr_release", "ror_raw", "ror_release",
+)  # fmt: skip
+
+
 def _table(rows: Sequence[Mapping[str, Any]], *, limit: int = 50) -> str:
     if not rows:
         return "<p><em>none</em></p>"
-    columns = list(rows[0].keys())
+    keys = list(rows[0].keys())
+    columns = [c for c in _FIRST_COLUMNS if c in keys] + [c for c in keys if c not in _FIRST_COLUMNS]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
     body = "".join(
         "<tr>" + "".join(f"<td>{_fmt(row.get(c))}</td>" for c in columns) + "</tr>" for row in rows[:limit]
@@ -264,7 +271,10 @@ def render_html(report: Mapping[str, Any], figures: Mapping[str, str]) -> str:
         "<h2>Parameters</h2>",
         _kv(report.get("parameters", {})),
         "<h2>Counts</h2>",
-        _kv(report.get("counts", {})),
+        _kv({k: v for k, v in report.get("counts", {}).items() if k != "tables"}),
+        _table(
+            [{"table": name, **counts} for name, counts in report.get("counts", {}).get("tables", {}).items()]
+        ),
         "<h2>Privacy</h2>",
         _kv({k: v for k, v in privacy.items() if k != "group_sizes"}),
         _img(figures, "group_sizes", "group size histogram"),
