@@ -65,11 +65,21 @@ def build_report(
     overview = comparison.as_dict()
     criterion = overview["criterion"]
     overall = overview["overall"][criterion]
-    survival = comparison.survival.filter(
-        (pl.col("criterion") == criterion) & pl.col("reading").is_in(["exact", _PANEL_READING])
-    ).drop("criterion")
-    panel = comparison.panel.select([c for c in _PANEL_COLUMNS if c in comparison.panel.columns])
-    new = comparison.new_signals.filter(pl.col("criterion") == criterion)
+    # Explicit sorts: frames from group-bys come in thread-dependent order, and report.json (and the
+    # plots drawn from the same frames) must be byte-identical for the same inputs.
+    survival = (
+        comparison.survival.filter(
+            (pl.col("criterion") == criterion) & pl.col("reading").is_in(["exact", _PANEL_READING])
+        )
+        .drop("criterion")
+        .sort("stratum", "reading")
+    )
+    panel = comparison.panel.select([c for c in _PANEL_COLUMNS if c in comparison.panel.columns]).sort(
+        "drug", "event", "condition", "reading"
+    )
+    new = comparison.new_signals.filter(pl.col("criterion") == criterion).sort(
+        "stratum", "reading", "drug", "event"
+    )
     sizes = verdict.group_sizes
     thresholds = anonymized.thresholds
     return {
@@ -146,18 +156,28 @@ def report_inputs(
         .collect()
     )
     criterion = comparison.as_dict()["criterion"]
-    panel = comparison.panel.filter(pl.col("reading") == _PANEL_READING).select(
-        pl.concat_str(["drug", "event", "condition"], separator=" / ").alias("label"),
-        *[
-            pl.col(f"{m}{part}_{side}").alias(f"{m}_{side}{part}")
-            for m in ("prr", "ror")
-            for side in ("raw", "release")
-            for part in ("", "_lo", "_hi")
-        ],
+    panel = (
+        comparison.panel.filter(pl.col("reading") == _PANEL_READING)
+        .sort("drug", "event", "condition")
+        .select(
+            pl.concat_str(["drug", "event", "condition"], separator=" / ").alias("label"),
+            *[
+                pl.col(f"{m}{part}_{side}").alias(f"{m}_{side}{part}")
+                for m in ("prr", "ror")
+                for side in ("raw", "release")
+                for part in ("", "_lo", "_hi")
+            ],
+        )
     )
-    survival = comparison.survival.filter(
-        (pl.col("criterion") == criterion) & pl.col("reading").is_in(["exact", _PANEL_READING])
-    ).select(pl.col("stratum"), pl.col("n_raw").alias("raw_signals"), pl.col("n_survived").alias("survived"))
+    survival = (
+        comparison.survival.filter(
+            (pl.col("criterion") == criterion) & pl.col("reading").is_in(["exact", _PANEL_READING])
+        )
+        .sort("stratum", "reading")
+        .select(
+            pl.col("stratum"), pl.col("n_raw").alias("raw_signals"), pl.col("n_survived").alias("survived")
+        )
+    )
     return ReportInputs(
         raw_ages=raw["age_years"],
         released_ages=released.select("age_min", "age_max"),
