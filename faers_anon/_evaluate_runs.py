@@ -45,7 +45,23 @@ from faers_anon.units import case_members, model_unit, partition_model, report_r
 from knowledge import case_value_probabilities
 from signals import CaseTables, compare
 
-__all__ = ["QuarterData", "RunSpec", "load_quarter", "measure", "quarter_rows", "signal_figures"]
+__all__ = [
+    "CORE_COLUMNS",
+    "QuarterData",
+    "RunSpec",
+    "load_quarter",
+    "measure",
+    "quarter_rows",
+    "signal_figures",
+]
+
+CORE_COLUMNS = (
+    "quarter", "kind", "model", "unit", "k", "theta_setting", "theta", "nil", "dr", "groups",
+    "dangerous_groups", "k_achieved", "n_units", "raised_values", "forced", "invalid_groups", "seconds",
+    "signal_survival", "signal_survival_strata", "new_signals", "panel_mean_abs_dprr", "panel_survived",
+    "panel_raw_signals", "signal_seconds",
+)  # fmt: skip
+"""The columns every row has; a method's own figure of the same name is renamed ``method_<name>``."""
 
 QID_COLUMNS = ("age_group", "age_min", "age_max", "sex", "wt_min", "wt_max")
 ONE_ALPHA = frozenset({"alpha-k-anonymity"})
@@ -207,9 +223,9 @@ def _thresholds(data: QuarterData, spec: RunSpec, setting: str, theta: float, k:
 
 
 def _scalars(privacy: Any) -> dict[str, Any]:
-    """A method's scalar privacy figures (numbers and booleans; nested ones are left out)."""
+    """A method's finite scalar privacy figures (nested ones left out; core names get ``method_``)."""
     return {
-        str(k): (float(v) if isinstance(v, float) and math.isfinite(v) else v)
+        (f"method_{k}" if k in CORE_COLUMNS else str(k)): v
         for k, v in dict(privacy).items()
         if isinstance(v, bool | int | float) and not (isinstance(v, float) and not math.isfinite(v))
     }

@@ -34,7 +34,7 @@ from typing import Any
 import polars as pl
 
 from faers_anon._evaluate_report import draw_figures, render_page, summary_table
-from faers_anon._evaluate_runs import RunSpec, load_quarter, quarter_rows
+from faers_anon._evaluate_runs import CORE_COLUMNS, RunSpec, load_quarter, quarter_rows
 from faers_anon._paths import bundled
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.io.ingest import demo_source, ingest_quarters
@@ -46,15 +46,6 @@ from knowledge import E_SCHEMA, SENSITIVE_ATTRIBUTES, load_table, mine_from_indi
 __all__ = ["CORE_COLUMNS", "DEFAULT_LEVEL_FILE", "EvaluateConfig", "EvaluationResult", "evaluate_sources"]
 
 DEFAULT_LEVEL_FILE = bundled("level_classes.csv")
-CORE_COLUMNS = (
-    "quarter", "kind", "model", "unit", "k", "theta_setting", "theta", "nil", "dr", "groups",
-    "dangerous_groups", "k_achieved", "n_units", "raised_values", "forced", "invalid_groups", "seconds",
-    "signal_survival", "signal_survival_strata", "new_signals", "panel_mean_abs_dprr", "panel_survived",
-    "panel_raw_signals", "signal_seconds",
-)  # fmt: skip
-"""The columns every row has (signal columns are null with ``signals=False``; ``forced`` and
-``invalid_groups`` are null for methods; ``k`` is null for methods without a group size)."""
-
 Progress = Callable[[str], None]
 
 

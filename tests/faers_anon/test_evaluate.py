@@ -18,7 +18,7 @@ from faers_anon.models import MODELS
 from faers_anon.synthetic import make_quarter, write_quarter
 from faers_anon.verify import verify_release
 
-CONFIG = EvaluateConfig(ks=(3,), thetas=(0.4,), methods=("ra",), seed=2)
+CONFIG = EvaluateConfig(ks=(3,), thetas=(0.4,), methods=("ra", "kl-anonymity"), seed=2)
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +35,12 @@ def test_one_row_per_quarter_model_k_setting_theta(evaluated: tuple[EvaluationRe
     rows = pl.read_csv(result.out / "results.csv")
     assert rows.columns[: len(CORE_COLUMNS)] == list(CORE_COLUMNS)
     assert "probabilistic_anonymity" in rows.columns  # RA's own privacy figure
+    kl = rows.filter(pl.col("model") == "kl-anonymity")
+    assert kl.height == 3 and (kl["k"] == 3).all()
+    # (k,l)-anonymity's own k_achieved and groups keep their values under method_ names, beside ours.
+    assert (
+        (kl["method_k_achieved"] >= 3).all() and (kl["k_achieved"] >= 3).all() and "l_achieved" in kl.columns
+    )
     keys = ["quarter", "model", "k", "theta_setting", "theta"]
     assert rows.select(keys).is_duplicated().sum() == 0
     models = rows.filter(pl.col("kind") == "model")
