@@ -66,6 +66,7 @@ from typing import Literal, cast
 import polars as pl
 
 from faers_anon.errors import ConfigError, InputError
+from faers_anon.partition import PARTITION_SCHEMA
 
 __all__ = [
     "Action",
@@ -235,20 +236,6 @@ DEFAULT_POLICY = ColumnPolicy()
 
 QID_COLUMNS: tuple[str, ...] = ("age_group", "age_min", "age_max", "sex", "wt_min", "wt_max")
 """The generalized DEMO QIDs of a release, in ascii order (SPEC §10)."""
-
-PARTITION_SCHEMA: Mapping[str, pl.DataType] = MappingProxyType(
-    {
-        "caseid": pl.Int64(),
-        "group_id": pl.Int64(),
-        "age_group": pl.String(),
-        "age_min": pl.Float64(),
-        "age_max": pl.Float64(),
-        "sex": pl.String(),
-        "wt_min": pl.Float64(),
-        "wt_max": pl.Float64(),
-    }
-)
-"""The partition frame's standard columns (docs/architecture.md); any other column is an extra QID."""
 
 PARQUET_ONLY: tuple[str, ...] = ("quarter", "is_latest")
 """Columns written to parquet but not to ascii (the quarter is in the ascii file name)."""

@@ -27,6 +27,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from faers_anon.errors import ConfigError, InputError
+from faers_anon.partition import PARTITION_SCHEMA
 from hierarchies import Hierarchy, mesh_age_tree, sex_tree
 
 __all__ = [
@@ -45,16 +46,7 @@ __all__ = [
 CASE_COLUMNS: tuple[str, ...] = ("caseid", "age_min", "age_max", "sex", "wt_min", "wt_max")
 """Columns of ``cases.parquet`` every method reads (list columns are checked by the methods using them)."""
 
-RELEASE_SCHEMA: dict[str, pl.DataType] = {
-    "caseid": pl.Int64(),
-    "group_id": pl.Int64(),
-    "age_group": pl.String(),
-    "age_min": pl.Float64(),
-    "age_max": pl.Float64(),
-    "sex": pl.String(),
-    "wt_min": pl.Float64(),
-    "wt_max": pl.Float64(),
-}
+RELEASE_SCHEMA: Mapping[str, pl.DataType] = PARTITION_SCHEMA
 """The partition frame of docs/architecture.md, column by column, in order."""
 
 
