@@ -78,6 +78,9 @@ def _floats(ctx: click.Context, param: click.Parameter, value: str) -> tuple[flo
 @click.option("--on-infeasible", type=click.Choice(["raise-theta", "suppress", "error"]),
               default="raise-theta", show_default=True, help="θ_s below its share P(s).")  # fmt: skip
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every run.")
+@click.option(
+    "--complete-qids", is_flag=True, help="Only cases without missing age, sex or weight (as the paper)."
+)
 @click.option("--no-signals", "signals", is_flag=True, flag_value=False, default=True,
               help="Skip signal survival (faster).")  # fmt: skip
 def evaluate_command(sources: tuple[Path, ...], out: Path, **options: Any) -> None:

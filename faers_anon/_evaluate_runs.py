@@ -91,6 +91,7 @@ class RunSpec:
     signals: bool
     candidates: int
     scan_limit: int
+    complete_qids: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -107,17 +108,37 @@ class QuarterData:
 
 
 def load_quarter(label: str, ingested: Path, knowledge: pl.DataFrame, spec: RunSpec) -> QuarterData:
-    """Read the cases, P(s | c), the report records (if a report-unit model runs), the raw signal input."""
+    """Read the cases, P(s | c), the report records (if a report-unit model runs), the raw signal input.
+
+    With ``spec.complete_qids`` only the cases none of whose reports misses age, sex or weight are kept
+    (the paper's experiments: "any record with QID containing missing values was discarded"; a case is
+    kept or dropped whole, so its super-record and every report agree).
+    """
     cases = pl.read_parquet(ingested / "cases.parquet")
     needs_reports = any(model_unit(m) == "reports" for m in spec.models)
-    reports = pl.read_parquet(ingested / "reports.parquet", columns=["primaryid", "caseid", "is_latest"])
+    reports = pl.read_parquet(
+        ingested / "reports.parquet",
+        columns=["primaryid", "caseid", "is_latest", "age_years", "sex", "weight_kg"],
+    )
+    records = report_records(ingested) if needs_reports else None
+    raw = read_case_tables(ingested) if spec.signals else None
+    if spec.complete_qids:
+        gaps = pl.any_horizontal(pl.col(c).is_null() for c in ("age_years", "sex", "weight_kg"))
+        keep = cases.select("caseid").join(reports.filter(gaps).select("caseid"), on="caseid", how="anti")
+        cases = cases.join(keep, on="caseid", how="semi")
+        reports = reports.join(keep, on="caseid", how="semi")
+        records = None if records is None else records.join(keep, on="caseid", how="semi")
+        if raw is not None:
+            raw = CaseTables(
+                *(f.join(keep, on="caseid", how="semi") for f in (raw.cases, raw.drugs, raw.events))
+            )
     return QuarterData(
         label=label,
         cases=cases,
         knowledge=knowledge,
         probabilities=case_value_probabilities(cases, knowledge, sensitive=spec.sensitive),
-        reports=report_records(ingested) if needs_reports else None,
-        raw=read_case_tables(ingested) if spec.signals else None,
+        reports=records,
+        raw=raw,
         latest=reports.filter(pl.col("is_latest")).select("primaryid", "caseid"),
     )
 

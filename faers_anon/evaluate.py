@@ -67,6 +67,8 @@ class EvaluateConfig:
         seed: seed of every run's generator.
         signals: compute signal survival for every partition.
         demo: add the bundled demo quarter to the sources.
+        complete_qids: keep only the cases whose reports all have age, sex and weight, as the paper's
+            experiments did (default: every case; missing values are kept, SPEC §5).
         candidates, scan_limit: the greedy engine's search bounds.
     """
 
@@ -83,6 +85,7 @@ class EvaluateConfig:
     seed: int = 0
     signals: bool = True
     demo: bool = False
+    complete_qids: bool = False
     candidates: int = 64
     scan_limit: int = 4096
 
@@ -131,6 +134,7 @@ class EvaluateConfig:
             signals=self.signals,
             candidates=self.candidates,
             scan_limit=self.scan_limit,
+            complete_qids=self.complete_qids,
         )
 
     def options(self) -> dict[str, Any]:

@@ -164,3 +164,21 @@ def test_cli_happy_path_mistakes_and_help(
     assert numbers.exit_code == 2 and "expected comma-separated integers" in numbers.output
     helped = runner.invoke(cli, ["evaluate", "--help"])
     assert helped.exit_code == 0 and "--theta-setting" in helped.output and "Example:" in helped.output
+
+
+def test_complete_qids_keeps_the_cases_without_missing_values(
+    evaluated: tuple[EvaluationResult, list[str]], tmp_path: Path
+) -> None:
+    ingested = evaluated[0].quarters[0][1]
+    reports = pl.read_parquet(ingested / "reports.parquet")
+    gaps = reports.filter(pl.any_horizontal(pl.col(c).is_null() for c in ("age_years", "sex", "weight_kg")))
+    complete = reports["caseid"].n_unique() - gaps["caseid"].n_unique()
+    models = ("xy-anonymity", "k-anonymity")
+    config = EvaluateConfig(
+        models=models, ks=(2,), thetas=(0.5,), settings=("uniform",), signals=False, complete_qids=True
+    )
+    rows = api.evaluate([ingested], tmp_path / "complete", config=config).rows
+    units = dict(zip(rows["model"], rows["n_units"], strict=True))
+    kept = reports.join(gaps.select("caseid"), on="caseid", how="anti")
+    assert 0 < complete < reports["caseid"].n_unique()
+    assert units == {"xy-anonymity": complete, "k-anonymity": kept.height}
