@@ -118,7 +118,7 @@ _MODEL_OPTIONS = [
     click.option(
         "--model", default="ms-k-theta", show_default=True, help=f"Privacy model ({', '.join(MODELS)})."
     ),
-    click.option("--k", type=int, default=5, show_default=True, help="Minimum distinct cases per QID-group."),
+    click.option("--k", type=int, default=5, show_default=True, help="Group size (cases/rows/l by model)."),
     click.option(
         "--theta",
         type=float,
