@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -34,10 +35,20 @@ from knowledge import (
     SENSITIVE_ATTRIBUTES,
     case_value_probabilities,
     load_table,
+    match_table,
     mine_from_indications,
+    vocabulary_of_cases,
+    with_combinations,
 )
 
-__all__ = ["AnonymizeConfig", "AnonymizeResult", "QIDS", "anonymize_folder", "partition_cases"]
+__all__ = [
+    "AnonymizeConfig",
+    "AnonymizeResult",
+    "QIDS",
+    "anonymize_folder",
+    "knowledge_table",
+    "partition_cases",
+]
 
 log = logging.getLogger(__name__)
 
@@ -194,11 +205,29 @@ def _read(path: Path) -> pl.DataFrame:
         raise InputError(f"unreadable parquet ({str(exc).splitlines()[0]})", path=path) from exc
 
 
-def _knowledge(ingested: Path, config: AnonymizeConfig) -> pl.DataFrame:
-    if "diseases" not in config.sensitive:
+def knowledge_table(ingested: Path, /, *, sensitive: Sequence[str], knowledge: Path | None) -> pl.DataFrame:
+    """E for a run on an ingested folder (SPEC §5).
+
+    With a user's table (``knowledge``): its drug names keyed like DRUG rows, its disease names
+    matched to the folder's FAERS terms (:func:`knowledge.match_table`: case, comma inversion,
+    spelling; the match share is logged), and rows added for the combination products the folder
+    holds (:func:`knowledge.with_combinations`), so that knowledge.csv reproduces every P(s | c).
+    Without one: E mined from the folder's INDI × DRUG (:func:`knowledge.mine_from_indications`).
+    Empty when ``diseases`` is not a sensitive attribute.
+
+    Raises:
+        InputError: a table needed to mine E is missing.
+        KnowledgeError: the user's table cannot be read.
+    """
+    if "diseases" not in sensitive:
         return pl.DataFrame(schema=E_SCHEMA)
-    if config.knowledge is not None:
-        return load_table(config.knowledge).select(list(E_SCHEMA))
+    if knowledge is not None:
+        given = load_table(knowledge).select(list(E_SCHEMA))
+        cases = _read(ingested / "cases.parquet").select("indications", "reactions", "drug_keys")
+        matched, report = match_table(given, vocabulary_of_cases(cases))
+        log.info("knowledge %s: %s", knowledge.name, report.summary())
+        keys = cases.get_column("drug_keys").explode().drop_nulls()
+        return with_combinations(matched, keys).select(list(E_SCHEMA))
     for name in ("drug.parquet", "indi.parquet"):
         if not (ingested / name).is_file():
             raise InputError(
@@ -269,7 +298,7 @@ def anonymize_folder(ingested: Path, out: Path | None, /, *, config: AnonymizeCo
     clock = time.perf_counter()
     seconds: dict[str, float] = {}
     cases = _read(ingested / "cases.parquet")
-    knowledge = _knowledge(ingested, config)
+    knowledge = knowledge_table(ingested, sensitive=config.sensitive, knowledge=config.knowledge)
     reports = report_records(ingested) if model_unit(config.model) == "reports" else None
     seconds["read"] = time.perf_counter() - clock
     clock = time.perf_counter()

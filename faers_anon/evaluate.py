@@ -36,12 +36,13 @@ import polars as pl
 from faers_anon._evaluate_report import draw_figures, render_page, summary_table
 from faers_anon._evaluate_runs import CORE_COLUMNS, RunSpec, load_quarter, quarter_rows
 from faers_anon._paths import bundled
+from faers_anon.anonymize import knowledge_table
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.io.ingest import demo_source, ingest_quarters
 from faers_anon.methods import METHODS
 from faers_anon.models import MODELS
 from faers_anon.thresholds import ON_INFEASIBLE, THETA_RULES
-from knowledge import E_SCHEMA, SENSITIVE_ATTRIBUTES, load_table, mine_from_indications
+from knowledge import SENSITIVE_ATTRIBUTES
 
 __all__ = ["CORE_COLUMNS", "DEFAULT_LEVEL_FILE", "EvaluateConfig", "EvaluationResult", "evaluate_sources"]
 
@@ -208,17 +209,6 @@ def _prepare(sources: Sequence[Path], work: Path, demo: bool, progress: Progress
     return prepared
 
 
-def _knowledge(ingested: Path, config: EvaluateConfig) -> pl.DataFrame:
-    if "diseases" not in config.sensitive:
-        return pl.DataFrame(schema=E_SCHEMA)
-    if config.knowledge is not None:
-        return load_table(config.knowledge).select(list(E_SCHEMA))
-    mined = mine_from_indications(
-        pl.scan_parquet(ingested / "drug.parquet"), pl.scan_parquet(ingested / "indi.parquet")
-    )
-    return mined.select(list(E_SCHEMA))
-
-
 _TEXT = ("quarter", "kind", "model", "unit", "theta_setting")
 _COUNTS = ("k", "groups", "dangerous_groups", "k_achieved", "n_units", "raised_values", "forced",
            "invalid_groups", "new_signals", "panel_survived", "panel_raw_signals")  # fmt: skip
@@ -256,7 +246,12 @@ def evaluate_sources(
     records: list[dict[str, Any]] = []
     for label, ingested in quarters:
         say(f"quarter {label} ({ingested})")
-        data = load_quarter(label, ingested, _knowledge(ingested, config), spec)
+        data = load_quarter(
+            label,
+            ingested,
+            knowledge_table(ingested, sensitive=config.sensitive, knowledge=config.knowledge),
+            spec,
+        )
         records.extend(quarter_rows(data, spec, say))
     rows = _tidy(records).sort(
         "quarter", "theta_setting", "theta", "k", "model", nulls_last=True, maintain_order=True

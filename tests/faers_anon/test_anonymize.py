@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from faers_anon import api
-from faers_anon.anonymize import AnonymizeConfig, anonymize_folder
+from faers_anon.anonymize import AnonymizeConfig, anonymize_folder, knowledge_table
 from faers_anon.cli import cli
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.io.ingest import ingest_quarters
@@ -100,3 +100,19 @@ def test_cli_help() -> None:
     assert done.exit_code == 0 and "Example: faers-anon anonymize" in done.output
     for option in ("--theta-file", "--theta-rule", "--sensitive", "--knowledge", "--on-infeasible", "--seed"):
         assert option in done.output
+
+
+def test_a_users_knowledge_table_is_matched_and_covers_combinations(ingested: Path, tmp_path: Path) -> None:
+    table = tmp_path / "e.csv"
+    table.write_text(
+        "drug,disease\n"
+        'Metformin,"Diabetes Mellitus, Type 2"\n'  # MeSH inversion of the FAERS term
+        "Levodopa,Parkinson Disease\n"
+        "Levodopa,Restless Legs Syndrome\n"
+    )
+    e = knowledge_table(ingested, sensitive=("diseases",), knowledge=table)
+    rows = {(d, s): w for d, s, w in e.iter_rows()}
+    assert rows[("METFORMIN", "TYPE 2 DIABETES MELLITUS")] == 1.0
+    # the combination CARBIDOPA\LEVODOPA of the demo reaches levodopa's diseases (1/|E(d)| each)
+    assert rows[("CARBIDOPA\\LEVODOPA", "RESTLESS LEGS SYNDROME")] == 0.5
+    assert knowledge_table(ingested, sensitive=("reactions",), knowledge=table).height == 0
