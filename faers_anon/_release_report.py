@@ -3,7 +3,8 @@
 ``build_report`` gathers what each stage measured into one JSON-ready dict (the HTML shows the
 same numbers): parameters; counts in and out (every input report accounted for: read = out +
 quarantined + deleted); privacy (the verifier's DR and group sizes, k achieved, θ* actions);
-utility (NIL overall and per QID); signals (survival overall and per stratum for the chosen
+utility (NIL overall and per QID); for a release made with a method (``--method``), its name, parameters
+and own privacy figures beside DR; signals (survival overall and per stratum for the chosen
 criterion under the ``expected`` reading, the reference panel, release-only signals); rejects per
 table and reason. Stage timings differ from run to run, so they go to manifest.json's ``timings``
 (left out of reproducibility checks), not into the report.
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from faers_anon.method_release import json_data
 from faers_anon.report import ReportInputs
 
 if TYPE_CHECKING:
@@ -49,6 +51,18 @@ def _rejects(ingested: IngestResult) -> list[dict[str, Any]]:
         if counts.get("deleted"):
             rows.append({"table": table, "reason": "caseid_deleted", "rows": counts["deleted"]})
     return rows
+
+
+def _method_figures(anonymized: AnonymizeResult) -> dict[str, Any]:
+    """A method release's name, parameters and own privacy figures (DR beside them is for information)."""
+    if anonymized.method is None:
+        return {}
+    return {
+        "method": anonymized.method.method,
+        "method_parameters": json_data(anonymized.method.describe()),
+        "method_privacy": json_data(anonymized.method.privacy),
+        "dr_against": "MS(k, θ*) thresholds.csv with E, for information (the method is not bounded by θ*)",
+    }
 
 
 def build_report(
@@ -98,7 +112,8 @@ def build_report(
             },
         },
         "privacy": {
-            "model": config.anonymize.model,
+            "model": config.anonymize.model if anonymized.method is None else None,
+            **_method_figures(anonymized),
             "k": verdict.k,
             "k_achieved": int(sizes["size"].min()) if sizes.height else 0,  # type: ignore[arg-type]
             "groups": verdict.n_groups,

@@ -26,6 +26,8 @@ from faers_anon import metrics
 from faers_anon.algorithms import Partition, QidHierarchies
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.io.release_writer import write_release
+from faers_anon.method_release import RELEASE_METHODS, anonymize_with_method
+from faers_anon.methods import MethodResult
 from faers_anon.models import MODELS, make_model
 from faers_anon.thresholds import ON_INFEASIBLE, THETA_RULES, Thresholds, build_thresholds
 from faers_anon.units import case_members, model_unit, partition_model, report_records, unit_view
@@ -74,6 +76,8 @@ class AnonymizeConfig:
         candidates: M, exact ΔIL' evaluations per search (≥ 1).
         scan_limit: evaluations per search at most (≥ candidates).
         force: replace an existing release folder.
+        method: a key of :data:`faers_anon.methods.METHODS` run instead of the model (exclusive with a
+            non-default ``model``; :mod:`faers_anon.method_release`).
     """
 
     model: str = "ms-k-theta"
@@ -90,10 +94,13 @@ class AnonymizeConfig:
     candidates: int = 64
     scan_limit: int = 4096
     force: bool = False
+    method: str | None = None
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
             raise ConfigError(f"model: unknown {self.model!r} (expected one of {', '.join(sorted(MODELS))})")
+        if self.method is not None:
+            _check_method(self.method, self.model)
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 2:
             raise ConfigError(f"k must be an integer >= 2; got {self.k!r}")
         if not 0.0 < self.theta <= 1.0:
@@ -142,8 +149,10 @@ class AnonymizeConfig:
                 str(value) if isinstance(value, Path) else list(value) if isinstance(value, tuple) else value
             )
             for key, value in asdict(self).items()
-            if key != "force"
+            if key != "force" and not (key == "method" and value is None)
         }
+        if self.method is not None:
+            out.pop("model")  # the method replaces the model
         out["sensitive_attributes"] = list(self.sensitive)
         out["sensitive"] = [s for s in self.sensitive if s != "diseases"]
         return out
@@ -173,6 +182,7 @@ class AnonymizeResult:
     group_sizes: pl.DataFrame
     share_k: float
     seconds: dict[str, float] = field(default_factory=dict)
+    method: MethodResult | None = None
 
     def summary(self) -> str:
         """A few lines for the CLI."""
@@ -193,7 +203,24 @@ class AnonymizeResult:
             f"{self.partition.invalid_groups} invalid groups",
             "seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in self.seconds.items()),
         ]
+        if self.method is not None:
+            lines[4] = self.method.summary()
         return "\n".join(lines)
+
+
+def _check_method(method: str, model: str) -> None:
+    """One-line errors for ``--method``: unknown name, disassociation, a model given too."""
+    if method == "disassociation":
+        raise ConfigError(
+            "method disassociation publishes chunked drug and reaction lists, not yet a FAERS release; "
+            "compare it with `faers-anon evaluate --methods disassociation`"
+        )
+    if method not in RELEASE_METHODS:
+        raise ConfigError(f"method: unknown {method!r} (expected one of {', '.join(RELEASE_METHODS)})")
+    if model != "ms-k-theta":
+        raise ConfigError(
+            f"--method {method} and --model {model} are exclusive (a method replaces the privacy model)"
+        )
 
 
 def _read(path: Path) -> pl.DataFrame:
@@ -299,6 +326,8 @@ def anonymize_folder(ingested: Path, out: Path | None, /, *, config: AnonymizeCo
     seconds: dict[str, float] = {}
     cases = _read(ingested / "cases.parquet")
     knowledge = knowledge_table(ingested, sensitive=config.sensitive, knowledge=config.knowledge)
+    if config.method is not None:
+        return anonymize_with_method(ingested, out, config=config, cases=cases, knowledge=knowledge)
     reports = report_records(ingested) if model_unit(config.model) == "reports" else None
     seconds["read"] = time.perf_counter() - clock
     clock = time.perf_counter()

@@ -19,6 +19,7 @@ from faers_anon.anonymize import AnonymizeConfig
 from faers_anon.errors import FaersAnonError, VerificationError
 from faers_anon.fetch import FDA_BASE_URL, FetchConfig
 from faers_anon.io.ingest import IngestConfig
+from faers_anon.method_release import RELEASE_METHODS
 from faers_anon.models import MODELS
 from faers_anon.verify import VerifyConfig
 from hierarchies.errors import HierarchyError
@@ -117,6 +118,11 @@ def model_options(command: Callable[..., Any]) -> Callable[..., Any]:
 _MODEL_OPTIONS = [
     click.option(
         "--model", default="ms-k-theta", show_default=True, help=f"Privacy model ({', '.join(MODELS)})."
+    ),
+    click.option(
+        "--method",
+        default=None,
+        help=f"Release with a comparison method instead of a model ({', '.join(RELEASE_METHODS)}).",
     ),
     click.option("--k", type=int, default=5, show_default=True, help="Group size (cases/rows/l by model)."),
     click.option(

@@ -40,6 +40,7 @@ __all__ = ["ReleaseConfig", "RELEASE_OPTIONS", "load_toml", "build_release_confi
 # option name → (section, field, kind). Sections: anonymize, ingest, signals, compare, release.
 RELEASE_OPTIONS: Mapping[str, tuple[str, str, str]] = {
     "model": ("anonymize", "model", "str"),
+    "method": ("anonymize", "method", "str"),
     "k": ("anonymize", "k", "int"),
     "theta": ("anonymize", "theta", "float"),
     "theta_rule": ("anonymize", "theta_rule", "str"),

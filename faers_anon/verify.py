@@ -22,7 +22,7 @@ cannot hide here. Rules checked:
 
 These are the rules of MS(k, θ*)-bounding, the default. Another model (``parameters.model``) has its
 own (:mod:`faers_anon._verify_models`): k in rows for k-anonymity and (α,k)-anonymity, no ``case_split``
-when reports are the units, the ``l`` and ``alpha`` rules; ``theta`` fails only MS(k, θ*) releases.
+when reports are the units, ``l``, ``alpha``; ``theta`` fails only MS(k, θ*). Methods: ``_verify_methods``.
 
 DR = dangerous groups / groups, a group being dangerous when some s has conf > θ_s + tolerance
 (SPEC §8); a release with no group has DR 0.
@@ -40,7 +40,7 @@ from typing import Any
 
 import polars as pl
 
-from faers_anon._verify_models import check_for, model_violations
+from faers_anon._verify_methods import check_for_release, release_violations
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.manifest import read_manifest
 
@@ -170,9 +170,9 @@ def verify_release(
     if not isinstance(manifest.get("parameters", {}), dict):
         raise InputError("parameters: expected a JSON object", path=release / "manifest.json")
     params = manifest.get("parameters") or {}
-    if config.k is None and params.get("k") is None:
+    if config.k is None and params.get("k") is None and params.get("method") is None:
         raise ConfigError(f"{release}: no k given and manifest.json has no parameters.k")
-    k_used: int = config.k if config.k is not None else VerifyConfig(k=params["k"]).k  # type: ignore[assignment]
+    k_used: int = config.k if config.k is not None else VerifyConfig(k=params.get("k") or 1).k  # type: ignore[assignment]
     attrs = (
         config.sensitive
         if config.sensitive is not None
@@ -182,7 +182,7 @@ def verify_release(
     written = (manifest.get("columns") or {}).get("demo", {}).get("qid") or []
     extra = config.qids if config.qids is not None else (*(params.get("qids") or ()), *written)
     qid_cols = [*STANDARD_QIDS, *(c for c in _expand_qids(extra) if c not in STANDARD_QIDS)]
-    check = check_for(params.get("model"))
+    check = check_for_release(params)
 
     demo = _table(release, "demo", ["caseid", "primaryid", *qid_cols]).collect()
     groups = demo.select(qid_cols).unique().sort(qid_cols, nulls_last=True).with_row_index("group")
@@ -195,9 +195,9 @@ def verify_release(
         frame = _read_csv(release / "thresholds.csv", "theta", ["value"])
         return frame.group_by("value").agg(pl.col("theta").min())
 
-    found = model_violations(
+    found = release_violations(
         check, partial(_table, release), reports=reports, members=members, tables=sorted(tables), k=k_used,
-        thresholds=thresholds, tolerance=config.tolerance,
+        thresholds=thresholds, tolerance=config.tolerance, params=params,
     )  # fmt: skip
     if check.case_split:
         found.append(_splits(members))
