@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from faers_anon.disassociation_release import SIGNALS_NOTE
 from faers_anon.method_release import json_data
 from faers_anon.report import ReportInputs
 
@@ -130,6 +131,7 @@ def build_report(
         },
         "utility": {"nil": anonymized.nil, **{f"nil_{q}": v for q, v in anonymized.nil_by_qid.items()}},
         "signals": {
+            **({"release_side": SIGNALS_NOTE} if config.anonymize.method == "disassociation" else {}),
             "criterion": criterion,
             "reading_of_strata": _PANEL_READING,
             "survival_overall": overall["share_survived"],

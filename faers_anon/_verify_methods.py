@@ -16,6 +16,8 @@ from the methods. What each method guarantees, and so what is checked:
 * ``ra``, ``enhanced-ra``, ``meds``, ``mews``: no group-size guarantee; the verdict's label carries the
   recorded privacy figure (``method_privacy``: probabilistic anonymity Pa, swap disclosure), and DR is
   reported as for every release; the structure rules (``case_split``, ``integrity``) decide.
+* ``disassociation``: ``km`` and ``disassociated`` on the released form, with the method's own reader
+  and checker (:mod:`faers_anon._verify_disassociation`), no QID group size; DR on one reconstruction.
 
 Models (``parameters.model``) are dispatched to :mod:`faers_anon._verify_models` unchanged.
 """
@@ -24,14 +26,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from faers_anon._verify_disassociation import KM_LABEL, km_m, km_violations, with_reconstruction
 from faers_anon._verify_models import ModelCheck, Reader, check_for, model_violations
 from faers_anon.errors import ConfigError, InputError
 
-__all__ = ["METHOD_CHECKS", "SEARCH_LIMIT", "check_for_release", "kl_violations", "release_violations"]
+__all__ = ["METHOD_CHECKS", "SEARCH_LIMIT", "check_for_release", "kl_violations", "release_violations",
+           "with_reconstruction"]  # fmt: skip
 
 SEARCH_LIMIT = 200_000
 """Steps of the exhaustive search for l completely different cases, per group."""
@@ -42,6 +47,7 @@ _LABELS: Mapping[str, tuple[str, str | None, str]] = {
     "enhanced-ra": ("enhanced random anonymization", "probabilistic_anonymity", "Pa"),
     "meds": ("MEDS swapping", "swap_disclosure", "swap disclosure"),
     "mews": ("MEWS swapping", "swap_disclosure", "swap disclosure"),
+    "disassociation": (KM_LABEL, None, ""),
 }
 METHOD_CHECKS: Mapping[str, ModelCheck] = {
     name: ModelCheck(label, "cases", case_split=True, theta=False) for name, (label, _, _) in _LABELS.items()
@@ -78,6 +84,8 @@ def check_for_release(params: Mapping[str, Any]) -> ModelCheck:
         )
     check = METHOD_CHECKS[str(method)]
     _, figure, name = _LABELS[str(method)]
+    if method == "disassociation":
+        return replace(check, label=check.label.replace("{m}", str(km_m(params))))
     if figure is None:
         l_value = _method_parameters(params).get("l", 2)
         return replace(check, label=check.label.replace("{l}", str(l_value)))
@@ -179,16 +187,22 @@ def release_violations(
     k: int,
     thresholds: Callable[[], pl.DataFrame],
     tolerance: float,
+    release: Path | None = None,
 ) -> list[pl.DataFrame]:
-    """The model's rules (:func:`faers_anon._verify_models.model_violations`) plus a method's ``kl`` rule.
+    """The model's rules (:func:`faers_anon._verify_models.model_violations`) plus a method's own rules.
 
-    Methods without a group-size guarantee are checked with k = 1 (every group passes the size rule).
+    Methods without a group-size guarantee are checked with k = 1 (every group passes the size rule);
+    disassociation's k is the k of k^m (checked on ``release``'s ``disassociated/`` form).
     """
     method = params.get("method")
     found = model_violations(
-        check, read, reports=reports, members=members, tables=tables, k=k, thresholds=thresholds,
-        tolerance=tolerance,
+        check, read, reports=reports, members=members, tables=tables,
+        k=1 if method == "disassociation" else k, thresholds=thresholds, tolerance=tolerance,
     )  # fmt: skip
+    if method == "disassociation":
+        if release is None:
+            raise InputError("disassociation: the verifier needs the release folder", path="manifest.json")
+        found.append(km_violations(release, members, k=k, m=km_m(params)))
     if method == "kl-anonymity":
         mp = _method_parameters(params)
         l_value = mp.get("l", 2)

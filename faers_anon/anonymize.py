@@ -209,12 +209,7 @@ class AnonymizeResult:
 
 
 def _check_method(method: str, model: str) -> None:
-    """One-line errors for ``--method``: unknown name, disassociation, a model given too."""
-    if method == "disassociation":
-        raise ConfigError(
-            "method disassociation publishes chunked drug and reaction lists, not yet a FAERS release; "
-            "compare it with `faers-anon evaluate --methods disassociation`"
-        )
+    """One-line errors for ``--method``: unknown name, a model given too."""
     if method not in RELEASE_METHODS:
         raise ConfigError(f"method: unknown {method!r} (expected one of {', '.join(RELEASE_METHODS)})")
     if model != "ms-k-theta":

@@ -20,6 +20,9 @@ Options passed on (decisions, also in docs/methods.md "How to release with a met
 manifest.json → ``parameters`` records ``method``, ``method_parameters`` (the result's ``describe()``),
 ``method_privacy`` (its privacy figures; non-finite numbers as null) and ``k`` only for the methods
 with a group size; ``model`` is absent (the verifier reads ``method``).
+
+Disassociation publishes DRUG and REAC as its chunked form in ``disassociated/`` instead of rows
+(:func:`faers_anon.disassociation_release.publish_disassociated`, which also records ``m``).
 """
 
 from __future__ import annotations
@@ -35,8 +38,10 @@ import polars as pl
 
 from faers_anon import metrics
 from faers_anon.algorithms import Partition
+from faers_anon.disassociation_release import publish_disassociated
 from faers_anon.io.release_writer import write_release
 from faers_anon.methods import METHODS, MethodResult
+from faers_anon.methods.disassociation import DisassociationResult
 from faers_anon.partition import PARTITION_SCHEMA
 from faers_anon.thresholds import build_thresholds
 from faers_anon.units import case_members
@@ -57,8 +62,8 @@ __all__ = [
 METHOD_K = frozenset({"kl-anonymity", "disassociation"})
 """Methods whose ``k`` is a group size: they get the run's ``--k``."""
 
-RELEASE_METHODS: tuple[str, ...] = tuple(name for name in METHODS if name != "disassociation")
-"""The methods ``--method`` accepts (disassociation's chunked item lists are not a FAERS release yet)."""
+RELEASE_METHODS: tuple[str, ...] = tuple(METHODS)
+"""The methods ``--method`` accepts (disassociation's release: :mod:`faers_anon.disassociation_release`)."""
 
 _QIDS = tuple(c for c in PARTITION_SCHEMA if c not in ("caseid", "group_id"))
 
@@ -169,6 +174,8 @@ def anonymize_with_method(
             parameters=method_parameters(result, config),
             force=config.force,
         )
+        if isinstance(result, DisassociationResult):
+            publish_disassociated(out, result)
         seconds["write"] = time.perf_counter() - clock
     return AnonymizeResult(
         release=out,

@@ -8,7 +8,8 @@ Stages, each reported through ``progress`` with its counts and elapsed time:
 3. **verify** the staging release from its files alone (:func:`faers_anon.verify.verify_release`);
    a failing verdict stops the run: nothing is published and :class:`VerificationError` says why;
 4. **signals**: PRR/ROR/IC on the raw data and on the release, survival overall and per stratum,
-   and the reference panel (:func:`signals.compare`);
+   and the reference panel (:func:`signals.compare`); for a disassociation release the release side
+   is one reconstruction of its drug and reaction lists (:mod:`faers_anon.disassociation_release`);
 5. **report**: ``report.json`` and ``report.html`` are added to the staging folder, the manifest is
    re-hashed to cover them (and records the SHA-256 of every source file), and the staging folder is
    renamed to the target in one step.
@@ -41,8 +42,8 @@ from typing import Any
 
 from faers_anon import __version__
 from faers_anon._release_report import build_report, report_inputs
-from faers_anon.analysis import read_case_tables
 from faers_anon.anonymize import AnonymizeConfig, AnonymizeResult, anonymize_folder
+from faers_anon.disassociation_release import signal_inputs
 from faers_anon.errors import ConfigError, InputError, VerificationError
 from faers_anon.io.ingest import demo_source, ingest_quarters
 from faers_anon.io.ingest_report import IngestResult
@@ -207,9 +208,8 @@ def release(
                 + "); nothing was published"
             )
         with _stage("signals", seconds, say):
-            comparison = compare(
-                read_case_tables(ingested.out), read_case_tables(staging), config=config.compare
-            )
+            raw_tables, released_tables, compare_config = signal_inputs(ingested.out, staging, config)
+            comparison = compare(raw_tables, released_tables, config=compare_config)
         say(f"[signals] {comparison.summary().splitlines()[1].strip()} ({seconds['signals']:.1f} s)")
         with _stage("report", seconds, say):
             report_start = time.perf_counter()

@@ -40,7 +40,7 @@ from typing import Any
 
 import polars as pl
 
-from faers_anon._verify_methods import check_for_release, release_violations
+from faers_anon._verify_methods import check_for_release, release_violations, with_reconstruction
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.manifest import read_manifest
 
@@ -197,7 +197,7 @@ def verify_release(
 
     found = release_violations(
         check, partial(_table, release), reports=reports, members=members, tables=sorted(tables), k=k_used,
-        thresholds=thresholds, tolerance=config.tolerance, params=params,
+        thresholds=thresholds, tolerance=config.tolerance, params=params, release=release,
     )  # fmt: skip
     if check.case_split:
         found.append(_splits(members))
@@ -268,6 +268,7 @@ def _label(qid_cols: Sequence[str]) -> pl.Expr:
     return pl.concat_str(parts, separator=", ").alias("qid")
 
 
+@with_reconstruction  # DRUG and REAC of a disassociation release: one reconstruction (_verify_methods)
 def _table(release: Path, table: str, columns: Sequence[str]) -> pl.LazyFrame:
     """One release table (parquet, else the ascii files of every quarter), ``caseid`` as text."""
     parquet = release / "parquet" / f"{table}.parquet"
