@@ -87,7 +87,8 @@ def term_lists(rows: pl.LazyFrame | pl.DataFrame, name: str, /) -> pl.DataFrame:
     """Per caseid, the unique sorted values of one set-valued attribute (see :data:`TERM_LISTS`).
 
     The values are mapped once per distinct term onto an ``Enum`` whose categories are the sorted
-    vocabulary, so de-duplication and sorting work on integer codes, not strings.
+    vocabulary, so sorting works on integer codes, not strings; after sorting by (caseid, value) a
+    repeated pair is the row before it, so de-duplication compares neighbours instead of hashing.
 
     Args:
         rows: ``caseid`` and the attribute's source column (e.g. REAC's ``caseid``, ``pt``).
@@ -104,12 +105,13 @@ def term_lists(rows: pl.LazyFrame | pl.DataFrame, name: str, /) -> pl.DataFrame:
     value = pl.col(column).replace_strict(
         vocabulary.get_column(column), vocabulary.get_column(name).cast(codes), default=None
     )
+    case, term = pl.col("caseid"), pl.col(name)
     return (
         rows.lazy()
-        .select(pl.col("caseid"), value.alias(name))
+        .select(case, value.alias(name))
         .drop_nulls()
         .sort("caseid", name)
-        .unique(maintain_order=True)
+        .filter(case.ne_missing(case.shift()) | term.ne_missing(term.shift()))
         .group_by("caseid", maintain_order=True)
         .agg(pl.col(name))
         .with_columns(pl.col(name).cast(_TERMS))

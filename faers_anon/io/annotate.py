@@ -1,13 +1,14 @@
 """The lazy chain of one table: raw text → typed → normalized → rules as columns → status.
 
 Source: SPEC §3; docs/architecture.md "The ingested folder"; the rule order of
-:mod:`faers_anon.io.rules`. Nothing here reads data: every function returns a ``LazyFrame`` that
-:mod:`faers_anon.io.ingest` collects once per table.
+:mod:`faers_anon.io.rules`. DEMO's chain is returned lazy, for :mod:`faers_anon.io.ingest` to collect;
+a child table is collected twice: its typed text once, then the columns added to it in one pass.
 
 Decisions: quarter and file are carried as small integer codes (``_quarter_code``, ``_file_code``) so
 lookups, windows and counts work on integers; drug keys are computed once per distinct name and
 looked up per row; a child row finds its report by one integer key per (quarter, primaryid)
-(:func:`report_key`) and takes the caseid of that report (legacy child files have none).
+(:func:`report_key`, binary search in the sorted keys) and takes the caseid of that report (legacy
+child files have none).
 """
 
 from __future__ import annotations
@@ -138,10 +139,34 @@ def _drug_key(frame: pl.DataFrame, lookup: pl.DataFrame | None) -> pl.Expr:
     """
     keyed = []
     for column in ("prod_ai", "drugname"):
-        names = frame.get_column(column).drop_nulls().unique()
+        names = frame.lazy().select(pl.col(column).drop_nulls().unique()).collect().to_series()
         keys = pl.DataFrame({column: names}).select(name_key_expr(pl.col(column), lookup=lookup)).to_series()
         keyed.append(pl.col(column).replace_strict(names, keys, default=None, return_dtype=pl.Utf8))
     return pl.coalesce(keyed)
+
+
+def _with_report(frame: pl.LazyFrame, reports: pl.DataFrame, n_quarters: int) -> pl.LazyFrame:
+    """Add ``_report_caseid`` and ``_report_kept`` of each row's report (null when it has none).
+
+    A binary search of the row's key (:func:`report_key`) in the sorted keys of ``reports`` (unique
+    on the key), row by row and in place: a join would copy every column of the table, and
+    ``replace_strict`` with a mapping of every report costs about ten times as much.
+    """
+    if reports.is_empty():
+        none = pl.lit(None)
+        return frame.with_columns(
+            none.cast(pl.Int64).alias("_report_caseid"), none.cast(pl.Boolean).alias("_report_kept")
+        )
+    ordered = reports.sort("_report_key")
+    keys = pl.lit(ordered.get_column("_report_key"))
+    position = pl.col("_report_position")
+    found = keys.gather(position) == report_key(n_quarters)
+    return frame.with_columns(
+        keys.search_sorted(report_key(n_quarters)).clip(0, ordered.height - 1).alias("_report_position")
+    ).with_columns(
+        pl.when(found).then(pl.lit(ordered.get_column(name)).gather(position)).alias(name)
+        for name in ("_report_caseid", "_report_kept")
+    )
 
 
 def annotated_children(
@@ -152,7 +177,7 @@ def annotated_children(
     lookup: pl.DataFrame | None,
     *,
     n_quarters: int,
-) -> pl.LazyFrame:
+) -> pl.DataFrame:
     """The annotated rows of a child table.
 
     Args:
@@ -165,22 +190,17 @@ def annotated_children(
         n_quarters: number of quarters coded in ``_quarter_code``.
 
     Returns:
-        A lazy frame; DRUG's text rows are collected first so its drug-name vocabulary is taken
-        from memory rather than by reading the file twice.
+        The annotated frame. The typed rows are collected first, so DRUG's drug-name vocabulary is
+        taken from memory; every later step adds columns in one pass over them, which keeps the
+        chunks of all columns aligned (an unaligned frame is copied whole by the next query on it).
     """
-    typed = _typed(_raw_frame(scans), table)
+    rows = _typed(_raw_frame(scans), table).collect()
+    keyed = rows.lazy()
     if table == "drug":
-        rows = typed.collect()
-        typed = rows.lazy().with_columns(_drug_key(rows, lookup).alias("drug_key"))
-    key = report_key(n_quarters)
-    # One lookup gives both facts: the report's caseid, negated when the report is deleted.
-    signed = reports.select(
-        pl.when(pl.col("_report_kept")).then(pl.col("_report_caseid")).otherwise(-pl.col("_report_caseid"))
-    ).to_series()
-    found = key.replace_strict(reports.get_column("_report_key"), signed, default=None)
-    linked = typed.with_columns(found.abs().alias("_report_caseid"), (found > 0).alias("_report_kept"))
+        keyed = keyed.with_columns(_drug_key(rows, lookup).alias("drug_key"))
+    linked = _with_report(keyed, reports, n_quarters)
     case = pl.coalesce("_report_caseid", "caseid")
     annotated = checked(linked, child_rules(table), case.is_in(deleted_ids.implode()))
     return annotated.with_columns(
         pl.when(pl.col(STATUS) == KEPT).then(case).otherwise("caseid").alias("caseid")
-    )
+    ).collect()

@@ -8,10 +8,11 @@ How a file is read, and why:
   are removed, and era spellings are unified (:func:`~faers_anon.io.schema.canonical_header`).
   A header that ends with ``$`` (an empty last name) has that empty name dropped.
 * Data lines are scanned by polars as one text field each (no quoting, FAERS has none) and split on
-  ``$`` into at most header-width + 2 parts, so the field count of every row is known exactly:
-  a row may have the header's width, or one more field that is empty (legacy AERS's stray trailing
-  ``$``, harmless in any era). More fields (an embedded ``$``, two records on one line) fail the
-  ``row_width`` rule; the surplus is kept as ``extra_fields`` for the reject file.
+  every ``$`` into a list, so the field count of every row is known exactly: a row may have the
+  header's width, or one more field that is empty (legacy AERS's stray trailing ``$``, harmless in
+  any era). More fields (an embedded ``$``, two records on one line) fail the ``row_width`` rule;
+  the surplus is kept as ``extra_fields`` for the reject file. (A full split costs less than a
+  bounded ``splitn``, whose substring search is slower than the single-byte one of ``split``.)
 * Short rows (fewer fields than the header) are padded with missing values, as loaders do
   (FORMAT.md §7, ALTIO "short rows padded"), and counted per file. A legacy record broken by an
   embedded newline thus gives a padded first half and a second half that starts with ``$``; the
@@ -37,7 +38,7 @@ __all__ = ["ScannedFile", "read_header", "scan_table", "scan_deleted", "EXTRA_FI
 EXTRA_FIELDS = "extra_fields"
 #: Column that is True for a short row padded with missing values.
 SHORT_ROW = "_short_row"
-_OVER_1, _OVER_2 = "_over_1", "_over_2"
+_FIELDS = "_fields"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -128,27 +129,23 @@ def scan_table(file: LocalFile, table: str, /) -> ScannedFile:
                 line=1,
             )
     width = len(names)
-    parts = [f"_f{i}" for i in range(width)]
-    split = (
-        pl.col("_raw")
-        .str.splitn("$", width + 2)
-        .struct.rename_fields([*parts, _OVER_1, _OVER_2])
-        .struct.unnest()
-    )
-    by_name = dict(zip(names, parts, strict=True))
-    raw = [(pl.col(by_name[c]) if c in by_name else pl.lit(None, pl.Utf8)).alias(c) for c in columns]
-    over_ok = pl.col(_OVER_2).is_null() & (pl.col(_OVER_1).is_null() | (pl.col(_OVER_1) == ""))
+    fields = pl.col(_FIELDS)
+    count = fields.list.len()
+    by_name = {name: i for i, name in enumerate(names)}
+    raw = [
+        (fields.list.get(by_name[c], null_on_oob=True) if c in by_name else pl.lit(None, pl.Utf8)).alias(c)
+        for c in columns
+    ]
+    over_ok = (count <= width) | ((count == width + 1) & (fields.list.last() == ""))
     frame = (
         _lines(file)
         .filter(pl.col("_raw").is_not_null())
-        .select(pl.col("line"), split)
+        .select(pl.col("line"), pl.col("_raw").str.split("$").alias(_FIELDS))
         .select(
             *_meta(file),
             *raw,
-            pl.col(parts[-1]).is_null().alias(SHORT_ROW),
-            pl.when(~over_ok)
-            .then(pl.concat_str([_OVER_1, _OVER_2], separator="$", ignore_nulls=True))
-            .alias(EXTRA_FIELDS),
+            (count < width).alias(SHORT_ROW),
+            pl.when(~over_ok).then(fields.list.slice(width).list.join("$")).alias(EXTRA_FIELDS),
         )
     )
     return ScannedFile(

@@ -14,9 +14,12 @@ caseid from there. Then ``cases.parquet`` (:func:`faers_anon.cases.merge_version
 
 Decisions: drug keys are computed once per distinct name; quarter and file are carried as small
 integer codes inside the chain (lookups, windows and counts on integers) and as the contract's Utf8
-columns in the output; after DEMO, the child tables are processed two at a time (much of a table's
-work, such as Parquet encoding, runs on one core) and the case merge starts as soon as DRUG, REAC
-and INDI are done. A quarter with data files but no DEMO is refused before anything is written.
+columns in the output. Work runs as two tasks at a time (much of a table's work, such as Parquet
+encoding, runs on one core): once DEMO's annotated rows exist, its writing and counts run beside the
+first child table, and each child table computes the super-record value lists it feeds, so only the
+final case merge waits for all. Parquet is written by Arrow's encoder
+(:func:`faers_anon.io.outputs.write_table`). A quarter with data files but no DEMO is refused before
+anything is written.
 """
 
 from __future__ import annotations
@@ -47,12 +50,12 @@ from faers_anon.io.annotate import (
 from faers_anon.io.faers_ascii import scan_deleted, scan_table
 from faers_anon.io.ingest_report import FILE_CODE, KEPT, QUARANTINED, STATUS, IngestResult
 from faers_anon.io.outputs import (
-    COMPRESSION,
     file_meta,
     kept_columns,
     normalization_counts,
     table_report,
     write_split,
+    write_table,
 )
 from faers_anon.io.schema import CHILD_TABLES, COLUMNS, TABLES
 from faers_anon.io.sources import LocalFile, SourceFile, discover, materialize
@@ -164,38 +167,40 @@ def _meta(scans: list[Scan]) -> list[dict[str, Any]]:
     ]
 
 
+def _report_status(frame: pl.DataFrame, n_quarters: int) -> pl.DataFrame:
+    """Key, caseid and kept flag of the kept and deleted reports, unique on the key (kept first)."""
+    return (
+        frame.lazy()
+        .filter(pl.col(STATUS) != QUARANTINED)
+        .select(
+            report_key(n_quarters).alias("_report_key"),
+            pl.col("caseid").alias("_report_caseid"),
+            (pl.col(STATUS) == KEPT).alias("_report_kept"),
+        )
+        .drop_nulls("_report_key")
+        .sort("_report_kept", descending=True)
+        .unique(subset=["_report_key"], keep="first")
+        .collect()
+    )
+
+
+def _finish_reports(
+    frame: pl.DataFrame, scans: list[Scan], out: Path
+) -> tuple[dict[str, Any], dict[str, Any], pl.DataFrame]:
+    """Write DEMO; return its report entry, the normalization counts and the version summary."""
+    written = write_split(frame, "demo", out, report_rules(), columns=_REPORT_ORDER)
+    report = table_report(frame, "demo", written, _meta(scans))
+    return report, normalization_counts(frame), version_summary(kept_columns(frame, _VERSION_COLUMNS))
+
+
 def _run(
     files: list[LocalFile], out: Path, lookup: pl.DataFrame | None, quarters: list[str]
 ) -> dict[str, Any]:
-    reports_kept: pl.DataFrame | None = None
     deleted_ids, deleted_report = _ingest_deleted([f for f in files if f.source.table == "deleted"], out)
-    tables: dict[str, Any] = {}
-    normalization: dict[str, Any] = {}
     report_status = pl.DataFrame(
         schema={"_report_key": pl.Int64, "_report_caseid": pl.Int64, "_report_kept": pl.Boolean}
     )
     demo_scans = _scans(files, "demo", quarters)
-    if demo_scans:
-        frame = annotated_reports(demo_scans, deleted_ids).collect()
-        checks = report_rules()
-        written = write_split(frame, "demo", out, checks, columns=_REPORT_ORDER)
-        tables["reports"] = table_report(frame, "demo", written, _meta(demo_scans))
-        normalization = normalization_counts(frame)
-        reports_kept = kept_columns(frame, _VERSION_COLUMNS)
-        report_status = (
-            frame.lazy()
-            .filter(pl.col(STATUS) != QUARANTINED)
-            .select(
-                report_key(len(quarters)).alias("_report_key"),
-                pl.col("caseid").alias("_report_caseid"),
-                (pl.col(STATUS) == KEPT).alias("_report_kept"),
-            )
-            .drop_nulls("_report_key")
-            .sort("_report_kept", descending=True)
-            .unique(subset=["_report_key"], keep="first")
-            .collect()
-        )
-        del frame, written
     missing: list[dict[str, str]] = []
     demo_quarters = {s.scan.file.source.quarter for s in demo_scans}
     children: dict[str, list[Scan]] = {}
@@ -205,10 +210,9 @@ def _run(
         missing += [{"quarter": q, "table": table} for q in sorted(q for q in absent if q is not None)]
 
     def child(table: str) -> tuple[dict[str, Any], pl.DataFrame | None]:
-        annotated = annotated_children(
+        frame = annotated_children(
             table, children[table], report_status, deleted_ids, lookup, n_quarters=len(quarters)
         )
-        frame = annotated.collect()
         columns = [*COLUMNS[table], *_OUTPUT_EXTRA.get(table, ())]
         written = write_split(frame, table, out, child_rules(table), columns=columns)
         report = table_report(frame, table, written, _meta(children[table]))
@@ -217,16 +221,28 @@ def _run(
         name = _LISTS[table]
         return report, term_lists(kept_columns(frame, ["caseid", TERM_LISTS[name][0]]), name)
 
-    # Two tables at a time (much of a table's work, such as Parquet encoding, runs on one core); each
-    # table feeding the super-records computes its value lists in its own task, and the version
-    # summary of the reports is computed beside them, so only the final join waits for all.
+    # Two tasks at a time: much of a table's work (Parquet encoding, Python glue) runs on one core,
+    # so a second table keeps the other core busy. Only the report status of DEMO is needed before
+    # the child tables start; DEMO's writing, counts and version summary run beside them, and each
+    # table feeding the super-records computes its value lists in its own task, so only the final
+    # join waits for all.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        versions = pool.submit(version_summary, reports_kept) if reports_kept is not None else None
+        demo = None
+        if demo_scans:
+            frame = annotated_reports(demo_scans, deleted_ids).collect()
+            report_status = _report_status(frame, len(quarters))
+            demo = pool.submit(_finish_reports, frame, demo_scans, out)
+            del frame
         done = {t: pool.submit(child, t) for t in CHILD_TABLES if children[t]}
-        for table, future in done.items():
-            tables[table] = future.result()[0]
-        lists = {_LISTS[t]: kept for t, f in done.items() if (kept := f.result()[1]) is not None}
-        cases = _cases(out, versions.result(), lists) if versions is not None else _NO_CASES
+        tables: dict[str, Any] = {}
+        normalization: dict[str, Any] = {}
+        cases = _NO_CASES
+        if demo is not None:
+            tables["reports"], normalization, versions = demo.result()
+        tables |= {table: future.result()[0] for table, future in done.items()}
+        if demo is not None:
+            lists = {_LISTS[t]: kept for t, f in done.items() if (kept := f.result()[1]) is not None}
+            cases = _cases(out, versions, lists)
     tables["deleted"] = deleted_report
     return {"tables": tables, "missing_tables": missing, "deleted_caseids": deleted_ids.len(),
             "normalization": normalization, "cases": cases}  # fmt: skip
@@ -238,7 +254,7 @@ _NO_CASES = {"cases": 0, "with_several_versions": 0}
 def _cases(out: Path, versions: pl.DataFrame, lists: dict[str, pl.DataFrame]) -> dict[str, int]:
     """Write ``cases.parquet``; a missing child table contributes empty lists."""
     cases = combine(versions, lists)
-    cases.write_parquet(out / "cases.parquet", compression=COMPRESSION)
+    write_table(cases, out / "cases.parquet")
     return {"cases": cases.height, "with_several_versions": int((cases.get_column("n_reports") > 1).sum())}
 
 
