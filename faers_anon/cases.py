@@ -86,9 +86,12 @@ TERM_LISTS: dict[str, tuple[str, bool]] = {
 def term_lists(rows: pl.LazyFrame | pl.DataFrame, name: str, /) -> pl.DataFrame:
     """Per caseid, the unique sorted values of one set-valued attribute (see :data:`TERM_LISTS`).
 
-    The values are mapped once per distinct term onto an ``Enum`` whose categories are the sorted
-    vocabulary, so sorting works on integer codes, not strings; after sorting by (caseid, value) a
-    repeated pair is the row before it, so de-duplication compares neighbours instead of hashing.
+    Each distinct term is mapped once to its canonical value's code: its rank in the sorted
+    vocabulary of values. A row becomes one integer, ``pair = caseid · n + code`` (n codes; Int128,
+    so no caseid overflows), which orders rows by caseid and then by value; one sort of these
+    integers puts a case's values together, in order, with a repeated value right after the first
+    (so de-duplication compares neighbours), and ``pair // n`` and ``pair mod n`` give the caseid and
+    the code back. One integer sort costs a fraction of sorting two columns.
 
     Args:
         rows: ``caseid`` and the attribute's source column (e.g. REAC's ``caseid``, ``pt``).
@@ -101,20 +104,23 @@ def term_lists(rows: pl.LazyFrame | pl.DataFrame, name: str, /) -> pl.DataFrame:
     terms = rows.lazy().select(pl.col(column).unique()).drop_nulls()
     key = value_key_expr(pl.col(column)) if canonical else pl.col(column)
     vocabulary = terms.with_columns(key.alias(name)).collect()
-    codes = pl.Enum(vocabulary.get_column(name).drop_nulls().unique().sort())
-    value = pl.col(column).replace_strict(
-        vocabulary.get_column(column), vocabulary.get_column(name).cast(codes), default=None
-    )
-    case, term = pl.col("caseid"), pl.col(name)
+    values = vocabulary.get_column(name).drop_nulls().unique().sort()
+    codes = vocabulary.get_column(name).cast(pl.Enum(values)).to_physical()
+    n = max(values.len(), 1)
+    code = pl.col(column).replace_strict(vocabulary.get_column(column), codes, default=None)
+    pair = pl.col("_pair")
     return (
         rows.lazy()
-        .select(case, value.alias(name))
+        .select((pl.col("caseid").cast(pl.Int128) * n + code).alias("_pair"))
         .drop_nulls()
-        .sort("caseid", name)
-        .filter(case.ne_missing(case.shift()) | term.ne_missing(term.shift()))
+        .sort("_pair")
+        .filter(pair.ne_missing(pair.shift()))
+        .select(
+            (pair // n).cast(pl.Int64).set_sorted().alias("caseid"),
+            pl.lit(values).gather((pair % n).cast(pl.UInt32)).alias(name),
+        )
         .group_by("caseid", maintain_order=True)
         .agg(pl.col(name))
-        .with_columns(pl.col(name).cast(_TERMS))
         .collect()
     )
 

@@ -102,3 +102,12 @@ def test_combine_accepts_frames_in_any_order() -> None:
     assert cases.get_column("caseid").to_list() == [1, 2, 3, 4, 5]
     assert cases.get_column("reactions").to_list() == [["RASH"], [], [], ["ASTHMA", "COUGH"], []]
     assert cases.get_column("drug_keys").to_list() == [[]] * 5  # no frame given: empty lists
+
+
+def test_term_lists_of_extreme_caseids() -> None:
+    # The (caseid, value) pairs are sorted as one integer: no caseid may overflow or misorder it.
+    big, small = 2**63 - 1, -(2**63)
+    rows = _children("pt", [(big, "b"), (small, "A"), (big, "a"), (0, None), (small, "A"), (-1, "C")])
+    lists = term_lists(rows, "reactions")
+    assert lists.rows() == [(small, ["A"]), (-1, ["C"]), (big, ["A", "B"])]
+    assert lists.schema == pl.Schema({"caseid": pl.Int64, "reactions": pl.List(pl.Utf8)})

@@ -11,7 +11,8 @@ import pytest
 from faers_anon.io.parse import cast_failed, parse_date, parse_float, parse_int
 
 INTS = [("61", 61), ("61.0", 61), (" 7 ", 7), ("100115733", 100115733), ("-3", -3), ("61.5", None),
-        ("abc", None), ("2512345X1", None), ("", None), (None, None), ("1.0.0", None)]  # fmt: skip
+        ("abc", None), ("2512345X1", None), ("", None), (None, None), ("1.0.0", None), ("+7", 7),
+        ("\t12\t", 12), ("   ", None), ("6.1e1", None)]  # fmt: skip
 FLOATS = [("61", 61.0), ("61.0", 61.0), (" 2.5 ", 2.5), ("abc", None), ("", None), ("nan", None),
           ("inf", None), (None, None)]  # fmt: skip
 DATES = [
@@ -25,6 +26,11 @@ DATES = [
     ("12", None),
     ("", None),
     (None, None),
+    (" 20141226 ", dt.date(2014, 12, 26)),
+    ("\t4505027", None),  # 8 bytes but 7 digits: not a full date (``to_date`` alone would read it)
+    ("201202.0", dt.date(2012, 2, 1)),
+    ("2012.0", dt.date(2012, 1, 1)),
+    ("0000", None),
 ]
 
 
