@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from faers_anon.cases import latest_primaryid
 from faers_anon.io import normalize, rules
 from faers_anon.io.faers_ascii import ScannedFile
 from faers_anon.io.ingest_report import DELETED_STATUS, FILE_CODE, KEPT, QUARANTINED, STATUS
@@ -112,10 +111,25 @@ def annotated_reports(scans: list[Scan], deleted_ids: pl.Series) -> pl.LazyFrame
         normalize.weight_kg(pl.col("wt"), pl.col("wt_cod")).alias("weight_kg"),
     )
     checks = report_rules()
-    annotated = checked(typed, checks, pl.col("caseid").is_in(deleted_ids.implode()))
-    return annotated.with_columns(
-        (pl.col("primaryid") == latest_primaryid().over("caseid")).alias("is_latest")
-    )
+    return _with_is_latest(checked(typed, checks, pl.col("caseid").is_in(deleted_ids.implode())))
+
+
+def _with_is_latest(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """Add ``is_latest``: the row's primaryid is its caseid's latest version (as
+    :func:`faers_anon.cases.latest_primaryid`: :data:`~faers_anon.cases.VERSION_ORDER`, nulls lowest).
+
+    The lexicographic maximum is found key by key: the rows of a case tied at the maximum of
+    ``caseversion`` (all rows when it is missing in all), then among them at the maximum
+    ``fda_dt``, then quarter (its code sorts like the quarter); the latest is the highest primaryid
+    of the rows still tied. One window per key costs less than ordering the rows by all four.
+    """
+    tied = pl.lit(True)
+    for i, key in enumerate((pl.col("caseversion"), pl.col("fda_dt"), pl.col(rules.QUARTER_CODE))):
+        top = pl.when(tied).then(key).max().over("caseid")
+        frame = frame.with_columns((tied & key.eq_missing(top)).alias(f"_tied_{i}"))
+        tied = pl.col(f"_tied_{i}")
+    latest = pl.when(tied).then(pl.col("primaryid")).max().over("caseid")
+    return frame.with_columns((pl.col("primaryid") == latest).alias("is_latest"))
 
 
 def report_key(n_quarters: int) -> pl.Expr:

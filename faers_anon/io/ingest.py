@@ -190,7 +190,8 @@ def _finish_reports(
     """Write DEMO; return its report entry, the normalization counts and the version summary."""
     written = write_split(frame, "demo", out, report_rules(), columns=_REPORT_ORDER)
     report = table_report(frame, "demo", written, _meta(scans))
-    return report, normalization_counts(frame), version_summary(kept_columns(frame, _VERSION_COLUMNS))
+    normalization = normalization_counts(frame, report["values_nulled"])
+    return report, normalization, version_summary(kept_columns(frame, _VERSION_COLUMNS))
 
 
 def _run(

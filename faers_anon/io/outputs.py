@@ -154,8 +154,15 @@ def file_meta(file: LocalFile, **more: Any) -> dict[str, Any]:
             "encoding": file.encoding, **more}  # fmt: skip
 
 
-def normalization_counts(frame: pl.DataFrame, /) -> dict[str, Any]:
+_QIDS = ("age_years", "weight_kg", "sex")
+
+
+def normalization_counts(frame: pl.DataFrame, values_nulled: dict[str, int], /) -> dict[str, Any]:
     """What SPEC §3 normalization did to the kept reports, for ``ingest_report.json``.
+
+    Args:
+        frame: the annotated DEMO rows.
+        values_nulled: the value-rule failures of the kept rows (the report's ``values_nulled``).
 
     Returns:
         ``age_unit_unknown`` / ``weight_unit_unknown`` (a value with an unknown or blank unit),
@@ -163,22 +170,19 @@ def normalization_counts(frame: pl.DataFrame, /) -> dict[str, Any]:
         (each non-blank sex code read as missing, with its count), and how many kept reports end
         with ``age_years``, ``weight_kg`` and ``sex`` missing.
     """
-    value = rules.value_rules("demo")
-    kept = frame.lazy().filter(pl.col(STATUS) == KEPT)
     names = {"age_cod_known": "age_unit_unknown", "age_plausible": "age_implausible",
              "wt_cod_known": "weight_unit_unknown", "weight_plausible": "weight_implausible"}  # fmt: skip
-    missing = {f"{c}_missing": pl.col(c).null_count() for c in ("age_years", "weight_kg", "sex")}
-    sums = kept.select(**{label: (~value[rule]).sum() for rule, label in names.items()}, **missing)
+    counts: dict[str, Any] = {label: values_nulled[rule] for rule, label in names.items()}
+    kept = frame.lazy().filter(pl.col(STATUS) == KEPT)
     codes = (
-        kept.filter(~value["sex_known"])
+        kept.filter(~rules.value_rules("demo")["sex_known"])
         .group_by(pl.col(rules.raw_name("sex")).alias("code"))
         .len()
         .sort("code")
     )
-    totals, code_counts = pl.collect_all([sums, codes])
-    counts: dict[str, Any] = {label: int(totals.get_column(label).item()) for label in names.values()}
+    missing = kept.select(**{f"{c}_missing": pl.col(c).null_count() for c in _QIDS})
+    code_counts, totals = pl.collect_all([codes, missing])
     counts["sex_codes_missing"] = dict(
         zip(code_counts.get_column("code").to_list(), code_counts.get_column("len").to_list(), strict=True)
     )
-    counts |= {label: int(totals.get_column(label).item()) for label in missing}
-    return counts
+    return counts | {label: int(totals.get_column(label).item()) for label in totals.columns}

@@ -183,8 +183,13 @@ def _is_utf8(path: Path) -> bool:
 
 
 def _is_ascii(path: Path) -> bool:
+    # One buffer read into again and again: a new chunk object each time costs fresh memory pages.
+    buffer = bytearray(_CHUNK)
     with path.open("rb") as stream:
-        return all(chunk.isascii() for chunk in _chunks(stream))
+        while size := stream.readinto(buffer):
+            if not (buffer if size == _CHUNK else buffer[:size]).isascii():
+                return False
+    return True
 
 
 def _transcode_latin1(path: Path, target: Path) -> None:
