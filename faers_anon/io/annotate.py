@@ -27,6 +27,7 @@ from knowledge.drug_names import name_key_expr
 __all__ = [
     "Scan",
     "annotated_reports",
+    "typed_rows",
     "annotated_children",
     "checked",
     "report_key",
@@ -183,9 +184,17 @@ def _with_report(frame: pl.LazyFrame, reports: pl.DataFrame, n_quarters: int) ->
     )
 
 
+def typed_rows(table: str, scans: list[Scan]) -> pl.DataFrame:
+    """The typed rows of a child table (its text fields and their typed columns), collected.
+
+    They need nothing from DEMO, so they can be read while DEMO is annotated.
+    """
+    return _typed(_raw_frame(scans), table).collect()
+
+
 def annotated_children(
     table: str,
-    scans: list[Scan],
+    rows: pl.DataFrame,
     reports: pl.DataFrame,
     deleted_ids: pl.Series,
     lookup: pl.DataFrame | None,
@@ -196,7 +205,7 @@ def annotated_children(
 
     Args:
         table: a child table name.
-        scans: its files.
+        rows: its :func:`typed_rows`.
         reports: ``_report_key`` (:func:`report_key`), ``_report_caseid``, ``_report_kept`` of the
             kept and deleted DEMO rows, unique on the key.
         deleted_ids: caseids on the DELETE lists.
@@ -204,11 +213,10 @@ def annotated_children(
         n_quarters: number of quarters coded in ``_quarter_code``.
 
     Returns:
-        The annotated frame. The typed rows are collected first, so DRUG's drug-name vocabulary is
-        taken from memory; every later step adds columns in one pass over them, which keeps the
-        chunks of all columns aligned (an unaligned frame is copied whole by the next query on it).
+        The annotated frame. DRUG's drug-name vocabulary is taken from the rows in memory; every
+        later step adds columns in one pass over them, which keeps the chunks of all columns
+        aligned (an unaligned frame is copied whole by the next query on it).
     """
-    rows = _typed(_raw_frame(scans), table).collect()
     keyed = rows.lazy()
     if table == "drug":
         keyed = keyed.with_columns(_drug_key(rows, lookup).alias("drug_key"))

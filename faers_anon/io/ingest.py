@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ from faers_anon.io.annotate import (
     child_rules,
     report_key,
     report_rules,
+    typed_rows,
 )
 from faers_anon.io.faers_ascii import scan_deleted, scan_table
 from faers_anon.io.ingest_report import FILE_CODE, KEPT, QUARANTINED, STATUS, IngestResult
@@ -210,10 +211,10 @@ def _run(
         absent = demo_quarters - {s.scan.file.source.quarter for s in children[table]}
         missing += [{"quarter": q, "table": table} for q in sorted(q for q in absent if q is not None)]
 
-    def child(table: str) -> tuple[dict[str, Any], pl.DataFrame | None]:
-        frame = annotated_children(
-            table, children[table], report_status, deleted_ids, lookup, n_quarters=len(quarters)
-        )
+    def child(table: str, rows: Future[pl.DataFrame] | None) -> tuple[dict[str, Any], pl.DataFrame | None]:
+        typed = rows.result() if rows is not None else typed_rows(table, children[table])
+        frame = annotated_children(table, typed, report_status, deleted_ids, lookup, n_quarters=len(quarters))
+        del typed
         columns = [*COLUMNS[table], *_OUTPUT_EXTRA.get(table, ())]
         written = write_split(frame, table, out, child_rules(table), columns=columns)
         report = table_report(frame, table, written, _meta(children[table]))
@@ -223,18 +224,22 @@ def _run(
         return report, term_lists(kept_columns(frame, ["caseid", TERM_LISTS[name][0]]), name)
 
     # Two tasks at a time: much of a table's work (Parquet encoding, Python glue) runs on one core,
-    # so a second table keeps the other core busy. Only the report status of DEMO is needed before
-    # the child tables start; DEMO's writing, counts and version summary run beside them, and each
-    # table feeding the super-records computes its value lists in its own task, so only the final
-    # join waits for all.
+    # so a second task keeps the other core busy. The first child table is read while DEMO is
+    # annotated (reading needs nothing from DEMO); only DEMO's report status is needed before child
+    # rows are checked; DEMO's writing, counts and version summary run beside the child tables, and
+    # each table feeding the super-records computes its value lists in its own task, so only the
+    # final join waits for all.
     with ThreadPoolExecutor(max_workers=2) as pool:
+        present = [t for t in CHILD_TABLES if children[t]]
+        first = pool.submit(typed_rows, present[0], children[present[0]]) if present else None
         demo = None
         if demo_scans:
             frame = annotated_reports(demo_scans, deleted_ids).collect()
             report_status = _report_status(frame, len(quarters))
             demo = pool.submit(_finish_reports, frame, demo_scans, out)
             del frame
-        done = {t: pool.submit(child, t) for t in CHILD_TABLES if children[t]}
+        done = {t: pool.submit(child, t, first if i == 0 else None) for i, t in enumerate(present)}
+        del first
         tables: dict[str, Any] = {}
         normalization: dict[str, Any] = {}
         cases = _NO_CASES
