@@ -261,6 +261,24 @@ def knowledge_table(ingested: Path, /, *, sensitive: Sequence[str], knowledge: P
     return mined.select(list(E_SCHEMA))
 
 
+def sensitive_thresholds(
+    cases: pl.DataFrame, knowledge: pl.DataFrame, /, *, config: AnonymizeConfig
+) -> tuple[pl.DataFrame, Thresholds]:
+    """P(s | c) of the cases (SPEC §5) and θ* over the values they reach (:mod:`faers_anon.thresholds`)."""
+    probabilities = case_value_probabilities(cases, knowledge, sensitive=config.sensitive)
+    thresholds = build_thresholds(
+        probabilities,
+        cases.height,
+        rule=config.theta_rule,  # type: ignore[arg-type]
+        theta=config.theta,
+        theta_file=config.theta_file,
+        slope=config.frequency_slope,
+        on_infeasible=config.on_infeasible,  # type: ignore[arg-type]
+        k=config.k,
+    )
+    return probabilities, thresholds
+
+
 def partition_cases(
     cases: pl.DataFrame,
     knowledge: pl.DataFrame,
@@ -275,17 +293,7 @@ def partition_cases(
     need ``reports`` (:func:`faers_anon.units.report_records`), and their partition frame has one row
     per report (``primaryid``, ``caseid``). θ* and P(s | c) are always those of the cases.
     """
-    probabilities = case_value_probabilities(cases, knowledge, sensitive=config.sensitive)
-    thresholds = build_thresholds(
-        probabilities,
-        cases.height,
-        rule=config.theta_rule,  # type: ignore[arg-type]
-        theta=config.theta,
-        theta_file=config.theta_file,
-        slope=config.frequency_slope,
-        on_infeasible=config.on_infeasible,  # type: ignore[arg-type]
-        k=config.k,
-    )
+    probabilities, thresholds = sensitive_thresholds(cases, knowledge, config=config)
     model = make_model(config.model, k=config.k, thetas=thresholds.thetas)
     partition = partition_model(
         cases,

@@ -43,9 +43,7 @@ from faers_anon.io.release_writer import write_release
 from faers_anon.methods import METHODS, MethodResult
 from faers_anon.methods.disassociation import DisassociationResult
 from faers_anon.partition import PARTITION_SCHEMA
-from faers_anon.thresholds import build_thresholds
 from faers_anon.units import case_members
-from knowledge import case_value_probabilities
 
 if TYPE_CHECKING:
     from faers_anon.anonymize import AnonymizeConfig, AnonymizeResult
@@ -146,17 +144,9 @@ def anonymize_with_method(
     frame = released_groups(result.release)
     seconds["anonymize"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    probabilities = case_value_probabilities(cases, knowledge, sensitive=config.sensitive)
-    thresholds = build_thresholds(
-        probabilities,
-        cases.height,
-        rule=config.theta_rule,  # type: ignore[arg-type]
-        theta=config.theta,
-        theta_file=config.theta_file,
-        slope=config.frequency_slope,
-        on_infeasible=config.on_infeasible,  # type: ignore[arg-type]
-        k=config.k,
-    )
+    from faers_anon.anonymize import sensitive_thresholds  # anonymize imports this module: import late
+
+    probabilities, thresholds = sensitive_thresholds(cases, knowledge, config=config)
     losses = metrics.information_loss(frame, cases, hierarchies=config.hierarchies())
     groups = frame["group_id"].n_unique()
     partition = Partition(
