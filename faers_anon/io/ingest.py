@@ -227,8 +227,9 @@ def _run(
     # so a second task keeps the other core busy. The first child table is read while DEMO is
     # annotated (reading needs nothing from DEMO); only DEMO's report status is needed before child
     # rows are checked; DEMO's writing, counts and version summary run beside the child tables, and
-    # each table feeding the super-records computes its value lists in its own task, so only the
-    # final join waits for all.
+    # each table feeding the super-records computes its value lists in its own task. The case merge
+    # is queued right after the last of those tables, so it runs beside the remaining ones; it
+    # waits only for tasks queued before it, which have all started (no task waits for a queued one).
     with ThreadPoolExecutor(max_workers=2) as pool:
         present = [t for t in CHILD_TABLES if children[t]]
         first = pool.submit(typed_rows, present[0], children[present[0]]) if present else None
@@ -238,23 +239,36 @@ def _run(
             report_status = _report_status(frame, len(quarters))
             demo = pool.submit(_finish_reports, frame, demo_scans, out)
             del frame
-        done = {t: pool.submit(child, t, first if i == 0 else None) for i, t in enumerate(present)}
+        feeding = [t for t in present if t in _LISTS]
+        done: dict[str, Future[tuple[dict[str, Any], pl.DataFrame | None]]] = {}
+        merged = pool.submit(_merge, out, demo, {}) if demo is not None and not feeding else None
+        for i, table in enumerate(present):
+            done[table] = pool.submit(child, table, first if i == 0 else None)
+            if demo is not None and feeding and table == feeding[-1]:
+                merged = pool.submit(_merge, out, demo, {t: done[t] for t in feeding})
         del first
         tables: dict[str, Any] = {}
         normalization: dict[str, Any] = {}
-        cases = _NO_CASES
         if demo is not None:
-            tables["reports"], normalization, versions = demo.result()
+            tables["reports"], normalization, _ = demo.result()
         tables |= {table: future.result()[0] for table, future in done.items()}
-        if demo is not None:
-            lists = {_LISTS[t]: kept for t, f in done.items() if (kept := f.result()[1]) is not None}
-            cases = _cases(out, versions, lists)
+        cases = merged.result() if merged is not None else _NO_CASES
     tables["deleted"] = deleted_report
     return {"tables": tables, "missing_tables": missing, "deleted_caseids": deleted_ids.len(),
             "normalization": normalization, "cases": cases}  # fmt: skip
 
 
 _NO_CASES = {"cases": 0, "with_several_versions": 0}
+
+
+def _merge(
+    out: Path,
+    demo: Future[tuple[dict[str, Any], dict[str, Any], pl.DataFrame]],
+    feeding: dict[str, Future[tuple[dict[str, Any], pl.DataFrame | None]]],
+) -> dict[str, int]:
+    """Write ``cases.parquet`` from DEMO's version summary and the value lists of the child tables."""
+    lists = {_LISTS[t]: kept for t, f in feeding.items() if (kept := f.result()[1]) is not None}
+    return _cases(out, demo.result()[2], lists)
 
 
 def _cases(out: Path, versions: pl.DataFrame, lists: dict[str, pl.DataFrame]) -> dict[str, int]:
