@@ -34,6 +34,7 @@ __all__ = [
     "META",
     "COMPRESSION",
     "write_table",
+    "write_rows",
     "kept_columns",
     "normalization_counts",
     "write_split",
@@ -45,6 +46,8 @@ __all__ = [
 META = ("quarter", "source_file", "line")
 #: Parquet codec of the outputs: LZ4 encodes faster than zstd and every Parquet reader in use reads it.
 COMPRESSION: Final = "lz4"
+#: Rows per row group of the tables written slice by slice (:func:`write_rows`), as polars' default.
+ROW_GROUP: Final = 1 << 18
 
 
 def _arrow_table(frame: pl.DataFrame) -> pa.Table:
@@ -76,9 +79,33 @@ def write_table(frame: pl.DataFrame, path: Path, /) -> int:
     to pay for it. Column statistics are not written: no reader filters on them. Polars reads the
     files back with the same dtypes.
     """
-    table = _arrow_table(frame)
+    pq.write_table(_arrow_table(frame), path, **_parquet_options(frame))
+    return int(pq.read_metadata(path).num_rows)
+
+
+def _parquet_options(frame: pl.DataFrame) -> dict[str, Any]:
     text = [name for name, dtype in frame.schema.items() if dtype in (pl.Utf8, pl.List(pl.Utf8))]
-    pq.write_table(table, path, compression=COMPRESSION, use_dictionary=text, write_statistics=False)
+    return {"compression": COMPRESSION, "use_dictionary": text, "write_statistics": False}
+
+
+def write_rows(frame: pl.DataFrame, path: Path, /, *, where: pl.Expr, columns: Sequence[pl.Expr]) -> int:
+    """Write ``columns`` of the rows of ``frame`` where ``where`` holds, as :func:`write_table` does.
+
+    The rows are selected, converted and encoded :data:`ROW_GROUP` rows at a time (one row group
+    each), so the memory of one slice is reused for the next, instead of a copy of the whole
+    table being allocated at once (fresh memory costs the kernel more than the copy itself).
+
+    Returns:
+        The rows in the written file, read from its footer.
+    """
+
+    def selected(rows: pl.DataFrame) -> pl.DataFrame:
+        return rows.lazy().filter(where).select(columns).collect()
+
+    empty = selected(frame.head(0))
+    with pq.ParquetWriter(path, _arrow_table(empty).schema, **_parquet_options(empty)) as writer:
+        for rows in frame.iter_slices(ROW_GROUP):
+            writer.write_table(_arrow_table(selected(rows)))
     return int(pq.read_metadata(path).num_rows)
 
 
@@ -93,7 +120,8 @@ def write_split(
     """Write the kept rows and the rejects (with their reason) of one annotated table.
 
     The kept rows are selected (filter, projection and ``""`` → null of text columns in one query)
-    and written by :func:`write_table`; the reject file is small and built from the failed rows only.
+    and written slice by slice (:func:`write_rows`); the reject file is small and built from the
+    failed rows only.
 
     Returns:
         (kept rows in the written file, read back from its metadata; the rejects as written).
@@ -102,9 +130,7 @@ def write_split(
     path = out / f"{name}.parquet"
     text = {c for c, kind in COLUMNS.get(table, {}).items() if kind is Kind.TEXT}
     output = [empty_to_null(pl.col(c)).alias(c) if c in text else pl.col(c) for c in columns]
-    kept = frame.lazy().filter(pl.col(STATUS) == KEPT).select(*output, *META).collect()
-    written = write_table(kept, path)
-    del kept
+    written = write_rows(frame, path, where=pl.col(STATUS) == KEPT, columns=[*output, *map(pl.col, META)])
     raw = [
         empty_to_null(
             (pl.col(rules.raw_name(c)) if rules.raw_name(c) in frame.columns else pl.col(c)).cast(pl.Utf8)
