@@ -2,7 +2,8 @@
 
 Source: SPEC §3–§4; docs/architecture.md "The ingested folder" (the output contract).
 
-One lazy chain per table, collected once: the raw text of every file of the table (all quarters),
+One lazy chain per table (DEMO collected once; a child table's typed text, then the columns added
+to it): the raw text of every file of the table (all quarters),
 typed (:mod:`faers_anon.io.parse`), normalized (:mod:`faers_anon.io.normalize`, DEMO), checked by the
 named rules of :mod:`faers_anon.io.rules`, and given a status: *quarantined* when a row rule fails,
 *deleted* when its case is on a DELETE list (of any quarter given), *quarantined* when a link rule
@@ -15,11 +16,11 @@ caseid from there. Then ``cases.parquet`` (:func:`faers_anon.cases.merge_version
 Decisions: drug keys are computed once per distinct name; quarter and file are carried as small
 integer codes inside the chain (lookups, windows and counts on integers) and as the contract's Utf8
 columns in the output. Work runs as two tasks at a time (much of a table's work, such as Parquet
-encoding, runs on one core): once DEMO's annotated rows exist, its writing and counts run beside the
-first child table, and each child table computes the super-record value lists it feeds, so only the
-final case merge waits for all. Parquet is written by Arrow's encoder
-(:func:`faers_anon.io.outputs.write_table`). A quarter with data files but no DEMO is refused before
-anything is written.
+encoding, runs on one core): the first child table is read while DEMO is annotated, DEMO's writing
+and counts run beside the child tables, each child table computes the super-record value lists it
+feeds, and the case merge runs beside the tables that feed none (scheduling in :func:`_run`).
+Parquet is written by Arrow's encoder (:mod:`faers_anon.io.outputs`). A quarter with data files but
+no DEMO is refused before anything is written.
 """
 
 from __future__ import annotations
