@@ -122,15 +122,17 @@ def _with_is_latest(frame: pl.LazyFrame) -> pl.LazyFrame:
     The lexicographic maximum is found key by key: the rows of a case tied at the maximum of
     ``caseversion`` (all rows when it is missing in all), then among them at the maximum
     ``fda_dt``, then quarter (its code sorts like the quarter); the latest is the highest primaryid
-    of the rows still tied. One window per key costs less than ordering the rows by all four.
+    of the rows still tied. Only kept rows take part, so a quarantined (or deleted) newer row never
+    leaves a case's kept reports without a latest one; other rows get ``False``. One window per key
+    costs less than ordering the rows by all four.
     """
-    tied = pl.lit(True)
+    tied = pl.col(STATUS) == KEPT  # only kept rows compete: a quarantined newer row is no version
     for i, key in enumerate((pl.col("caseversion"), pl.col("fda_dt"), pl.col(rules.QUARTER_CODE))):
         top = pl.when(tied).then(key).max().over("caseid")
         frame = frame.with_columns((tied & key.eq_missing(top)).alias(f"_tied_{i}"))
         tied = pl.col(f"_tied_{i}")
     latest = pl.when(tied).then(pl.col("primaryid")).max().over("caseid")
-    return frame.with_columns((pl.col("primaryid") == latest).alias("is_latest"))
+    return frame.with_columns((pl.col("primaryid") == latest).fill_null(False).alias("is_latest"))
 
 
 def report_key(n_quarters: int) -> pl.Expr:

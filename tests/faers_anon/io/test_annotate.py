@@ -8,6 +8,7 @@ import polars as pl
 
 from faers_anon.cases import latest_primaryid
 from faers_anon.io.annotate import _with_is_latest
+from faers_anon.io.ingest_report import KEPT, QUARANTINED, STATUS
 from faers_anon.io.rules import QUARTER_CODE
 
 D = dt.date
@@ -29,6 +30,8 @@ def test_is_latest_follows_the_version_order_of_the_case_merge() -> None:
             (5, 51, 1, D(2020, 1, 1), 0),
             (None, 61, 1, None, 0),  # rows without caseid form one group, as in a window
             (None, 62, 2, None, 0),
+            (6, 71, 9, D(2024, 1, 1), 0),  # quarantined below: a newer version that is no version
+            (6, 72, 1, D(2023, 1, 1), 0),  # so this kept row is the case's latest
         ],
         schema={
             "caseid": pl.Int64,
@@ -39,10 +42,18 @@ def test_is_latest_follows_the_version_order_of_the_case_merge() -> None:
         },
         orient="row",
     )
-    flagged = _with_is_latest(rows.lazy()).collect().get_column("is_latest")
-    reference = rows.with_columns(pl.col(QUARTER_CODE).alias("quarter")).select(
-        pl.col("primaryid") == latest_primaryid().over("caseid")
+    rows = rows.with_columns(
+        pl.when(pl.col("primaryid") == 71).then(pl.lit(QUARANTINED)).otherwise(pl.lit(KEPT)).alias(STATUS)
     )
-    assert flagged.to_list() == reference.to_series().to_list()
-    assert flagged.to_list() == [False, False, True, True, False, False, True, False, True, None, None,
-                                 False, True]  # fmt: skip
+    flagged = _with_is_latest(rows.lazy()).collect().get_column("is_latest")
+    kept = rows.filter(pl.col(STATUS) == KEPT).with_columns(pl.col(QUARTER_CODE).alias("quarter"))
+    latest = kept.select(
+        "primaryid", (pl.col("primaryid") == latest_primaryid().over("caseid")).alias("expected")
+    ).filter(pl.col("expected"))
+    expected = rows.join(latest, on="primaryid", how="left", maintain_order="left")["expected"].fill_null(
+        False
+    )
+    assert flagged.to_list() == expected.to_list()
+    assert flagged.to_list()[-2:] == [False, True]  # the quarantined newer row does not win
+    assert flagged.to_list() == [False, False, True, True, False, False, True, False, True, False, False,
+                                 False, True, False, True]  # fmt: skip
