@@ -7,12 +7,18 @@ exclude compilation. The reference is a plain Mondrian k-anonymity over the same
 weight; missing coded as a sentinel) from the PyPI package ``anonypyx`` — a benchmark-only dependency
 (``pip install anonypyx``), skipped with a note when absent.
 
+Growth: after the table, the slope of log(time) against log(cases) over the sizes (1 = linear) for the
+wall time, the engine time and the CPU time (user + system, all threads) of the anonymize step. Wall
+times move with the load of other processes on the machine, so the load average is printed before and
+after; CPU time depends less on it.
+
 Example: ``python scripts/bench_anonymize.py --sizes 50000,100000,200000,400000 --work /tmp/bench``
 """
 
 from __future__ import annotations
 
 import json
+import math
 import resource
 import subprocess
 import sys
@@ -38,11 +44,12 @@ def _prepare(n: int, work: Path) -> Path:
 def _child_msk(ingested: Path, k: int, theta: float) -> dict[str, object]:
     from faers_anon.anonymize import AnonymizeConfig, anonymize_folder
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu_seconds()
     config = AnonymizeConfig(k=k, theta=theta, on_infeasible="raise-theta", seed=0)
     result = anonymize_folder(ingested, None, config=config)
     return {
         "seconds": time.perf_counter() - start,
+        "cpu_seconds": _cpu_seconds() - cpu,
         "engine_seconds": result.seconds["anonymize"],
         "cases": result.cases,
         "groups": result.partition.groups,
@@ -72,6 +79,28 @@ def _child_mondrian(ingested: Path, k: int) -> dict[str, object]:
     start = time.perf_counter()
     Anonymiser(frame, k=k, feature_columns=["age", "sex", "weight"]).anonymise()
     return {"seconds": time.perf_counter() - start, "cases": len(frame)}
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU time of this process so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _load() -> str:
+    loadavg = Path("/proc/loadavg")
+    return " ".join(loadavg.read_text().split()[:3]) if loadavg.is_file() else "?"
+
+
+def _slope(sizes: list[int], seconds: list[float]) -> float:
+    """Least-squares slope of log(seconds) on log(sizes): the growth exponent (nan for < 2 sizes)."""
+    if len(sizes) < 2:
+        return math.nan
+    xs = [math.log(n) for n in sizes]
+    ys = [math.log(max(t, 1e-9)) for t in seconds]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    den = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / den if den else math.nan
 
 
 def _peak_rss_mb() -> float:
@@ -126,10 +155,12 @@ def main(
     warm = _prepare(500, work)
     _run_child("msk", str(warm), str(k), str(theta))  # compile the numba kernel into its cache
     header = (
-        f"{'cases':>8} {'groups':>7} {'seconds':>8} {'engine s':>8} {'peak MB':>8} {'NIL':>7} {'DR':>7} "
-        f"{'raised':>6} {'left':>6} {'forced':>6} {'=k':>6} {'Mondrian s':>10} {'Mondrian MB':>11}"
+        f"{'cases':>8} {'groups':>7} {'seconds':>8} {'engine s':>8} {'CPU s':>7} {'peak MB':>8} {'NIL':>7} "
+        f"{'DR':>7} {'raised':>6} {'left':>6} {'forced':>6} {'=k':>6} {'Mondrian s':>10} {'Mondrian MB':>11}"
     )
+    load_before = _load()
     click.echo(header)
+    done: list[dict[str, object]] = []
     for n in (int(s) for s in sizes.split(",")):
         ingested = _prepare(n, work)
         msk = _run_child("msk", str(ingested), str(k), str(theta))
@@ -143,11 +174,23 @@ def main(
         )
         click.echo(
             f"{msk['cases']:>8} {msk['groups']:>7} {msk['seconds']:>8.1f} {msk['engine_seconds']:>8.1f} "
-            f"{msk['peak_rss_mb']:>8.0f} {msk['nil']:>7.4f} {msk['dr']:>7.4f} {msk['raised']:>6} "
-            f"{msk['leftovers']:>6} {msk['forced']:>6} {msk['share_k']:>6.1%} {ref_s} {ref_mb}"
+            f"{msk['cpu_seconds']:>7.1f} {msk['peak_rss_mb']:>8.0f} {msk['nil']:>7.4f} {msk['dr']:>7.4f} "
+            f"{msk['raised']:>6} {msk['leftovers']:>6} {msk['forced']:>6} {msk['share_k']:>6.1%} "
+            f"{ref_s} {ref_mb}"
         )
         if "error" in ref:
             click.echo(f"         reference: {ref['error']}")
+        done.append(msk)
+    counts = [int(m["cases"]) for m in done]  # type: ignore[call-overload]
+    growth = {
+        key: _slope(counts, [float(m[key]) for m in done])  # type: ignore[arg-type]
+        for key in ("seconds", "engine_seconds", "cpu_seconds")
+    }
+    click.echo(
+        f"growth exponent (log-log slope, 1 = linear): wall {growth['seconds']:.2f}, "
+        f"engine {growth['engine_seconds']:.2f}, CPU {growth['cpu_seconds']:.2f}"
+    )
+    click.echo(f"load average: {load_before} before, {_load()} after (1, 5, 15 min)")
 
 
 if __name__ == "__main__":

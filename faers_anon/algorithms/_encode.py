@@ -1,7 +1,8 @@
 """Build the kernel's arrays (:class:`Tables`, :class:`Cases`, :class:`Pool`) from per-case numpy arrays.
 
-Vectorized numpy only (lexsort, run boundaries); no loop over cases. Cases must arrive in a fixed order
-(the caller sorts by caseid) so that patterns, classes and every tie in the kernel are deterministic.
+Vectorized numpy (lexsort, run boundaries), plus one numba pass over the P(s | c) entries for the case
+signatures (:func:`_signatures`). Cases must arrive in a fixed order (the caller sorts by caseid) so that
+patterns, classes and every tie in the kernel are deterministic.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from numba import njit
 from numpy.typing import NDArray
 
 from faers_anon.algorithms._pool import Cases, Pool, Tables
@@ -45,12 +47,16 @@ def build_tables(
     return Tables(lca, hnorm, inv)
 
 
-def build_pool(cat: I64, wmiss: NDArray[np.bool_], lo: F64, hi: F64, rows: I64) -> Pool:
-    """Patterns sorted by (class, lo, hi), classes as pattern ranges, three skip-listed orders."""
+def build_pool(cat: I64, wmiss: NDArray[np.bool_], lo: F64, hi: F64, rows: I64, sig: I64) -> Pool:
+    """Patterns sorted by (class, lo, hi), classes as pattern ranges, three skip-listed orders.
+
+    Inside a pattern the cases are sorted by descending signature (``sig``, see :func:`build_cases`),
+    then by index: the cases holding the most pressing values come first.
+    """
     n, n_cat = cat.shape
     lo0 = np.where(wmiss, 0.0, lo)
     hi0 = np.where(wmiss, 0.0, hi)
-    keys = (hi0, lo0, wmiss.astype(np.int64), *(cat[:, j] for j in reversed(range(n_cat))))
+    keys = (-sig, hi0, lo0, wmiss.astype(np.int64), *(cat[:, j] for j in reversed(range(n_cat))))
     order = np.lexsort(keys).astype(np.int64)
     s_cat, s_wm, s_lo, s_hi = cat[order], wmiss[order], lo0[order], hi0[order]
     new_class = np.ones(n, np.bool_)
@@ -84,9 +90,13 @@ def build_pool(cat: I64, wmiss: NDArray[np.bool_], lo: F64, hi: F64, rows: I64) 
         pat_lo=pat_lo,
         pat_hi=pat_hi,
         pat_start=pat_start,
+        pat_size=pat_count.copy(),
+        pat_common=np.bitwise_and.reduceat(sig[order], pat_start) if n_pat else np.zeros(0, np.int64),
         pat_count=pat_count,
         slots=order,
         slot_of=slot_of,
+        slot_key=np.ascontiguousarray(-sig[order], np.int64),
+        slot_nxt=np.arange(n + 1, dtype=np.int64),
         case_pattern=case_pattern,
         nxt=alive.copy(),
         prv=alive.copy(),
@@ -106,17 +116,76 @@ def build_pool(cat: I64, wmiss: NDArray[np.bool_], lo: F64, hi: F64, rows: I64) 
 
 
 FREQUENT = 32
-"""Number of most frequent protected values whose σ_s every committed group keeps densely."""
+"""Number of most pressing protected values whose σ_s every committed group keeps densely."""
+
+SIG_CUTS = (1.0 / 3.0, 0.5, 1.0)
+"""P(s | c) levels of the signature: level l holds the p with exactly l cuts ≤ p (p = 1 is the top level)."""
+
+SIG_LEVELS = len(SIG_CUTS) + 1
+SIG_VALUES = 63 // SIG_LEVELS
+"""Protected values indexed by the case signature: SIG_LEVELS bits each, at most 63 bits in an int64."""
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _sign(
+    val_ptr: I64, val_id: NDArray[np.int32], val_p: F64, slot: I64, bit: I64, cuts: F64
+) -> tuple[I64, F64]:
+    """Per case the OR of its thermometer codes; per indexed value and level the least p at that level or
+    above (∞ if none)."""
+    n = val_ptr.shape[0] - 1
+    sig = np.zeros(n, np.int64)
+    bound = np.full((bit.shape[0], cuts.shape[0] + 1), np.inf)
+    for c in range(n):
+        x = np.int64(0)
+        for e in range(val_ptr[c], val_ptr[c + 1]):
+            i = slot[val_id[e]]
+            if i < 0:
+                continue
+            p = val_p[e]
+            lev = 0
+            while lev < cuts.shape[0] and p >= cuts[lev]:
+                lev += 1
+            x |= ((np.int64(2) << lev) - 1) << bit[i]
+            bound[i, lev] = min(bound[i, lev], p)
+        sig[c] = x
+    for i in range(bound.shape[0]):
+        for lev in range(bound.shape[1] - 2, -1, -1):
+            bound[i, lev] = min(bound[i, lev], bound[i, lev + 1])
+    return sig, bound
+
+
+def _pressing(val_id: NDArray[np.int32], val_p: F64, theta: F64, count: int) -> I64:
+    """The ``count`` protected values with the largest Σ p / θ_s (ties by id), most pressing first."""
+    n_values = theta.shape[0]
+    pressure = np.bincount(val_id, weights=val_p, minlength=n_values) / np.maximum(theta, 1e-12)
+    order = np.lexsort((np.arange(n_values), -pressure))[:count]
+    return order[pressure[order] > 0].astype(np.int64)
+
+
+def _signatures(val_ptr: I64, val_id: NDArray[np.int32], val_p: F64, theta: F64) -> tuple[I64, I64, I64, F64]:
+    """Case signatures over the most pressing values (:func:`_pressing`): (sig, value, bit, bound).
+
+    Value i of the index owns SIG_LEVELS bits from ``bit[i]``; a case holding it at level l sets bits
+    ``bit[i] .. bit[i] + l`` (a thermometer code), so "level ≥ l" is the single bit ``bit[i] + l``.
+    ``bound[i, l]`` is the least p of value i over the cases at level ≥ l (∞ if none): a case with that
+    bit has P(s | c) ≥ bound. More pressing values get the higher bits.
+    """
+    index = _pressing(val_id, val_p, theta, SIG_VALUES)
+    slot = np.full(max(theta.shape[0], 1), -1, np.int64)
+    slot[index] = np.arange(index.shape[0])
+    bit = SIG_LEVELS * (SIG_VALUES - 1 - np.arange(index.shape[0], dtype=np.int64))
+    sig, bound = _sign(val_ptr, val_id, val_p, slot, bit, np.array(SIG_CUTS))
+    return sig, index, bit, bound
 
 
 def build_cases(rows: I64, val_ptr: I64, val_id: NDArray[np.int32], val_p: F64, theta: F64) -> Cases:
-    """Per-case rows, protected values in CSR form, and the F most frequent values (by Σ p, ties by id)."""
+    """Per-case rows, protected values in CSR form, the F most pressing values (:func:`_pressing`) and
+    the case signatures (:func:`_signatures`)."""
     n_values = theta.shape[0]
-    mass = np.bincount(val_id, weights=val_p, minlength=n_values) if n_values else np.zeros(0)
-    order = np.lexsort((np.arange(n_values), -mass))
-    freq_val = order[: min(FREQUENT, n_values)].astype(np.int64)
+    freq_val = _pressing(val_id, val_p, theta, FREQUENT)
     freq_slot = np.full(max(n_values, 1), -1, np.int64)
     freq_slot[freq_val] = np.arange(freq_val.shape[0])
+    sig, sig_val, sig_bit, sig_bound = _signatures(val_ptr, val_id, val_p, theta)
     return Cases(
         np.ascontiguousarray(rows, np.int64),
         np.ascontiguousarray(val_ptr, np.int64),
@@ -125,4 +194,8 @@ def build_cases(rows: I64, val_ptr: I64, val_id: NDArray[np.int32], val_p: F64, 
         np.ascontiguousarray(theta, np.float64),
         freq_val,
         freq_slot,
+        sig,
+        sig_val,
+        sig_bit,
+        sig_bound,
     )

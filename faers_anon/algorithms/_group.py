@@ -126,20 +126,73 @@ def add_case(
 
 
 @njit(cache=True, inline="always")  # type: ignore[misc]
+def ratio_risk(
+    sigma: F64, size: int, val_ptr: I64, val_id: NDArray[np.int32], val_p: F64, theta: F64, case: int
+) -> float:
+    """PR(g, r) of the η-ratio term from g's σ (by value id) and η's size max{k, |g|+1} (array form of
+    :func:`risk`, for hot loops that hold the arrays)."""
+    total = 1.0
+    for e in range(val_ptr[case], val_ptr[case + 1]):
+        v = val_id[e]
+        eta = math.floor(size * theta[v] + FLOOR_SLACK)
+        s = sigma[v]
+        if s + val_p[e] > eta + TOL:
+            return np.inf
+        total += s / (eta - s)
+    return total
+
+
+@njit(cache=True, inline="always")  # type: ignore[misc]
 def risk(g: Group, cases: Cases, req: I64, case: int) -> float:
     """PR(g, r) ≥ 1 (module docstring); 1 when the model declares no risk term."""
     if req[REQ_RISK] == 0:
         return 1.0
     size = max(req[REQ_K], g.size[0] + 1)
-    total = 1.0
-    for e in range(cases.val_ptr[case], cases.val_ptr[case + 1]):
-        v = cases.val_id[e]
+    return ratio_risk(g.sigma, size, cases.val_ptr, cases.val_id, cases.val_p, cases.theta, case)  # type: ignore[no-any-return]
+
+
+@njit(cache=True)  # type: ignore[misc]
+def blocked_bits(g: Group, cases: Cases, req: I64) -> int:
+    """Signature bits that make PR(g, r) = ∞: bit ``sig_bit[i] + l`` when σ_s(g) + ``sig_bound[i, l]`` > η_s.
+
+    Every case whose signature has such a bit holds s with P(s | r) ≥ the bound, so :func:`risk` returns
+    ∞ for it: skipping it is exact. 0 when the model declares no risk term.
+    """
+    if req[REQ_RISK] == 0:
+        return 0
+    size = max(req[REQ_K], g.size[0] + 1)
+    bits = 0
+    for i in range(cases.sig_val.shape[0]):
+        v = cases.sig_val[i]
         eta = math.floor(size * cases.theta[v] + FLOOR_SLACK)
         s = g.sigma[v]
-        if s + cases.val_p[e] > eta + TOL:
-            return np.inf
-        total += s / (eta - s)
-    return total
+        for lev in range(cases.sig_bound.shape[1]):
+            if s + cases.sig_bound[i, lev] > eta + TOL:
+                bits |= np.int64(1) << (cases.sig_bit[i] + lev)
+                break
+    return bits
+
+
+@njit(cache=True)  # type: ignore[misc]
+def cap_bits(g: Group, cases: Cases, req: I64) -> int:
+    """Signature bits that break a cap: bit ``sig_bit[i] + l`` when σ_s(g) + ``sig_bound[i, l]`` exceeds
+    θ_s·(|g|+1).
+
+    Every case whose signature has such a bit makes g ∪ {r} invalid. 0 unless the model has caps counted
+    in cases (a cap in rows depends on the added case's rows).
+    """
+    if req[REQ_CAPS] == 0 or req[REQ_CAPS_ROWS] == 1:
+        return 0
+    den = g.size[0] + 1
+    bits = 0
+    for i in range(cases.sig_val.shape[0]):
+        v = cases.sig_val[i]
+        s = g.sigma[v]
+        for lev in range(cases.sig_bound.shape[1]):
+            if s + cases.sig_bound[i, lev] > cases.theta[v] * den + TOL:
+                bits |= np.int64(1) << (cases.sig_bit[i] + lev)
+                break
+    return bits
 
 
 @njit(cache=True)  # type: ignore[misc]

@@ -3,14 +3,14 @@
 Stage 1 (:func:`stage1`) grows a group from a seed, adding the candidate with least ΔIL' = ΔIL·PR
 (:func:`~faers_anon.algorithms._search.search`) until the model's requirements hold; the next seed is
 the remaining case farthest from the previous seed (:func:`~faers_anon.algorithms._pool.farthest_case`).
-A group that cannot be completed (no candidate with finite ΔIL' within the scan limit, or the pool
+A group that cannot be completed (no candidate with finite ΔIL' within the search budget, or the pool
 ran dry) is dissolved: its cases become leftovers. Stage 1 stops when the pool holds fewer units than
 the minimum size. Stage 2 (:func:`stage2`) places each leftover, in order, in the group with least ΔIL'
-that stays valid (:func:`~faers_anon.algorithms._search.search_groups`, up to 16·scan_limit groups,
-each ruled out in O(|S_r|) by the dense σ of the frequent values before being rebuilt); if none of them
-can take it validly it goes where the excess is least and the placement is counted as forced (the
-group is then dangerous, which DR and the verifier report). If stage 1 made no group at all, every
-case forms one group (valid only if the model allows it).
+that stays valid (:func:`~faers_anon.algorithms._groups.search_groups`, within a per-leftover budget of
+``scan_limit`` groups); if none of them can take it validly it goes where the excess is least and the
+placement is counted as forced (the group is then invalid until :mod:`faers_anon.algorithms.repair`
+merges it). If stage 1 made no group at all, every case forms one group (valid only if the model
+allows it).
 """
 
 from __future__ import annotations
@@ -20,30 +20,21 @@ from numba import njit
 from numpy.typing import NDArray
 
 from faers_anon.algorithms._group import REQ_MIN, REQ_ROWS, Group, is_valid, loss_per_case, reset
-from faers_anon.algorithms._pool import Cases, Pool, Tables, farthest_case, remove_case
-from faers_anon.algorithms._search import (
-    Scratch,
-    Store,
-    add_pooled,
-    load_group,
-    search,
-    search_groups,
-    store_state,
-)
+from faers_anon.algorithms._groups import Dirty, Store, load_group, mark_dirty, search_groups, store_state
+from faers_anon.algorithms._pool import Cases, Pool, Tables, farthest_case, find_next, remove_case
+from faers_anon.algorithms._search import add_pooled, search
+from faers_anon.algorithms._streams import Streams
 
 I64 = NDArray[np.int64]
 
-STAGE2_SCAN = 16
-"""Stage 2 considers up to 16·scan_limit groups per leftover before a forced placement: a leftover is
-a hard case (its frequent values saturate the nearby groups), and a forced placement costs privacy."""
-F64 = NDArray[np.float64]
-
 
 @njit(cache=True)  # type: ignore[misc]
-def _commit(g: Group, tab: Tables, cases: Cases, store: Store, gid: int, start: int, stop: int) -> None:
+def _commit(
+    g: Group, tab: Tables, cases: Cases, req: I64, store: Store, gid: int, start: int, stop: int
+) -> None:
     store.first[gid] = start
     store.length[gid] = stop - start
-    store_state(g, tab, cases, store, gid)
+    store_state(g, tab, cases, req, store, gid)
     for i in range(start, stop):
         store.group_of[store.order[i]] = gid
 
@@ -55,7 +46,7 @@ def stage1(
     cases: Cases,
     req: I64,
     g: Group,
-    sc: Scratch,
+    st: Streams,
     store: Store,
     first_seed: int,
     m_best: int,
@@ -80,7 +71,7 @@ def stage1(
         filled += 1
         ok = is_valid(g, cases, req)
         while not ok and pool.remaining[0] > 0:
-            cand = search(pool, tab, cases, req, g, sc, m_best, scan_limit)
+            cand = search(pool, tab, cases, req, g, st, m_best, scan_limit)
             if cand < 0:
                 break
             remove_case(pool, cases, cand)
@@ -89,7 +80,7 @@ def stage1(
             filled += 1
             ok = is_valid(g, cases, req)
         if ok:
-            _commit(g, tab, cases, store, n_groups, start, filled)
+            _commit(g, tab, cases, req, store, n_groups, start, filled)
             n_groups += 1
         else:
             failed += 1
@@ -102,10 +93,11 @@ def stage1(
         p = pool.case_pattern[seed]
         c = pool.pat_class[p]
         seed = farthest_case(pool, tab, pool.cls_cat[c], pool.cls_wmiss[c], pool.pat_lo[p], pool.pat_hi[p])
-    for p in range(pool.pat_start.shape[0]):
-        for t in range(pool.pat_count[p]):
-            leftovers[n_left] = pool.slots[pool.pat_start[p] + t]
-            n_left += 1
+    q = find_next(pool.slot_nxt, 0)
+    while q < pool.slots.shape[0]:
+        leftovers[n_left] = pool.slots[q]
+        n_left += 1
+        q = find_next(pool.slot_nxt, q + 1)
     return n_groups, n_left, filled, failed
 
 
@@ -117,7 +109,7 @@ def stage2(
     req: I64,
     g: Group,
     single: Group,
-    sc: Scratch,
+    st: Streams,
     store: Store,
     n_groups: int,
     filled: int,
@@ -134,23 +126,49 @@ def stage2(
         for i in range(n_left):
             add_pooled(g, pool, tab, cases, leftovers[i])
             store.order[filled + i] = leftovers[i]
-        _commit(g, tab, cases, store, n_groups, filled, filled + n_left)
+        _commit(g, tab, cases, req, store, n_groups, filled, filled + n_left)
         return 1, 0 if is_valid(g, cases, req) else n_left
+    for i in range(n_left):
+        remove_case(pool, cases, leftovers[i])
+    dirty = Dirty(
+        np.full(pool.pat_start.shape[0], -1, np.int64),
+        np.full(pool.slots.shape[0], -1, np.int64),
+        np.zeros(n_groups, np.bool_),
+    )
     stamp = np.full(n_groups, -1, np.int64)
     forced = 0
     for i in range(n_left):
         r = leftovers[i]
         gid, was_forced = search_groups(
-            pool, tab, cases, req, single, g, sc, store, stamp, i, r, m_best, STAGE2_SCAN * scan_limit
+            pool, tab, cases, req, single, g, st, store, dirty, stamp, 2 * i, r, m_best, scan_limit, True
         )
+        if gid < 0:  # every group in reach would break: rank the nearest ones for a forced placement
+            gid, was_forced = search_groups(
+                pool,
+                tab,
+                cases,
+                req,
+                single,
+                g,
+                st,
+                store,
+                dirty,
+                stamp,
+                2 * i + 1,
+                r,
+                m_best,
+                scan_limit,
+                False,
+            )
         if was_forced:
             forced += 1
+        mark_dirty(pool, store, dirty, gid)
         load_group(g, pool, tab, cases, store, gid)
         add_pooled(g, pool, tab, cases, r)
         store.extra_next[r] = store.extra_head[gid]
         store.extra_head[gid] = r
         store.group_of[r] = gid
-        store_state(g, tab, cases, store, gid)
+        store_state(g, tab, cases, req, store, gid)
     return n_groups, forced
 
 
@@ -158,9 +176,15 @@ def stage2(
 def count_invalid(
     pool: Pool, tab: Tables, cases: Cases, req: I64, g: Group, store: Store, n_groups: int
 ) -> int:
-    """Number of committed groups that fail the model's requirements (0 unless placements were forced)."""
+    """Number of committed groups that fail the model's requirements (0 unless placements were forced).
+
+    Stage 1 commits only valid groups, so only the groups that took leftovers are rebuilt and checked
+    (and the single group of a stage 1 that made none).
+    """
     bad = 0
     for gid in range(n_groups):
+        if n_groups > 1 and store.extra_head[gid] < 0:
+            continue
         load_group(g, pool, tab, cases, store, gid)
         if not is_valid(g, cases, req):
             bad += 1

@@ -6,7 +6,11 @@ Patterns are stored sorted by (class, lo, hi), so each class owns a contiguous r
 positions. Three orders of every class's patterns are kept: by lo (the storage order), by hi and by
 width hi − lo; each has a *skip list* (union-find "next/previous alive position" with path
 compression), so finding the nearest non-empty pattern in any direction is amortized O(α(P)) even
-after most patterns are exhausted. Removing a case is O(1) (swap with the last case of its pattern).
+after most patterns are exhausted. A pattern's cases occupy a fixed range of *slots* sorted by
+descending signature (:class:`Cases`; ``slot_key`` = −signature, ascending, for binary search;
+``pat_common`` = the bits every case of the pattern holds); a fourth skip list over slots marks the
+cases still pooled. Removing a case is O(1) and the slots keep their order, which lets the search jump
+over runs of cases whose signature rules them out (:mod:`faers_anon.algorithms._search`).
 
 All functions here are ``@njit(cache=True)``; they work on the :class:`Pool` and :class:`Tables`
 named tuples of arrays built by :mod:`faers_anon.algorithms._encode`.
@@ -40,9 +44,11 @@ class Tables(NamedTuple):
 class Cases(NamedTuple):
     """Per-case arrays: rows (reports) and the protected sensitive values in CSR form.
 
-    ``freq_val[f]`` is the value id of the f-th most frequent protected value (F of them) and
+    ``freq_val[f]`` is the value id of the f-th most pressing protected value (F of them) and
     ``freq_slot[v]`` its slot f, or −1; committed groups keep σ_s for these values in a dense matrix so
-    that stage 2 can rule a group out without rebuilding it.
+    that stage 2 can rule a group out without rebuilding it. ``sig[c]`` is the case's signature over
+    the indexed values ``sig_val`` (bits ``sig_bit[i] + level``, least p per level ``sig_bound[i, l]``;
+    :func:`faers_anon.algorithms._encode.build_cases`).
     """
 
     rows: I64
@@ -52,6 +58,10 @@ class Cases(NamedTuple):
     theta: F64
     freq_val: I64
     freq_slot: I64
+    sig: I64
+    sig_val: I64
+    sig_bit: I64
+    sig_bound: F64
 
 
 class Pool(NamedTuple):
@@ -61,9 +71,13 @@ class Pool(NamedTuple):
     pat_lo: F64
     pat_hi: F64
     pat_start: I64
+    pat_size: I64
+    pat_common: I64
     pat_count: I64
     slots: I64
     slot_of: I64
+    slot_key: I64
+    slot_nxt: I64
     case_pattern: I64
     nxt: I64
     prv: I64
@@ -110,16 +124,11 @@ def find_prev(prv: I64, i: int) -> int:
 
 @njit(cache=True)  # type: ignore[misc]
 def remove_case(pool: Pool, cases: Cases, case: int) -> None:
-    """Take one case out of the pool; kill its pattern in the three skip lists when it empties."""
+    """Take one case out of the pool (kill its slot); kill its pattern in the three pattern skip lists
+    when it empties."""
     p = pool.case_pattern[case]
-    start = pool.pat_start[p]
-    last = start + pool.pat_count[p] - 1
     pos = pool.slot_of[case]
-    other = pool.slots[last]
-    pool.slots[pos] = other
-    pool.slot_of[other] = pos
-    pool.slots[last] = case
-    pool.slot_of[case] = last
+    pool.slot_nxt[pos] = pos + 1
     pool.pat_count[p] -= 1
     pool.cls_count[pool.pat_class[p]] -= 1
     pool.remaining[0] -= 1
@@ -175,10 +184,10 @@ def farthest_case(pool: Pool, tab: Tables, cat: I64, wmiss: bool, lo: float, hi:
                 best_p = q
     if best_p < 0:
         return -1
-    return pool.slots[pool.pat_start[best_p]]
+    return pool.slots[find_next(pool.slot_nxt, pool.pat_start[best_p])]
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, inline="always")  # type: ignore[misc]
 def heap_push(key: F64, val: I64, size: int, k: float, v: int) -> int:
     """Push (k, v) on a binary min-heap ordered by (key, val); returns the new size."""
     i = size
@@ -194,7 +203,7 @@ def heap_push(key: F64, val: I64, size: int, k: float, v: int) -> int:
     return size + 1
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, inline="always")  # type: ignore[misc]
 def heap_pop(key: F64, val: I64, size: int) -> int:
     """Remove the top (key[0], val[0]) — read them before calling; returns the new size."""
     size -= 1

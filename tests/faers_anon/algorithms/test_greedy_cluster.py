@@ -9,6 +9,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from faers_anon.algorithms import QidHierarchies, greedy_cluster
+from faers_anon.algorithms._frame import Encoded, encode
+from faers_anon.algorithms._group import blocked_bits, cap_bits, is_valid, new_group, risk
+from faers_anon.algorithms._kernel import delta_il
+from faers_anon.algorithms._pool import remove_case
+from faers_anon.algorithms._search import add_pooled, prev_free, search
+from faers_anon.algorithms._streams import new_streams
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.models import MSKTheta
 from hierarchies import mesh_age_tree, sex_tree
@@ -207,3 +213,63 @@ def test_empty_cases_give_an_empty_partition() -> None:
     probs = pl.DataFrame(schema={"caseid": pl.Int64, "value": pl.Utf8, "p": pl.Float64})
     part = _run(cases, probs, 5, 0.5)
     assert part.frame.height == 0 and part.groups == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**12 - 1), st.integers(0, 2**12 - 1))
+def test_prev_free_is_the_greatest_unblocked_signature_not_above(x: int, blocked: int) -> None:
+    expected = max((y for y in range(x + 1) if y & blocked == 0), default=-1)
+    assert prev_free(x, blocked) == expected
+
+
+def _kernel_inputs(q: tuple) -> Encoded:
+    cases, probs, k, theta = q
+    model = MSKTheta(k=k, thetas={v: theta for v in VOCAB})
+    return encode(cases, probs, model.requirements(), HIER)
+
+
+@settings(max_examples=40, deadline=None)
+@given(quarters(), st.integers(0, 2**32 - 1))
+def test_signature_masks_only_rule_out_what_the_exact_checks_rule_out(q: tuple, seed: int) -> None:
+    enc = _kernel_inputs(q)
+    n = enc.caseid.shape[0]
+    rng = np.random.default_rng(seed)
+    members = rng.permutation(n)[: rng.integers(1, 7)]
+    g = new_group(enc.tab.lca.shape[0], enc.n_values)
+    for c in members:
+        add_pooled(g, enc.pool, enc.tab, enc.cases, int(c))
+    blocked = blocked_bits(g, enc.cases, enc.req)
+    caps = cap_bits(g, enc.cases, enc.req)
+    for r in range(n):
+        sig = int(enc.cases.sig[r])
+        if sig & blocked:
+            assert risk(g, enc.cases, enc.req, r) == np.inf
+        if sig & caps:
+            trial = new_group(enc.tab.lca.shape[0], enc.n_values)
+            for c in [*members, r]:
+                add_pooled(trial, enc.pool, enc.tab, enc.cases, int(c))
+            assert not is_valid(trial, enc.cases, enc.req)
+
+
+@settings(max_examples=40, deadline=None)
+@given(quarters(), st.integers(0, 2**32 - 1))
+def test_stage1_search_with_an_unbounded_budget_finds_the_least_delta_il_prime(q: tuple, seed: int) -> None:
+    enc = _kernel_inputs(q)
+    n = enc.caseid.shape[0]
+    rng = np.random.default_rng(seed)
+    members = rng.permutation(n)[: rng.integers(1, min(n, 6) + 1)]
+    g = new_group(enc.tab.lca.shape[0], enc.n_values)
+    for c in members:
+        remove_case(enc.pool, enc.cases, int(c))
+        add_pooled(g, enc.pool, enc.tab, enc.cases, int(c))
+    best = np.inf
+    for r in set(range(n)) - set(members.tolist()):
+        pr = risk(g, enc.cases, enc.req, r)
+        if pr < np.inf:
+            best = min(best, delta_il(g, enc.pool, enc.tab, r) * pr)
+    found = search(enc.pool, enc.tab, enc.cases, enc.req, g, new_streams(enc.pool), n + 1, 4 * n + 4)
+    if best == np.inf:
+        assert found == -1
+    else:
+        got = delta_il(g, enc.pool, enc.tab, found) * risk(g, enc.cases, enc.req, found)
+        assert got == pytest.approx(best, rel=1e-12, abs=1e-12)

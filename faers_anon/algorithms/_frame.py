@@ -1,0 +1,188 @@
+"""Frames ↔ kernel arrays for the greedy clustering: encode the cases and P(s | c), decode the groups.
+
+* age: hierarchy-based. A case's node is ``tree.cover(age_min, age_max)`` of its super-record on a
+  numeric tree (the MeSH tree), or its ``age_group`` node name on a categorical tree (the paper's
+  Figure 1 tree of Example 2); missing age is the `missing` leaf. The group is released at the LCA.
+* sex: hierarchy-based on the sex tree (F, M → ``*``; `missing`); null in the frame when the group is
+  all missing.
+* weight: hierarchy-free. The group is released as [min wt_min, max wt_max] when every case is known;
+  all missing → released null with 0 loss; a mix → released null (SPEC §5 releases the root, which for
+  a hierarchy-free attribute is "any weight", written as null) and counted as full loss (1) in IL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import polars as pl
+from numpy.typing import NDArray
+
+from faers_anon.algorithms._encode import build_cases, build_pool, build_tables
+from faers_anon.algorithms._groups import Store
+from faers_anon.algorithms._pool import Cases, Pool, Tables
+from faers_anon.errors import InputError
+from faers_anon.models.base import Requirements
+
+if TYPE_CHECKING:
+    from faers_anon.algorithms.greedy_cluster import QidHierarchies
+
+PARTITION_SCHEMA = {
+    "caseid": pl.Int64,
+    "group_id": pl.Int64,
+    "age_group": pl.Utf8,
+    "age_min": pl.Float64,
+    "age_max": pl.Float64,
+    "sex": pl.Utf8,
+    "wt_min": pl.Float64,
+    "wt_max": pl.Float64,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """The kernel's arrays for one cases frame (cases sorted by caseid)."""
+
+    caseid: NDArray[np.int64]
+    pool: Pool
+    tab: Tables
+    cases: Cases
+    req: NDArray[np.int64]
+    n_values: int
+
+
+def _require(frame: pl.DataFrame, columns: list[str]) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InputError(
+            f"missing columns {missing} (expected the cases.parquet contract)", path="cases.parquet"
+        )
+
+
+def _float(frame: pl.DataFrame, column: str) -> NDArray[np.float64]:
+    return frame.get_column(column).cast(pl.Float64).fill_null(np.nan).to_numpy()
+
+
+def encode(cases: pl.DataFrame, probabilities: pl.DataFrame, req: Requirements, h: QidHierarchies) -> Encoded:
+    """Sort the cases by caseid and build the kernel's arrays (QID codes, P(s | c) in CSR form, pool).
+
+    Raises:
+        InputError: a missing column or duplicate caseids.
+    """
+    _require(cases, ["caseid"])
+    frame = cases.sort("caseid")
+    n = frame.height
+    caseid = frame.get_column("caseid").cast(pl.Int64).to_numpy()
+    if n != np.unique(caseid).shape[0]:
+        raise InputError("caseid: duplicate caseids (expected one row per case)", path="cases.parquet")
+    columns: list[NDArray[np.int64]] = []
+    if h.age is not None:
+        if h.age.is_numeric:
+            _require(frame, ["age_min", "age_max"])
+            columns.append(h.age.cover(_float(frame, "age_min"), _float(frame, "age_max")))
+        else:
+            _require(frame, ["age_group"])
+            columns.append(h.age.encode(frame.get_column("age_group").cast(pl.Utf8).to_list()))
+    if h.sex is not None:
+        _require(frame, ["sex"])
+        columns.append(h.sex.encode(frame.get_column("sex").cast(pl.Utf8).to_list()))
+    cat = np.stack(columns, axis=1) if columns else np.zeros((n, 0), np.int64)
+    if h.weight:
+        _require(frame, ["wt_min", "wt_max"])
+        lo, hi = _float(frame, "wt_min"), _float(frame, "wt_max")
+        hi = np.where(np.isnan(hi), lo, hi)
+        lo = np.where(np.isnan(lo), hi, lo)
+        wmiss = np.isnan(lo)
+    else:
+        lo = hi = np.full(n, np.nan)
+        wmiss = np.ones(n, np.bool_)
+    rows = (
+        frame.get_column("n_reports").cast(pl.Int64).fill_null(1).to_numpy()
+        if "n_reports" in frame.columns
+        else np.ones(n, np.int64)
+    )
+    values = pl.DataFrame(
+        {"value": list(req.thetas.keys()), "theta": list(req.thetas.values())},
+        schema={"value": pl.Utf8, "theta": pl.Float64},
+    ).with_row_index("vid")
+    linked = (
+        probabilities.lazy()
+        .select(pl.col("caseid").cast(pl.Int64), pl.col("value").cast(pl.Utf8), pl.col("p").cast(pl.Float64))
+        .join(values.lazy().select("value", "vid"), on="value", how="inner")
+        .select("caseid", pl.col("vid").cast(pl.Int64), "p")
+        .collect()
+    )
+    link_case = linked.get_column("caseid").to_numpy()
+    at = np.minimum(np.searchsorted(caseid, link_case), max(n - 1, 0))
+    keep = caseid[at] == link_case if n else np.zeros(link_case.shape[0], np.bool_)
+    links = pl.DataFrame(
+        {
+            "idx": at[keep],
+            "vid": linked.get_column("vid").to_numpy()[keep],
+            "p": linked.get_column("p").to_numpy()[keep],
+        }
+    ).sort("idx", "vid", maintain_order=True)
+    idx = links.get_column("idx").to_numpy()
+    val_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(idx, minlength=n), out=val_ptr[1:])
+    kernel_cases = build_cases(
+        rows,
+        val_ptr,
+        links.get_column("vid").cast(pl.Int32).to_numpy(),
+        links.get_column("p").to_numpy(),
+        values.get_column("theta").to_numpy(),
+    )
+    req_arr = np.array(
+        [
+            req.min_size,
+            req.size_unit == "rows",
+            req.value_caps,
+            req.cap_unit == "rows",
+            req.risk == "eta",
+            req.min_size,
+        ],
+        np.int64,
+    )
+    return Encoded(
+        caseid=caseid,
+        pool=build_pool(cat, wmiss, lo, hi, rows, kernel_cases.sig),
+        tab=build_tables(h.trees, lo, hi, wmiss, h.weight_domain),
+        cases=kernel_cases,
+        req=req_arr,
+        n_values=max(values.height, 1),
+    )
+
+
+def decode(enc: Encoded, store: Store, n_groups: int, h: QidHierarchies) -> pl.DataFrame:
+    """The partition frame: per group generalized QIDs, joined to cases by group_of."""
+    cat = store.cat[:n_groups]
+    w = store.w[:n_groups]
+    col = 0
+    groups: dict[str, object] = {"group_id": np.arange(n_groups, dtype=np.int64)}
+    null = np.full(n_groups, np.nan)
+    if h.age is not None:
+        codes = cat[:, col]
+        col += 1
+        groups["age_group"] = h.age.names[codes].astype(str).tolist()
+        groups["age_min"] = h.age.lo[codes]
+        hi = h.age.hi[codes]
+        groups["age_max"] = np.where(np.isinf(hi), np.nan, hi)
+    else:
+        groups["age_group"] = [None] * n_groups
+        groups["age_min"] = groups["age_max"] = null
+    if h.sex is not None:
+        codes = cat[:, col]
+        names = h.sex.names[codes].astype(object)
+        names[codes == h.sex.missing] = None
+        groups["sex"] = names.tolist()
+    else:
+        groups["sex"] = [None] * n_groups
+    known = (w[:, 0] > 0) & (w[:, 1] == 0) if h.weight else np.zeros(n_groups, np.bool_)
+    groups["wt_min"] = np.where(known, w[:, 2], np.nan)
+    groups["wt_max"] = np.where(known, w[:, 3], np.nan)
+    per_group = pl.DataFrame(groups).with_columns(pl.col(pl.Float64).fill_nan(None))
+    per_case = pl.DataFrame({"caseid": enc.caseid, "group_id": store.group_of.copy()})
+    return per_case.join(per_group, on="group_id", how="left").select(
+        [pl.col(c).cast(t) for c, t in PARTITION_SCHEMA.items()]
+    )
