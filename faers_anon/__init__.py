@@ -2,9 +2,13 @@
 
 from importlib.metadata import PackageNotFoundError, version
 
+from faers_anon._numba_cache import refresh_kernels
+
 try:
     __version__ = version("faers-anon")
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+source"
+
+refresh_kernels()  # before any kernel module is imported (faers_anon._numba_cache)
 
 __all__ = ["__version__"]

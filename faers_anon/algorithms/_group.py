@@ -7,8 +7,9 @@ Formulas (Lin, Yang & Wang 2016, Definitions 4–5, eq. 1–7; SPEC §5–§6), 
           = 0                                      all missing (released missing: nothing generalized)
           = 1                                      a mix of missing and known (full loss, SPEC §5)
     ΔIL(g, r) = (|g| + 1) · L(g ∪ {r}) − |g| · L(g)  ≥ 0 (L only grows)
-    PR(g, r)  = 1 + Σ_{s ∈ S_r} σ_s(g) / (η_s − σ_s(g)),  η_s = ⌊max{k, |g|+1} · θ_s⌋, or ∞ when some
-                σ_s(g) + P(s | r) > η_s (the model's risk term; 1 when the model has none)
+    PR(g, r)  = 1 + Σ_{s ∈ S_r} σ_s(g) / (η_s − σ_s(g)),  η_s = max{1, ⌊max{k, |g|+1} · θ_s⌋}, or ∞
+                when some σ_s(g) + P(s | r) > η_s (the model's risk term; 1 when the model has none;
+                the floor of 1 is :data:`faers_anon.models.ms_k_theta.ETA_FLOOR`)
     ΔIL'(g, r) = ΔIL · PR (∞ when PR = ∞, also when ΔIL = 0)
 
 Validity is the model's :class:`~faers_anon.models.base.Requirements`, packed in ``req``:
@@ -134,7 +135,7 @@ def ratio_risk(
     total = 1.0
     for e in range(val_ptr[case], val_ptr[case + 1]):
         v = val_id[e]
-        eta = math.floor(size * theta[v] + FLOOR_SLACK)
+        eta = max(1, math.floor(size * theta[v] + FLOOR_SLACK))
         s = sigma[v]
         if s + val_p[e] > eta + TOL:
             return np.inf
@@ -164,7 +165,7 @@ def blocked_bits(g: Group, cases: Cases, req: I64) -> int:
     bits = 0
     for i in range(cases.sig_val.shape[0]):
         v = cases.sig_val[i]
-        eta = math.floor(size * cases.theta[v] + FLOOR_SLACK)
+        eta = max(1, math.floor(size * cases.theta[v] + FLOOR_SLACK))
         s = g.sigma[v]
         for lev in range(cases.sig_bound.shape[1]):
             if s + cases.sig_bound[i, lev] > eta + TOL:

@@ -5,7 +5,7 @@ conf(q → s, E) = σ_s(g) / |g| ≤ θ_s, where σ_s(g) = Σ_{c∈g} P(s | c) a
 
 The risk of adding a case r (Definition 5, eq. 4–6, with SPEC §6's reading of the "increment"):
 
-    η_s(g ∪ {r}) = ⌊max{k, |g| + 1} · θ_s⌋
+    η_s(g ∪ {r}) = max{1, ⌊max{k, |g| + 1} · θ_s⌋}
     PR_s(g, r)  = σ_s(g) / (η_s − σ_s(g))   if σ_s(g) + P(s | r) ≤ η_s, else ∞
     PR(g, r)    = 1 + Σ_{s ∈ S_r} PR_s(g, r)
 
@@ -13,6 +13,15 @@ S_r is the set of r's *protected* values (those with θ_s < 1); an unprotected v
 disclosed beyond its bound, so it adds no risk. The floor is taken on max{k, |g|+1}·θ_s + 1e-9 so
 that a product such as 0.29·100 = 28.999999999999996 floors to 29 as intended. Sums of P are
 compared with :data:`~faers_anon.models.base.CONF_TOLERANCE` slack.
+
+Decision (a departure that matters only when k·θ_s < 1): the paper's η_s is ⌊max{k, |g|+1}·θ_s⌋,
+which is 0 while max{k, |g|+1} < 1/θ_s. Then every case holding s has PR = ∞ and a group that holds s
+can take no other holder of any such value: with k = 3 and θ = 0.1 on a 100k-case quarter, stage 1
+formed almost no group, all cases went to stage 2 and the repair merged them into one group (NIL 1).
+η_s is floored at :data:`ETA_FLOOR` = 1: a valid group that holds s has at least σ_s/θ_s ≥ 1/θ_s
+cases, so the bound the group grows towards allows one holder. The floor equals
+⌊max{k, ⌈1/θ_s⌉, |g|+1}·θ_s⌋, i.e. k is read as max{k, ⌈1/θ_s⌉} for s; when k·θ_s ≥ 1 (the paper's
+settings, Example 2, the defaults) it changes nothing. Validity (Definition 3) is unchanged.
 """
 
 from __future__ import annotations
@@ -25,9 +34,11 @@ from types import MappingProxyType
 from faers_anon.errors import ConfigError
 from faers_anon.models.base import CONF_TOLERANCE, CaseStats, GroupStats, Requirements
 
-__all__ = ["MSKTheta"]
+__all__ = ["ETA_FLOOR", "MSKTheta"]
 
 _FLOOR_SLACK = 1e-9
+#: Least η_s (module docstring, "Decision"); the kernel (faers_anon.algorithms._group) uses the same 1.
+ETA_FLOOR = 1
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -72,8 +83,7 @@ class MSKTheta:
         """PR(g, r) of eq. 6 with the leading 1 (SPEC §6); ``math.inf`` when some bound would break.
 
         Returns:
-            A value in [1, ∞]; exactly 1 when r has no protected value already present in g and no
-            protected value whose η_s is 0 (k·θ_s < 1 and |g|+1 < 1/θ_s).
+            A value in [1, ∞]; exactly 1 when r has no protected value already present in g.
         """
         size = max(self.k, group.cases + 1)
         total = 1.0
@@ -81,7 +91,7 @@ class MSKTheta:
             theta = self.theta(value)
             if theta >= 1.0:
                 continue
-            eta = math.floor(size * theta + _FLOOR_SLACK)
+            eta = max(ETA_FLOOR, math.floor(size * theta + _FLOOR_SLACK))
             sigma = group.sigma.get(value, 0.0)
             if sigma + p > eta + CONF_TOLERANCE:
                 return math.inf

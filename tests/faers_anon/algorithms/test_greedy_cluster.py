@@ -273,3 +273,42 @@ def test_stage1_search_with_an_unbounded_budget_finds_the_least_delta_il_prime(q
     else:
         got = delta_il(g, enc.pool, enc.tab, found) * risk(g, enc.cases, enc.req, found)
         assert got == pytest.approx(best, rel=1e-12, abs=1e-12)
+
+
+def test_k_theta_below_one_builds_groups_of_one_over_theta() -> None:
+    # k = 2, θ = 0.25 on every value: a valid group holding a certain value needs >= 4 cases. Eight
+    # cases of one QID pattern, values A..D each held by two of them: the answer is two groups of four,
+    # each holding A, B, C and D once (conf 1/4). With the paper's η = floor(max(k, |g|+1)·θ) = 0 for
+    # |g|+1 < 4 no case holding a value could join any group (every PR infinite), stage 1 would fail
+    # and all eight cases would end in one merged group; the η floor of 1 (ms_k_theta "Decision")
+    # lets stage 1 build the two groups itself.
+    n = 8
+    cases = pl.DataFrame(
+        {
+            "caseid": np.arange(n) + 1,
+            "age_min": np.full(n, 40.0),
+            "age_max": np.full(n, 40.0),
+            "sex": ["F"] * n,
+            "wt_min": np.full(n, 70.0),
+            "wt_max": np.full(n, 70.0),
+        }
+    )
+    probs = pl.DataFrame({"caseid": np.arange(n) + 1, "value": list("AABBCCDD"), "p": np.ones(n)})
+    model = MSKTheta(k=2, thetas={v: 0.25 for v in "ABCD"})
+    part = greedy_cluster(
+        cases, probabilities=probs, model=model, hierarchies=HIER, rng=np.random.default_rng(3)
+    )
+    assert (part.groups, part.failed_groups, part.forced, part.merged_groups, part.invalid_groups) == (
+        2,
+        0,
+        0,
+        0,
+        0,
+    )
+    held = (
+        part.frame.join(probs, on="caseid")
+        .group_by("group_id")
+        .agg(pl.col("value").sort())
+        .get_column("value")
+    )
+    assert [list(v) for v in held] == [list("ABCD")] * 2

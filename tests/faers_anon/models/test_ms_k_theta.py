@@ -44,9 +44,20 @@ def test_risk_formula() -> None:
     assert model.risk(g, case(3, C=1.0)) == 1.0  # unprotected values add no risk
     g2 = g.with_case(case(3, A=1.0))  # sigma_A = 2 = eta: a third A breaks the bound
     assert math.isinf(model.risk(g2, case(4, A=0.5)))
-    # k * theta < 1: eta = 0, so even a value new to g is infinite
-    tight = MSKTheta(k=2, thetas={"A": 0.3})
-    assert math.isinf(tight.risk(GroupStats.of([case(1)]), case(2, A=1.0)))
+
+
+def test_eta_is_floored_at_one_when_k_theta_is_below_one() -> None:
+    # k * theta < 1: the paper's eta = floor(max(2, |g|+1) * 0.3) is 0 up to |g|+1 = 3, so any holder
+    # of A would be infinite; the floor of 1 admits one certain holder (a valid group holding A has
+    # at least 1/0.3 cases) and no second one.
+    tight = MSKTheta(k=2, thetas={"A": 0.3, "B": 0.3})
+    one = GroupStats.of([case(1, B=1.0)])
+    assert tight.risk(one, case(2, A=1.0)) == 1.0  # sigma_A = 0: 0 / (1 - 0)
+    assert math.isinf(tight.risk(one, case(2, B=1.0)))  # sigma_B + 1 = 2 > 1
+    # from |g|+1 = 4 on, floor(4 * 0.3) = 1 is the paper's own eta: the floor no longer acts
+    three = GroupStats.of([case(1, B=1.0), case(2), case(3)])
+    assert math.isinf(tight.risk(three, case(4, B=1.0)))
+    assert tight.risk(three, case(4, A=0.5)) == 1.0
 
 
 def test_floor_slack_keeps_integer_products() -> None:
