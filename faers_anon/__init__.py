@@ -3,6 +3,9 @@
 from importlib.metadata import PackageNotFoundError, version
 
 from faers_anon._numba_cache import refresh_kernels
+from faers_anon._runtime import configure_allocator
+
+configure_allocator()  # before polars is loaded (faers_anon._runtime)
 
 try:
     __version__ = version("faers-anon")
