@@ -7,10 +7,10 @@ A group that cannot be completed (no candidate with finite ΔIL' within the sear
 ran dry) is dissolved: its cases become leftovers. Stage 1 stops when the pool holds fewer units than
 the minimum size. Stage 2 (:func:`stage2`) places each leftover, in order, in the group with least ΔIL'
 that stays valid (:func:`~faers_anon.algorithms._groups.search_groups`, within a per-leftover budget of
-``scan_limit`` groups); if none of them can take it validly it goes where the excess is least and the
-placement is counted as forced (the group is then invalid until :mod:`faers_anon.algorithms.repair`
-merges it). If stage 1 made no group at all, every case forms one group (valid only if the model
-allows it).
+``scan_limit // STAGE2_SHARE`` groups); if none of them can take it validly it goes where the excess is
+least among its ``STAGE2_RANK·M`` nearest groups and the placement is counted as forced (the group is
+then invalid until :mod:`faers_anon.algorithms.repair` merges it). If stage 1 made no group at all,
+every case forms one group (valid only if the model allows it).
 """
 
 from __future__ import annotations
@@ -26,6 +26,11 @@ from faers_anon.algorithms._search import add_pooled, search
 from faers_anon.algorithms._streams import Streams
 
 I64 = NDArray[np.int64]
+
+STAGE2_SHARE = 4
+"""Stage 2 considers at most ``scan_limit // STAGE2_SHARE`` groups per leftover (at least M)."""
+STAGE2_RANK = 4
+"""A leftover no considered group can take validly is placed among its ``STAGE2_RANK·M`` nearest groups."""
 
 
 @njit(cache=True)  # type: ignore[misc]
@@ -102,6 +107,14 @@ def stage1(
 
 
 @njit(cache=True)  # type: ignore[misc]
+def stage2_budgets(m_best: int, scan_limit: int) -> tuple[int, int]:
+    """Groups considered per leftover: (search, forced ranking) = (max(M, scan_limit // STAGE2_SHARE),
+    min(that, STAGE2_RANK·M)); both ≥ M whenever scan_limit ≥ M."""
+    budget = max(m_best, scan_limit // STAGE2_SHARE)
+    return budget, min(budget, STAGE2_RANK * m_best)
+
+
+@njit(cache=True)  # type: ignore[misc]
 def stage2(
     pool: Pool,
     tab: Tables,
@@ -136,11 +149,12 @@ def stage2(
         np.zeros(n_groups, np.bool_),
     )
     stamp = np.full(n_groups, -1, np.int64)
+    budget, rank_budget = stage2_budgets(m_best, scan_limit)
     forced = 0
     for i in range(n_left):
         r = leftovers[i]
         gid, was_forced = search_groups(
-            pool, tab, cases, req, single, g, st, store, dirty, stamp, 2 * i, r, m_best, scan_limit, True
+            pool, tab, cases, req, single, g, st, store, dirty, stamp, 2 * i, r, m_best, budget, True
         )
         if gid < 0:  # every group in reach would break: rank the nearest ones for a forced placement
             gid, was_forced = search_groups(
@@ -157,7 +171,7 @@ def stage2(
                 2 * i + 1,
                 r,
                 m_best,
-                scan_limit,
+                rank_budget,
                 False,
             )
         if was_forced:

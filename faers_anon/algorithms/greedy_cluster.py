@@ -41,13 +41,22 @@ Stage-2 index (:mod:`._groups`). Each group keeps ``pmask`` (signature bits that
 O(1) and rebuilt from its members only when it could be the answer. The walk reaches groups through
 their stage-1 members nearest-first; each pattern's members are sorted by their group's ``cmask``, so
 runs of groups the leftover would make invalid are jumped over; a group that took a leftover leaves the
-sorted order for a per-pattern list walked member by member. Per leftover at most ``scan_limit``
-groups are considered and ``scan_limit`` patterns and jumps visited — a budget that does not grow with
-N (it was 16·``scan_limit`` groups, and the groups walked past grew with N). A valid group is preferred
-to any invalid one; among valid groups with PR = ∞ the least ΔIL wins; a leftover that finds no valid
-group in budget goes where the excess is least (forced) and :mod:`.repair` merges it. The trade-off: in
-tight settings (θ close to the values' shares, where few groups can take a hard leftover) the fixed
-budget forces more placements than an unbounded scan would, and repair's merges cost NIL.
+sorted order for a per-pattern list walked member by member. Per leftover at most ``scan_limit // 4``
+groups are considered and as many patterns and jumps visited — a budget that does not grow with N (it
+was 16·``scan_limit`` groups, and the groups walked past grew with N). A valid group is preferred to
+any invalid one; among valid groups with PR = ∞ the least ΔIL wins; a leftover that finds no valid
+group in budget goes where the excess is least among its 4·M nearest groups (forced) and
+:mod:`.repair` merges that group with the partner that makes it valid at least ΔIL.
+
+Stage-2 budget (decision, measured on the synthetic 100k-case quarter, raise-theta). In tight settings
+(θ close to the shares of several values) most leftovers fit no group, and each such leftover used the
+whole budget twice: with ``scan_limit`` = 4096 groups for the search and again for the forced ranking,
+stage 2 took 11 of the 15 s at k = 10, θ = 0.1. A valid group found beyond the ~1,000 nearest is far
+in QID space and costs about what repair's merge costs, so the budget is ``scan_limit // 4`` (1,024)
+and the forced ranking 4·M (256): k = 10, θ = 0.1 went from 5,603 forced, NIL 0.564, 15 s to 6,193
+forced, NIL 0.562, 8 s; k = 3, θ = 0.1 from NIL 0.543, 10.6 s to 0.541, 6.3 s; k = 5, θ = 0.2 is
+unchanged (0 forced, NIL 0.134, 2 s). A budget of 512 forced 4 leftovers at k = 5, θ = 0.2 and gave
+NIL 0.578 at k = 10, θ = 0.1. The default (k = 5, θ = 0.4) leaves one leftover: it does not notice.
 
 Cost. A search costs O(classes·C + (patterns popped + jumps + evaluations)·log N), bounded by
 ``scan_limit`` whatever N, so a quarter costs O(N) searches of bounded cost plus O(N log N) sorting.
@@ -189,8 +198,8 @@ def greedy_cluster(
         rng: the run's generator; draws the first seed.
         candidates: M, exact ΔIL' evaluations per search once a feasible candidate is known (≥ 1).
         scan_limit: per stage-1 search at most this many evaluations and this many patterns and jumps
-            visited; per leftover at most this many groups considered and patterns and jumps visited
-            (≥ M; module docstring).
+            visited; per leftover at most a quarter of this many groups considered and patterns and
+            jumps visited (≥ M; module docstring).
 
     Returns:
         The :class:`Partition`; every case is in exactly one group.

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from faers_anon.algorithms import QidHierarchies, greedy_cluster
 from faers_anon.algorithms._frame import Encoded, encode
 from faers_anon.algorithms._group import blocked_bits, cap_bits, is_valid, new_group, risk
-from faers_anon.algorithms._kernel import delta_il
+from faers_anon.algorithms._kernel import delta_il, stage2_budgets
 from faers_anon.algorithms._pool import remove_case
 from faers_anon.algorithms._search import add_pooled, prev_free, search
 from faers_anon.algorithms._streams import new_streams
@@ -312,3 +312,13 @@ def test_k_theta_below_one_builds_groups_of_one_over_theta() -> None:
         .get_column("value")
     )
     assert [list(v) for v in held] == [list("ABCD")] * 2
+
+
+@pytest.mark.parametrize(
+    ("m_best", "scan_limit", "expected"),
+    [(64, 4096, (1024, 256)), (64, 100, (64, 64)), (1, 4, (1, 1)), (8, 4096, (1024, 32))],
+)
+def test_stage2_considers_a_quarter_of_the_scan_limit_and_ranks_forced_placements_among_4m(
+    m_best: int, scan_limit: int, expected: tuple[int, int]
+) -> None:
+    assert stage2_budgets(m_best, scan_limit) == expected
