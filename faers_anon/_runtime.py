@@ -6,13 +6,16 @@ Decision (allocator): polars allocates through its own jemalloc (symbols prefixe
 ``_RJEM_MALLOC_CONF`` already holds, so that options set before polars is imported win. Our stages
 allocate and free gigabytes of short-lived columns from two threads, so every purge is a TLB shoot-down
 on both cores and the pages come back as fresh page faults. On the 400k-case ingest
-(``scripts/bench_ingest.py``, same machine, interleaved runs): 10,651 ``madvise`` calls by default
-against 198 without purging; ingest 7.15–7.18 s → 6.28–6.52 s wall, CPU −8%, peak RSS 1.65 → 2.0 GB.
-faers-anon is a batch tool whose process ends with the job, so it turns purging off
-(:data:`ALLOCATOR_CONF`); the memory is not lost — jemalloc reuses it for the job's later allocations —
-and it returns to the system at exit. A ``_RJEM_MALLOC_CONF`` the user set is left alone (and, appended
-after polars' own options, wins as before). The setting takes effect only when faers_anon is imported
-before polars (the ``faers-anon`` command always is); imported after, it does nothing.
+(``scripts/bench_ingest.py``, same machine, interleaved runs): 10,651 ``madvise`` calls with polars'
+setting against 198 without purging; ingest 7.15–7.18 s → 6.28–6.52 s wall under load, CPU −8%, peak RSS
+1.65 → 2.0 GB. Never purging, though, lets a whole release grow: ``scripts/bench_release.py`` at 400k
+peaked at 4.35 GB (24.0 s) against 2.89 GB (24.9 s) with polars' setting. We use a 10 s decay
+(:data:`ALLOCATOR_CONF`, jemalloc's own default for dirty pages): within a stage freed pages are reused
+rather than purged (ingest as fast as never purging: 4.18–4.36 s against 4.25–4.32 s on a quiet
+machine), and between stages they go back (release 22.3 s, peak 3.38 GB). A ``_RJEM_MALLOC_CONF`` the
+user set is left alone (and, appended after polars' own options, wins as before). The setting takes
+effect only when faers_anon is imported before polars (the ``faers-anon`` command always is); imported
+after, it does nothing.
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ __all__ = ["ALLOCATOR_ENV", "ALLOCATOR_CONF", "configure_allocator"]
 
 #: The environment variable polars' jemalloc reads its options from.
 ALLOCATOR_ENV: Final = "_RJEM_MALLOC_CONF"
-#: Never purge dirty or muzzy pages (module docstring).
-ALLOCATOR_CONF: Final = "dirty_decay_ms:-1,muzzy_decay_ms:-1"
+#: Purge pages unused for 10 s, dirty or muzzy (module docstring).
+ALLOCATOR_CONF: Final = "dirty_decay_ms:10000,muzzy_decay_ms:10000"
 
 
 def configure_allocator() -> bool:
