@@ -24,20 +24,10 @@ from faers_anon.algorithms._groups import Store
 from faers_anon.algorithms._pool import Cases, Pool, Tables
 from faers_anon.errors import InputError
 from faers_anon.models.base import Requirements
+from faers_anon.partition import PARTITION_SCHEMA
 
 if TYPE_CHECKING:
     from faers_anon.algorithms.greedy_cluster import QidHierarchies
-
-PARTITION_SCHEMA = {
-    "caseid": pl.Int64,
-    "group_id": pl.Int64,
-    "age_group": pl.Utf8,
-    "age_min": pl.Float64,
-    "age_max": pl.Float64,
-    "sex": pl.Utf8,
-    "wt_min": pl.Float64,
-    "wt_max": pl.Float64,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,34 +145,63 @@ def encode(cases: pl.DataFrame, probabilities: pl.DataFrame, req: Requirements, 
 
 
 def decode(enc: Encoded, store: Store, n_groups: int, h: QidHierarchies) -> pl.DataFrame:
-    """The partition frame: per group generalized QIDs, joined to cases by group_of."""
+    """The partition frame of the engine's groups (:func:`partition_frame` of the store's state)."""
     cat = store.cat[:n_groups]
     w = store.w[:n_groups]
-    col = 0
+    known = (w[:, 0] > 0) & (w[:, 1] == 0) if h.weight else np.zeros(n_groups, np.bool_)
+    return partition_frame(
+        enc.caseid,
+        store.group_of.copy(),
+        h,
+        nodes=[cat[:, j] for j in range(len(h.trees))],
+        wt_known=known,
+        wt_lo=w[:, 2],
+        wt_hi=w[:, 3],
+    )
+
+
+def partition_frame(
+    caseid: NDArray[np.int64],
+    group_of: NDArray[np.int64],
+    h: QidHierarchies,
+    /,
+    *,
+    nodes: list[NDArray[np.int64]],
+    wt_known: NDArray[np.bool_],
+    wt_lo: NDArray[np.float64],
+    wt_hi: NDArray[np.float64],
+) -> pl.DataFrame:
+    """The partition frame (docs/architecture.md) from each group's generalized QIDs.
+
+    Args:
+        caseid: the cases; ``group_of`` their group ids (0 … G−1).
+        h: the QIDs; ``nodes[j]`` holds, per group, the node code of ``h.trees[j]`` (age first).
+        wt_known: per group, whether weight is released (every case known on it); then
+            ``wt_lo``/``wt_hi`` are its range.
+    """
+    n_groups = wt_known.shape[0]
     groups: dict[str, object] = {"group_id": np.arange(n_groups, dtype=np.int64)}
-    null = np.full(n_groups, np.nan)
+    codes = iter(nodes)
     if h.age is not None:
-        codes = cat[:, col]
-        col += 1
-        groups["age_group"] = h.age.names[codes].astype(str).tolist()
-        groups["age_min"] = h.age.lo[codes]
-        hi = h.age.hi[codes]
-        groups["age_max"] = np.where(np.isinf(hi), np.nan, hi)
+        age = next(codes)
+        groups["age_group"] = h.age.names[age].astype(str).tolist()
+        groups["age_min"] = h.age.lo[age]
+        top = h.age.hi[age]
+        groups["age_max"] = np.where(np.isinf(top), np.nan, top)
     else:
         groups["age_group"] = [None] * n_groups
-        groups["age_min"] = groups["age_max"] = null
+        groups["age_min"] = groups["age_max"] = np.full(n_groups, np.nan)
     if h.sex is not None:
-        codes = cat[:, col]
-        names = h.sex.names[codes].astype(object)
-        names[codes == h.sex.missing] = None
+        sex = next(codes)
+        names = h.sex.names[sex].astype(object)
+        names[sex == h.sex.missing] = None
         groups["sex"] = names.tolist()
     else:
         groups["sex"] = [None] * n_groups
-    known = (w[:, 0] > 0) & (w[:, 1] == 0) if h.weight else np.zeros(n_groups, np.bool_)
-    groups["wt_min"] = np.where(known, w[:, 2], np.nan)
-    groups["wt_max"] = np.where(known, w[:, 3], np.nan)
+    groups["wt_min"] = np.where(wt_known, wt_lo, np.nan)
+    groups["wt_max"] = np.where(wt_known, wt_hi, np.nan)
     per_group = pl.DataFrame(groups).with_columns(pl.col(pl.Float64).fill_nan(None))
-    per_case = pl.DataFrame({"caseid": enc.caseid, "group_id": store.group_of.copy()})
+    per_case = pl.DataFrame({"caseid": caseid, "group_id": group_of})
     return per_case.join(per_group, on="group_id", how="left").select(
         [pl.col(c).cast(t) for c, t in PARTITION_SCHEMA.items()]
     )

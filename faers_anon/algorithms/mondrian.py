@@ -34,9 +34,11 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from faers_anon.algorithms.greedy_cluster import PARTITION_SCHEMA, Partition, QidHierarchies
+from faers_anon.algorithms._frame import partition_frame
+from faers_anon.algorithms.greedy_cluster import Partition, QidHierarchies
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.models.base import GroupModel, Requirements
+from faers_anon.partition import PARTITION_SCHEMA
 from hierarchies import Hierarchy
 
 __all__ = ["mondrian"]
@@ -178,39 +180,20 @@ def _cuts(data: _Data, idx: I64) -> Iterator[tuple[I64, I64]]:
 
 
 def _generalize(data: _Data, group_of: I64, n_groups: int, h: QidHierarchies) -> pl.DataFrame:
-    groups: dict[str, object] = {"group_id": np.arange(n_groups, dtype=np.int64)}
-    col = 0
-    null = np.full(n_groups, np.nan)
-    if h.age is not None:
-        codes = h.age.lca_by_group(data.codes[col], group_of)
-        col += 1
-        groups["age_group"] = h.age.names[codes].astype(str).tolist()
-        groups["age_min"] = h.age.lo[codes]
-        top = h.age.hi[codes]
-        groups["age_max"] = np.where(np.isinf(top), np.nan, top)
-    else:
-        groups["age_group"] = [None] * n_groups
-        groups["age_min"] = groups["age_max"] = null
-    if h.sex is not None:
-        codes = h.sex.lca_by_group(data.codes[col], group_of)
-        names = h.sex.names[codes].astype(object)
-        names[codes == h.sex.missing] = None
-        groups["sex"] = names.tolist()
-    else:
-        groups["sex"] = [None] * n_groups
     known = np.bincount(group_of, weights=(~data.wmiss).astype(np.float64), minlength=n_groups)
     size = np.bincount(group_of, minlength=n_groups)
     lo = np.full(n_groups, np.inf)
     hi = np.full(n_groups, -np.inf)
     np.minimum.at(lo, group_of, np.where(data.wmiss, np.inf, data.lo))
     np.maximum.at(hi, group_of, np.where(data.wmiss, -np.inf, data.hi))
-    all_known = (known == size) & data.weight
-    groups["wt_min"] = np.where(all_known, lo, np.nan)
-    groups["wt_max"] = np.where(all_known, hi, np.nan)
-    per_group = pl.DataFrame(groups).with_columns(pl.col(pl.Float64).fill_nan(None))
-    per_case = pl.DataFrame({"caseid": data.caseid, "group_id": group_of})
-    return per_case.join(per_group, on="group_id", how="left").select(
-        [pl.col(c).cast(t) for c, t in PARTITION_SCHEMA.items()]
+    return partition_frame(
+        data.caseid,
+        group_of,
+        h,
+        nodes=[tree.lca_by_group(data.codes[j], group_of) for j, tree in enumerate(h.trees)],
+        wt_known=(known == size) & data.weight,
+        wt_lo=lo,
+        wt_hi=hi,
     )
 
 
