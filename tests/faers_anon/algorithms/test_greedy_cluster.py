@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import polars as pl
 import pytest
@@ -10,7 +12,7 @@ from hypothesis import strategies as st
 
 from faers_anon.algorithms import QidHierarchies, greedy_cluster
 from faers_anon.algorithms._frame import Encoded, encode
-from faers_anon.algorithms._group import blocked_bits, cap_bits, is_valid, new_group, risk
+from faers_anon.algorithms._group import Group, blocked_bits, cap_bits, is_valid, new_group, risk
 from faers_anon.algorithms._kernel import delta_il, stage2_budgets
 from faers_anon.algorithms._pool import remove_case
 from faers_anon.algorithms._search import add_pooled, prev_free, search
@@ -228,6 +230,14 @@ def _kernel_inputs(q: tuple) -> Encoded:
     return encode(cases, probs, model.requirements(), HIER)
 
 
+def _group(enc: Encoded, members: Iterable[int]) -> Group:
+    """A kernel group holding ``members`` (case positions), added in order."""
+    g = new_group(enc.tab.lca.shape[0], enc.n_values)
+    for c in members:
+        add_pooled(g, enc.pool, enc.tab, enc.cases, int(c))
+    return g
+
+
 @settings(max_examples=40, deadline=None)
 @given(quarters(), st.integers(0, 2**32 - 1))
 def test_signature_masks_only_rule_out_what_the_exact_checks_rule_out(q: tuple, seed: int) -> None:
@@ -235,9 +245,7 @@ def test_signature_masks_only_rule_out_what_the_exact_checks_rule_out(q: tuple, 
     n = enc.caseid.shape[0]
     rng = np.random.default_rng(seed)
     members = rng.permutation(n)[: rng.integers(1, 7)]
-    g = new_group(enc.tab.lca.shape[0], enc.n_values)
-    for c in members:
-        add_pooled(g, enc.pool, enc.tab, enc.cases, int(c))
+    g = _group(enc, members)
     blocked = blocked_bits(g, enc.cases, enc.req)
     caps = cap_bits(g, enc.cases, enc.req)
     for r in range(n):
@@ -245,9 +253,7 @@ def test_signature_masks_only_rule_out_what_the_exact_checks_rule_out(q: tuple, 
         if sig & blocked:
             assert risk(g, enc.cases, enc.req, r) == np.inf
         if sig & caps:
-            trial = new_group(enc.tab.lca.shape[0], enc.n_values)
-            for c in [*members, r]:
-                add_pooled(trial, enc.pool, enc.tab, enc.cases, int(c))
+            trial = _group(enc, [*members, r])
             assert not is_valid(trial, enc.cases, enc.req)
 
 
@@ -258,10 +264,9 @@ def test_stage1_search_with_an_unbounded_budget_finds_the_least_delta_il_prime(q
     n = enc.caseid.shape[0]
     rng = np.random.default_rng(seed)
     members = rng.permutation(n)[: rng.integers(1, min(n, 6) + 1)]
-    g = new_group(enc.tab.lca.shape[0], enc.n_values)
     for c in members:
         remove_case(enc.pool, enc.cases, int(c))
-        add_pooled(g, enc.pool, enc.tab, enc.cases, int(c))
+    g = _group(enc, members)
     best = np.inf
     for r in set(range(n)) - set(members.tolist()):
         pr = risk(g, enc.cases, enc.req, r)
