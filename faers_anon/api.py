@@ -19,6 +19,7 @@ from faers_anon.io.ingest_report import IngestResult
 from faers_anon.release import ReleaseResult
 from faers_anon.release import release as run_release
 from faers_anon.release_config import ReleaseConfig, build_release_config, load_toml
+from faers_anon.risk import RiskConfig, RiskResult, assess_risk, write_risk
 from faers_anon.verify import Verdict, VerifyConfig, verify_release
 from signals import CompareConfig, SignalConfig
 
@@ -32,6 +33,7 @@ __all__ = [
     "signals",
     "compare",
     "evaluate",
+    "risk",
 ]
 
 
@@ -132,3 +134,13 @@ def evaluate(
     See :func:`faers_anon.evaluate.evaluate_sources`.
     """
     return evaluate_sources(sources, out, config=config or EvaluateConfig(), progress=progress)
+
+
+def risk(release: Path, output: Path, /, *, config: RiskConfig | None = None) -> RiskResult:
+    """What an attacker who knows X can learn from ``release`` (SPEC §11), written to ``output`` (risk.json).
+
+    See :func:`faers_anon.risk.assess_risk`.
+    """
+    result = assess_risk(release, config=config)
+    write_risk(result, output)
+    return result

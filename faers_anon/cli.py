@@ -21,6 +21,8 @@ from faers_anon.fetch import FDA_BASE_URL, FetchConfig
 from faers_anon.io.ingest import IngestConfig
 from faers_anon.method_release import RELEASE_METHODS
 from faers_anon.models import MODELS
+from faers_anon.risk import RiskConfig
+from faers_anon.risk import parse_items as risk_items
 from faers_anon.verify import VerifyConfig
 from hierarchies.errors import HierarchyError
 from knowledge.errors import KnowledgeError
@@ -381,6 +383,32 @@ def release_command(
     }
     config = api.release_config(config_file, given)
     click.echo(api.release(list(sources), out, config=config, progress=click.echo).summary())
+
+
+@cli.command(name="risk")
+@click.argument("release", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="risk.json to write.")  # fmt: skip
+@click.option("--raw", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="The ingested raw folder: adds linkage and journalist risk.")  # fmt: skip
+@click.option("--series", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Another release of these cases (repeatable): composition by intersection.")  # fmt: skip
+@click.option("--knows", default="", callback=_sensitive,
+              help="Comma-separated released DEMO fields the attacker knows (not the defaults).")  # fmt: skip
+@click.option("--knows-items", default=None, help="drugs:M or reactions:M (M = 1, 2 or all) known.")
+@click.option("--k", type=int, default=None, help="k of the below-k share [the release's].")
+@click.option("--classes", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Value-class file (value,class[,theta]) [bundled level_classes.csv].")  # fmt: skip
+def risk_command(release: Path, output: Path, knows: tuple[str, ...], knows_items: str | None,
+                 series: tuple[Path, ...], **options: Any) -> None:  # fmt: skip
+    """What an attacker who knows X learns from RELEASE: re-identification, linkage, inference, composition.
+
+    Example: faers-anon risk release-24Q1 --raw out/24Q1 --series release-23Q4 -o risk.json
+    """
+    config = RiskConfig(
+        knows=knows or None, knows_items=risk_items(knows_items), series=tuple(series), **options
+    )
+    click.echo(api.risk(release, output, config=config).summary())
 
 
 cli.add_command(evaluate_command)

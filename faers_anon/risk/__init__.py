@@ -1,0 +1,287 @@
+"""``faers-anon risk``: what an attacker who knows X can learn from a release (SPEC §11).
+
+Four measures, with the definitions of SPEC §11 (the released case view, equivalence classes,
+prosecutor and journalist risk, linkage, inference, composition):
+
+* ``reidentification``: one record per knowledge set K (released case-view fields, optionally m items
+  of the drug or reaction list): ``cases``; ``unique`` and ``below_k`` (shares of cases whose class
+  has 1 case, fewer than k cases); ``prosecutor_max``/``prosecutor_mean`` (1 / class size, ARX's
+  sample-based prosecutor risk); with the raw data, ``journalist_max``/``journalist_mean`` (1 / the
+  class size counted among raw cases, :mod:`._population`; null for item knowledge and for fields the
+  raw data lacks). Classes: :mod:`._classes`.
+* ``linkage`` (with the raw data): :mod:`._linkage`. ``inference``: :mod:`._inference`.
+* ``composition`` (with ``series``): :mod:`._composition`.
+
+Default knowledge sets: the QIDs alone (``age_group, age_min, age_max, sex, wt_min, wt_max``); the
+QIDs plus each other case-view field in turn; the QIDs plus all of them; the QIDs plus 1 and 2 drugs
+and plus 1 and 2 reactions; the whole drug list alone and the whole reaction list alone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from faers_anon._paths import bundled
+from faers_anon.errors import ConfigError, InputError
+from faers_anon.manifest import read_manifest
+from faers_anon.risk._classes import class_sizes
+from faers_anon.risk._composition import composition
+from faers_anon.risk._inference import inference, read_classes
+from faers_anon.risk._linkage import linkage
+from faers_anon.risk._population import journalist_members
+from faers_anon.risk._view import QIDS, CaseData, encode_items, read_cases
+from knowledge.values import value_key_expr
+
+__all__ = [
+    "RiskConfig",
+    "RiskResult",
+    "KnowledgeSet",
+    "assess_risk",
+    "default_knowledge",
+    "parse_items",
+    "write_risk",
+]
+
+DEFAULT_CLASSES = bundled("level_classes.csv")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class KnowledgeSet:
+    """K: released case-view fields, plus ``count`` items (1, 2 or "all") of list ``items``."""
+
+    knows: tuple[str, ...]
+    items: str | None = None  # "drugs" or "reactions"
+    count: int | str | None = None
+
+    def describe(self) -> dict[str, Any] | None:
+        return None if self.items is None else {self.items: self.count}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RiskConfig:
+    """Options of ``faers-anon risk``.
+
+    Args:
+        raw: the ingested raw folder (linkage, journalist risk); series: more releases to compose.
+        knows: one knowledge set of fields instead of the defaults; knows_items: ("drugs", m) or
+            ("reactions", m) added to ``knows`` (m ≥ 1 or "all").
+        k: the k of below_k (default: the manifest's, else 5); theta: θ for classes and OUTC codes
+            (default: the manifest's, else 0.4); classes: value-class file (default: bundled
+            level_classes.csv).
+    """
+
+    raw: Path | None = None
+    series: tuple[Path, ...] = ()
+    knows: tuple[str, ...] | None = None
+    knows_items: tuple[str, int | str] | None = None
+    k: int | None = None
+    theta: float | None = None
+    classes: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.k is not None and self.k < 2:
+            raise ConfigError(f"k must be an integer >= 2; got {self.k!r}")
+        if self.knows_items is not None:
+            kind, count = self.knows_items
+            if kind not in ("drugs", "reactions") or not (count == "all" or count in (1, 2)):
+                raise ConfigError(
+                    f"--knows-items: expected drugs:M or reactions:M with M 1, 2 or all; got {kind}:{count}"
+                )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RiskResult:
+    """The content of risk.json (``figures``) and where it was written."""
+
+    release: Path
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        lines = [f"risk of {self.release} (k = {self.figures['k']}):"]
+        for row in self.figures["reidentification"]:
+            items = "" if row["items"] is None else f" + {json.dumps(row['items'])}"
+            lines.append(
+                f"  knows {', '.join(row['knows']) or '(nothing)'}{items}: unique {row['unique']:.1%}, "
+                f"below k {row['below_k']:.1%}, prosecutor max {row['prosecutor_max']:.2f}"
+            )
+        if "linkage" in self.figures:
+            link = self.figures["linkage"]
+            lines.append(
+                f"  linkage: by ids {link['by_ids']:.1%} of rows, by shared fields {link['by_fields']:.1%}"
+            )
+        return "\n".join(lines)
+
+
+def parse_items(text: str | None) -> tuple[str, int | str] | None:
+    """``drugs:M`` or ``reactions:M`` (M = 1, 2 or all) → (list, M); None stays None.
+
+    Raises:
+        ConfigError: any other text.
+    """
+    if text is None:
+        return None
+    kind, _, count = text.strip().partition(":")
+    value: int | str = count if count == "all" else int(count) if count.isdigit() else -1
+    if kind not in ("drugs", "reactions") or value not in (1, 2, "all"):
+        raise ConfigError(f"--knows-items: expected drugs:M or reactions:M with M 1, 2 or all; got {text!r}")
+    return kind, value
+
+
+def write_risk(result: RiskResult, path: Path) -> Path:
+    """Write ``result.figures`` as risk.json (sorted keys, rounded floats: byte-identical reruns)."""
+    from faers_anon.report import write_json
+
+    if not path.parent.is_dir():
+        raise InputError("output folder does not exist", path=path.parent)
+    try:
+        path.write_bytes(write_json(result.figures))
+    except OSError as exc:
+        raise InputError(f"cannot write ({exc.strerror})", path=path) from exc
+    return path
+
+
+def default_knowledge(fields: tuple[str, ...]) -> list[KnowledgeSet]:
+    """The default knowledge sets (module docstring) over the view's ``fields``."""
+    qids = tuple(q for q in QIDS if q in fields)
+    others = [f for f in fields if f not in qids]
+    sets = [KnowledgeSet(knows=qids)]
+    sets += [KnowledgeSet(knows=(*qids, f)) for f in others]
+    sets.append(KnowledgeSet(knows=(*qids, *others)))
+    sets += [KnowledgeSet(knows=qids, items=kind, count=m) for kind in ("drugs", "reactions") for m in (1, 2)]
+    sets += [KnowledgeSet(knows=(), items=kind, count="all") for kind in ("drugs", "reactions")]
+    return sets
+
+
+def _tuples(view: pl.DataFrame, knows: tuple[str, ...]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(caseid, kt) per case and (kt, fields) per distinct tuple of the view on ``knows``."""
+    if not knows:
+        return view.select("caseid", pl.lit(0, pl.UInt32).alias("kt")), pl.DataFrame(
+            {"kt": [0]}, schema={"kt": pl.UInt32}
+        )
+    tuples = view.select(knows).unique().with_row_index("kt")
+    return view.join(tuples, on=list(knows), nulls_equal=True).select("caseid", "kt"), tuples
+
+
+def _record(ks: KnowledgeSet, sizes: pl.DataFrame, k: int, journalist: pl.DataFrame | None) -> dict[str, Any]:
+    n = sizes.height
+    risk = 1.0 / sizes.get_column("size").cast(pl.Float64).clip(lower_bound=1.0)
+    record: dict[str, Any] = {
+        "knows": list(ks.knows),
+        "items": ks.describe(),
+        "cases": n,
+        "unique": sizes.filter(pl.col("size") <= 1).height / n if n else 0.0,
+        "below_k": sizes.filter(pl.col("size") < k).height / n if n else 0.0,
+        "prosecutor_max": float(risk.max()) if n else 0.0,  # type: ignore[arg-type]
+        "prosecutor_mean": float(risk.mean()) if n else 0.0,  # type: ignore[arg-type]
+    }
+    if journalist is not None:
+        j = 1.0 / journalist.get_column("size").cast(pl.Float64).clip(lower_bound=1.0)
+        record["journalist_max"] = float(j.max()) if n else 0.0  # type: ignore[arg-type]
+        record["journalist_mean"] = float(j.mean()) if n else 0.0  # type: ignore[arg-type]
+    return record
+
+
+def _reidentify(
+    data: CaseData, raw: CaseData | None, sets: list[KnowledgeSet], k: int
+) -> list[dict[str, Any]]:
+    lists = {
+        "drugs": (data.drugs, raw.drugs if raw else None),
+        "reactions": (data.reactions, raw.reactions if raw else None),
+    }
+    records = []
+    for ks in sets:
+        targets, tuples = _tuples(data.view, ks.knows)
+        t_items = p_items = None
+        if ks.items is not None:
+            released_items, _ = lists[ks.items]
+            (t_items,) = encode_items(released_items)
+            p_items = t_items.rename({"caseid": "p"})
+        members = targets.select("kt", pl.col("caseid").alias("p"))
+        sizes = class_sizes(targets, members, items=ks.count, target_items=t_items, population_items=p_items)
+        journalist = None
+        if raw is not None and ks.items is None:
+            journalist = _journalist(data.view, raw.view, ks.knows)
+        records.append(_record(ks, sizes, k, journalist))
+    return records
+
+
+def _journalist(view: pl.DataFrame, raw: pl.DataFrame, knows: tuple[str, ...]) -> pl.DataFrame | None:
+    """Class sizes among raw cases; age and weight fields stand for their whole released range."""
+    extended = list(knows)
+    for family in (("age_group", "age_min", "age_max"), ("wt_min", "wt_max")):
+        if any(f in knows for f in family):
+            extended += [f for f in family if f not in extended and f in view.columns]
+    targets, tuples = _tuples(view, tuple(extended))
+    members = journalist_members(tuples, raw, extended)
+    if members is None:
+        return None
+    return class_sizes(targets, members)
+
+
+def _manifest_value(release: Path, name: str) -> Any:
+    manifest = read_manifest(release) or {}
+    return (manifest.get("parameters") or {}).get(name)
+
+
+def _thetas(release: Path) -> pl.DataFrame:
+    path = release / "thresholds.csv"
+    if not path.is_file():
+        return pl.DataFrame(schema={"value": pl.String, "theta": pl.Float64})
+    frame = pl.read_csv(path, infer_schema=False)
+    return (
+        frame.select(value_key_expr(pl.col("value")).alias("value"), pl.col("theta").cast(pl.Float64))
+        .group_by("value")
+        .agg(pl.col("theta").min())
+    )
+
+
+def assess_risk(release: Path, /, *, config: RiskConfig | None = None) -> RiskResult:
+    """Measure every attack of SPEC §11 on ``release`` (module docstring).
+
+    Raises:
+        InputError: a folder without a DEMO table, a malformed class, knowledge or thresholds file.
+        ConfigError: a ``knows`` field the release does not have.
+    """
+    cfg = config or RiskConfig()
+    if not release.is_dir():
+        raise InputError("not a release folder", path=release)
+    data = read_cases(release)
+    k = cfg.k or int(_manifest_value(release, "k") or 5)
+    theta = cfg.theta if cfg.theta is not None else float(_manifest_value(release, "theta") or 0.4)
+    if cfg.knows is not None:
+        unknown = [f for f in cfg.knows if f not in data.fields]
+        if unknown:
+            raise ConfigError(
+                f"--knows: {', '.join(unknown)} not in the released case view "
+                f"(fields: {', '.join(data.fields)})"
+            )
+        kind, count = cfg.knows_items or (None, None)
+        sets = [KnowledgeSet(knows=tuple(cfg.knows), items=kind, count=count)]
+    elif cfg.knows_items is not None:
+        sets = [KnowledgeSet(knows=(), items=cfg.knows_items[0], count=cfg.knows_items[1])]
+    else:
+        sets = default_knowledge(data.fields)
+    raw = None
+    if cfg.raw is not None:
+        raw = read_cases(cfg.raw, keep=(*data.fields, "age_years", "weight_kg"))
+    qids = [q for q in QIDS if q in data.fields]
+    classes = read_classes(cfg.classes or DEFAULT_CLASSES)
+    figures: dict[str, Any] = {
+        "release": release.name,
+        "k": k,
+        "theta": theta,
+        "fields": list(data.fields),
+        "reidentification": _reidentify(data, raw, sets, k),
+        "inference": inference(release, data, qids=qids, theta=theta, classes=classes),
+    }
+    if raw is not None:
+        figures["linkage"] = linkage(data, raw)
+    if cfg.series:
+        series = [(release, data)] + [(path, read_cases(path)) for path in cfg.series]
+        figures["composition"] = composition(series, qids=qids, k=k, thetas=_thetas(release))
+    return RiskResult(release=release, figures=figures)

@@ -1,0 +1,169 @@
+"""Attribute inference on a release (SPEC §5, §11): how confidently a group reveals a value.
+
+For a QID-group q (the cases sharing one released tuple of ``age_group, age_min, age_max, sex,
+wt_min, wt_max``) and a value s: conf(q → s, E) = Σ_{c ∈ q} P(s | c) / |q|, with P(s | c) = 1 when s
+is among the case's indications, reactions or OUTC codes, else max over the case's drugs d (every
+released drug column: ``drug_key``, ``drugname``, ``prod_ai``) of w(d, s) from ``knowledge.csv``.
+For a value class C (a set of values, e.g. all "high" values of a class file):
+P(C | c) = max_{s ∈ C} P(s | c) and conf(q → C) = Σ_c P(C | c) / |q|. OUTC codes (DE, LT, HO, DS,
+CA, RI, OT) are values like reactions.
+
+Thresholds: θ_s from ``thresholds.csv`` for single values (a value it does not list has θ = 1, so
+it cannot exceed); a class's θ from its ``*,class,theta`` row in the class file, else the release's
+uniform θ (manifest ``parameters.theta``); OUTC codes take the release's θ. A (group, value) pair is
+*above θ* when conf > θ + 1e-9.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from faers_anon.errors import InputError
+from faers_anon.risk._view import CaseData, table
+from knowledge.values import value_key_expr
+
+__all__ = ["case_probabilities", "inference", "read_classes"]
+
+_TOLERANCE = 1e-9
+
+
+def _csv(path: Path, columns: tuple[str, ...]) -> pl.DataFrame | None:
+    if not path.is_file():
+        return None
+    try:
+        frame = pl.read_csv(path, infer_schema=False, comment_prefix="#")
+    except pl.exceptions.PolarsError as exc:
+        raise InputError(f"unreadable CSV ({str(exc).splitlines()[0]})", path=path) from exc
+    for column in columns:
+        if column not in frame.columns:
+            raise InputError("missing column", path=path, field=column)
+    return frame
+
+
+def read_classes(path: Path) -> tuple[pl.DataFrame, dict[str, float]]:
+    """A class file (``value,class[,theta]``; the level-wise θ file format): members and class θs.
+
+    Returns:
+        ``value`` (canonical), ``class`` for each listed value; and class → θ from ``*`` rows.
+    """
+    frame = _csv(path, ("value", "class"))
+    if frame is None:
+        raise InputError("missing class file", path=path)
+    frame = frame.with_columns(pl.col("class").str.strip_chars())
+    star = frame.filter(pl.col("value").str.strip_chars() == "*")
+    thetas: dict[str, float] = {}
+    if "theta" in frame.columns:
+        for name, theta in star.select("class", pl.col("theta").cast(pl.Float64, strict=False)).iter_rows():
+            if name and theta is not None:
+                thetas[name] = theta
+    members = frame.filter(
+        (pl.col("value").str.strip_chars() != "*") & pl.col("class").is_not_null() & (pl.col("class") != "")
+    ).select(value_key_expr(pl.col("value")).alias("value"), "class")
+    return members.drop_nulls(), thetas
+
+
+def case_probabilities(release: Path, data: CaseData) -> pl.DataFrame:
+    """``caseid``, ``value``, ``p`` = P(s | c) > 0 for every case and value (module docstring)."""
+    own = [data.reactions.rename({"term": "value"})]
+    indi = table(release, "indi")
+    if indi is not None and "indi_pt" in indi.collect_schema().names():
+        own.append(
+            indi.select(pl.col("caseid").cast(pl.Int64), value_key_expr(pl.col("indi_pt")).alias("value"))
+            .drop_nulls()
+            .collect()
+        )
+    parts = [pl.concat(own).with_columns(pl.lit(1.0).alias("p"))]
+    knowledge = _csv(release / "knowledge.csv", ("drug_key", "disease", "weight"))
+    if knowledge is not None and knowledge.height:
+        e = knowledge.select(
+            value_key_expr(pl.col("drug_key")).alias("term"),
+            value_key_expr(pl.col("disease")).alias("value"),
+            pl.col("weight").cast(pl.Float64, strict=False).alias("p"),
+        ).drop_nulls()
+        parts.append(data.drugs.join(e, on="term").select("caseid", "value", "p"))
+    return pl.concat(parts).group_by("caseid", "value").agg(pl.col("p").max())
+
+
+def _summary(conf: pl.DataFrame, name: str) -> dict[str, Any]:
+    """max conf (and where), and how many (group, value) pairs and groups exceed θ."""
+    if conf.height == 0:
+        return {"max_conf": 0.0, name: None, "pairs_above_theta": 0, "groups_above_theta": 0}
+    top = conf.sort(["conf", name], descending=[True, False]).row(0, named=True)
+    above = conf.filter(pl.col("conf") > pl.col("theta") + _TOLERANCE)
+    return {
+        "max_conf": top["conf"],
+        name: top[name],
+        "theta_there": top["theta"],
+        "pairs_above_theta": above.height,
+        "groups_above_theta": above.select(pl.col("group").n_unique()).item(),
+    }
+
+
+def _conf(members: pl.DataFrame, p: pl.DataFrame, key: str) -> pl.DataFrame:
+    sizes = members.group_by("group").agg(pl.len().alias("cases"))
+    return (
+        members.join(p, on="caseid")
+        .group_by("group", key)
+        .agg(pl.col("p").sum().alias("sigma"))
+        .join(sizes, on="group")
+        .with_columns((pl.col("sigma") / pl.col("cases")).alias("conf"))
+    )
+
+
+def inference(
+    release: Path,
+    data: CaseData,
+    *,
+    qids: list[str],
+    theta: float,
+    classes: tuple[pl.DataFrame, dict[str, float]] | None,
+) -> dict[str, Any]:
+    """The ``inference`` section of risk.json: per single value, per value class, per OUTC code."""
+    view = data.view
+    groups = view.select(qids).unique().with_row_index("group")
+    members = view.join(groups, on=qids, nulls_equal=True).select("caseid", "group")
+    p = case_probabilities(release, data)
+    thresholds = _csv(release / "thresholds.csv", ("value", "theta"))
+    thetas = (
+        thresholds.select(value_key_expr(pl.col("value")).alias("value"), pl.col("theta").cast(pl.Float64))
+        .group_by("value")
+        .agg(pl.col("theta").min())
+        if thresholds is not None
+        else pl.DataFrame(schema={"value": pl.String, "theta": pl.Float64})
+    )
+    values = (
+        _conf(members, p, "value")
+        .join(thetas, on="value", how="left")
+        .with_columns(pl.col("theta").fill_null(1.0))
+    )
+    protected = values.join(thetas.filter(pl.col("theta") < 1.0), on="value", how="semi")
+    result: dict[str, Any] = {
+        "groups": groups.height,
+        "values": _summary(values, "value"),
+        "protected_values": _summary(protected, "value"),
+    }
+    if classes is not None:
+        members_of, class_theta = classes
+        p_class = p.join(members_of, on="value").group_by("caseid", "class").agg(pl.col("p").max())
+        conf = _conf(members, p_class, "class").with_columns(
+            pl.col("class").replace_strict(class_theta, default=theta, return_dtype=pl.Float64).alias("theta")
+        )
+        # a class whose θ is 1 (e.g. "non-sensitive") bounds nothing: left out
+        result["classes"] = _summary(conf.filter(pl.col("theta") < 1.0), "class")
+    outc = table(release, "outc")
+    codes = (
+        outc.select(pl.col("caseid").cast(pl.Int64), value_key_expr(pl.col("outc_cod")).alias("code"))
+        .drop_nulls()
+        .unique()
+        .with_columns(pl.lit(1.0).alias("p"))
+        .collect()
+        if outc is not None and "outc_cod" in outc.collect_schema().names()
+        else pl.DataFrame(schema={"caseid": pl.Int64, "code": pl.String, "p": pl.Float64})
+    )
+    result["outcomes"] = _summary(
+        _conf(members, codes, "code").with_columns(pl.lit(theta).alias("theta")), "code"
+    )
+    return result

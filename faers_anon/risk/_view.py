@@ -1,0 +1,126 @@
+"""The released case view and item sets of SPEC §11, read from a release or an ingested folder.
+
+* **Case view**: one row per case, its latest released version (highest ``caseversion``, then latest
+  ``fda_dt``, then highest ``primaryid``; nulls rank lowest), with every DEMO column except the ids
+  (``primaryid``, ``caseid``: pseudonyms, never attacker knowledge) and ``is_latest`` (a derived flag,
+  true for every row of the view), plus ``outc_cod``: the case's OUTC codes as a set, written as the
+  sorted, comma-joined text so that a set compares as one value.
+* **Item sets**: ``drugs`` are the canonical values (upper case, whitespace collapsed) of every drug
+  column present among ``drug_key``, ``drugname`` and ``prod_ai`` (an attacker may match a drug on
+  any of them, and a verbatim brand name is often rarer than its key); ``reactions`` are the canonical
+  PTs. Items, like OUTC codes, are the union over the case's released reports (the super-record of
+  SPEC §4): an attacker matching the target may hit any version.
+
+Items are encoded as integers (``item``) so that the class computations group on numbers; the
+same string gets the same code in the release and in the raw data (:func:`encode_items`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from faers_anon.errors import InputError
+from knowledge.values import value_key_expr
+
+__all__ = ["CaseData", "ID_COLUMNS", "QIDS", "DRUG_COLUMNS", "read_cases", "encode_items", "table"]
+
+ID_COLUMNS: tuple[str, ...] = ("primaryid", "caseid")
+QIDS: tuple[str, ...] = ("age_group", "age_min", "age_max", "sex", "wt_min", "wt_max")
+DRUG_COLUMNS: tuple[str, ...] = ("drug_key", "drugname", "prod_ai")
+_NOT_FIELDS = frozenset({*ID_COLUMNS, "is_latest", "source_file", "line"})
+_ORDER = ("caseversion", "fda_dt", "primaryid")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CaseData:
+    """What the attacker measures run on, for one release or raw folder.
+
+    Attributes:
+        view: one row per ``caseid`` (Int64) with the case-view fields (module docstring).
+        fields: the view's field names, in DEMO order, ``outc_cod`` last.
+        drugs, reactions: ``caseid``, ``term`` (canonical text), one row per distinct (case, term).
+        reports: every DEMO row (``primaryid``, ``caseid`` and the fields), for linkage.
+    """
+
+    view: pl.DataFrame
+    fields: tuple[str, ...]
+    drugs: pl.DataFrame
+    reactions: pl.DataFrame
+    reports: pl.DataFrame
+
+
+def table(folder: Path, name: str) -> pl.LazyFrame | None:
+    """``parquet/<name>.parquet`` of a release or ``<name>.parquet`` of an ingested folder; None if absent."""
+    for path in (folder / "parquet" / f"{name}.parquet", folder / f"{name}.parquet"):
+        if path.is_file():
+            return pl.scan_parquet(path)
+    return None
+
+
+def _demo(folder: Path) -> pl.LazyFrame:
+    frame = table(folder, "demo")
+    if frame is None:
+        frame = table(folder, "reports")  # an ingested folder
+    if frame is None:
+        raise InputError("neither parquet/demo.parquet (release) nor reports.parquet (ingested)", path=folder)
+    names = frame.collect_schema().names()
+    for column in ("primaryid", "caseid"):
+        if column not in names:
+            raise InputError("DEMO table has no id column", path=folder, field=column)
+    return frame
+
+
+def _terms(folder: Path, name: str, columns: tuple[str, ...]) -> pl.DataFrame:
+    """(caseid, term): canonical values of ``columns`` of table ``name``, distinct; empty when absent."""
+    frame = table(folder, name)
+    empty = pl.DataFrame(schema={"caseid": pl.Int64, "term": pl.String})
+    if frame is None:
+        return empty
+    present = [c for c in columns if c in frame.collect_schema().names()]
+    if not present:
+        return empty
+    parts = [
+        frame.select(pl.col("caseid").cast(pl.Int64), value_key_expr(pl.col(c)).alias("term"))
+        for c in present
+    ]
+    return pl.concat(parts).drop_nulls().unique().collect()
+
+
+def read_cases(folder: Path, *, keep: tuple[str, ...] | None = None) -> CaseData:
+    """The case view, items and report rows of a release (or of an ingested folder for ``--raw``).
+
+    Args:
+        folder: a release folder (``parquet/``) or an ingested folder (``reports.parquet``).
+        keep: DEMO fields to keep (None: every field); an ingested folder's extra columns (raw ages,
+            countries) are dropped this way so that only fields the release shares are compared.
+
+    Raises:
+        InputError: no DEMO table, or one without ids.
+    """
+    demo = _demo(folder)
+    names = demo.collect_schema().names()
+    fields = [c for c in names if c not in _NOT_FIELDS and (keep is None or c in keep)]
+    order = [c for c in _ORDER if c in names]
+    reports = demo.select(pl.col("primaryid", "caseid").cast(pl.Int64), *fields).collect()
+    latest = reports.sort(order, nulls_last=False).unique("caseid", keep="last").drop("primaryid")
+    outc = _terms(folder, "outc", ("outc_cod",))
+    codes = outc.group_by("caseid").agg(pl.col("term").sort().str.join(",").alias("outc_cod"))
+    if keep is None or "outc_cod" in keep:
+        latest = latest.join(codes, on="caseid", how="left")
+        fields.append("outc_cod")
+    return CaseData(
+        view=latest.sort("caseid"),
+        fields=tuple(fields),
+        drugs=_terms(folder, "drug", DRUG_COLUMNS),
+        reactions=_terms(folder, "reac", ("pt",)),
+        reports=reports,
+    )
+
+
+def encode_items(*frames: pl.DataFrame) -> list[pl.DataFrame]:
+    """Replace ``term`` by an integer ``item`` (UInt32), one code per distinct term over all ``frames``."""
+    codes = pl.concat([f.select("term") for f in frames]).unique().sort("term").with_row_index("item")
+    return [f.join(codes, on="term").select("caseid", "item") for f in frames]
