@@ -7,7 +7,8 @@ printed as one ``Error: ...`` line with exit code 1; bugs keep their traceback.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,9 @@ import click
 
 from faers_anon import __version__, api
 from faers_anon._evaluate_cli import evaluate_command
+from faers_anon._workspace import signals_raise
 from faers_anon.anonymize import AnonymizeConfig
-from faers_anon.errors import FaersAnonError, VerificationError
+from faers_anon.errors import FaersAnonError, Interrupted, VerificationError
 from faers_anon.fetch import FDA_BASE_URL, FetchConfig
 from faers_anon.io.ingest import IngestConfig
 from faers_anon.method_release import RELEASE_METHODS
@@ -35,13 +37,50 @@ USER_ERRORS = (FaersAnonError, HierarchyError, KnowledgeError, SignalsError)
 
 
 class FaersAnonGroup(click.Group):
-    """A click group that turns user errors into one ``Error:`` line."""
+    """A click group that turns user errors into one ``Error:`` line.
+
+    Every error, click's own included (unknown option, bad value, missing argument), is printed as
+    one ``Error: ...`` line on stderr with exit code 1; a usage error names the ``--help`` to read
+    instead of printing the usage block. SIGINT, SIGTERM and SIGHUP stop the command through
+    :class:`~faers_anon.errors.Interrupted` (its temporary folders are removed on the way out):
+    one ``Error:`` line, exit code 128 + the signal's number.
+    """
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except USER_ERRORS as exc:
             raise click.ClickException(str(exc)) from exc
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        code, message = 0, None
+        try:
+            with signals_raise():
+                result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            code = result if isinstance(result, int) else 0
+        except click.exceptions.NoArgsIsHelpError as exc:
+            click.echo(exc.ctx.get_help())
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else "faers-anon"
+            code, message = 1, f"{exc.format_message()} (see '{where} --help')"
+        except click.ClickException as exc:
+            code, message = 1, exc.format_message()
+        except click.Abort:
+            code, message = 1, "aborted"
+        except Interrupted as exc:
+            code, message = 128 + exc.signum, f"{exc}: stopped; its temporary folders were removed"
+        if message is not None:
+            click.echo("Error: " + " ".join(message.split()), err=True)
+        if standalone_mode:
+            sys.exit(code)
+        return code
 
 
 @click.group(cls=FaersAnonGroup)
@@ -94,6 +133,13 @@ def fetch(quarters: tuple[str, ...], out: Path, base_url: str, timeout: float) -
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="Brand -> ingredient lookup for drug_key (e.g. FDA's unii_names_bn_of.tsv).",
+)
+@click.option(
+    "--work-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Parent of the private (0700) work folder the tables are built in [default: the system "
+    "temp folder, $TMPDIR].",
 )
 def ingest(sources: tuple[Path, ...], out: Path, **options: Any) -> None:
     """Read FAERS quarterly files (FDA zips or folders, FAERS or legacy AERS) into typed Parquet.
@@ -357,10 +403,13 @@ def compare_command(
 )
 @click.option("--force", is_flag=True, help="Replace an existing release folder.")
 @click.option(
+    "--work-dir",
     "--work",
+    "work",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Where the raw intermediate tables go [default: a temporary folder beside OUT].",
+    help="Parent of the private (0700) work folder holding the raw intermediate tables, removed at the "
+    "end [default: the system temp folder, $TMPDIR].",
 )
 @click.option("--keep-work", is_flag=True, help="Keep the intermediate (raw) tables after the run.")
 @click.pass_context

@@ -7,6 +7,7 @@ Only the CLI catches these broadly; bugs are not listed here and keep their trac
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 __all__ = [
@@ -15,6 +16,8 @@ __all__ = [
     "ConfigError",
     "InfeasibleThetaError",
     "VerificationError",
+    "OutputError",
+    "Interrupted",
 ]
 
 
@@ -58,6 +61,14 @@ class ConfigError(FaersAnonError, ValueError):
     """A parameter out of its allowed range or an inconsistent combination of options."""
 
 
+class OutputError(InputError, ConfigError):
+    """An output path that would overwrite an input, or replace a folder faers-anon did not write.
+
+    Both an :class:`InputError` (it concerns the user's files) and a :class:`ConfigError` (the ``-o``
+    option is wrong); see :mod:`faers_anon._targets`.
+    """
+
+
 class InfeasibleThetaError(FaersAnonError):
     """Some θ_s is below the value's share P(s) of cases: no generalization can meet it.
 
@@ -78,3 +89,18 @@ class InfeasibleThetaError(FaersAnonError):
 
 class VerificationError(FaersAnonError):
     """The written release does not satisfy its privacy model."""
+
+
+class Interrupted(BaseException):
+    """SIGINT, SIGTERM or SIGHUP arrived during a run (raised by the handler of :mod:`faers_anon._workspace`).
+
+    A ``BaseException`` like ``KeyboardInterrupt``, so no ``except Exception`` swallows it and every
+    ``finally`` on the way up removes its temporary folders.
+
+    Args:
+        signum: the signal's number.
+    """
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")

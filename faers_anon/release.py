@@ -2,25 +2,31 @@
 
 Stages, each reported through ``progress`` with its counts and elapsed time:
 
-1. **ingest** the sources (zips, folders, the bundled demo) into a *work* folder of typed tables;
-2. **anonymize**: cases, E, P(s | c), θ*, the partition, and the release tables written to a
-   *staging* folder beside the target (``.<name>.staging-<pid>``);
-3. **verify** the staging release from its files alone (:func:`faers_anon.verify.verify_release`);
+1. **ingest** the sources (zips, folders, the bundled demo) into a private *work* folder of typed tables;
+2. **anonymize**: cases, E, P(s | c), θ*, the partition, and the release tables, written inside the
+   work folder too;
+3. **verify** that release from its files alone (:func:`faers_anon.verify.verify_release`);
    a failing verdict stops the run: nothing is published and :class:`VerificationError` says why;
 4. **signals**: PRR/ROR/IC on the raw data and on the release, survival overall and per stratum,
    and the reference panel (:func:`signals.compare`); for a disassociation release the release side
    is one reconstruction of its drug and reaction lists (:mod:`faers_anon.disassociation_release`);
-5. **report**: ``report.json`` and ``report.html`` are added to the staging folder, the manifest is
-   re-hashed to cover them (and records the SHA-256 of every source file), and the staging folder is
-   renamed to the target in one step.
+5. **report**: ``report.json`` and ``report.html`` are added to the release, the manifest is
+   re-hashed to cover them (and records the SHA-256 of every source file), and the finished release
+   is moved into place in one atomic rename (:func:`faers_anon._workspace.publish_folder`).
 
-So a release folder exists only when it is complete and verified; an interrupted or failed run
-leaves no release (and removes its staging and work folders). An existing target is replaced only
-with ``force``.
+So a release folder exists only when it is complete and verified; an interrupted (SIGINT, SIGTERM,
+SIGHUP) or failed run leaves no release and removes its work folder; a SIGKILLed run's work folder
+is removed by the next run (:mod:`faers_anon._workspace`).
 
 Decisions:
-    The work folder holds raw data (exact ages); it is created beside the target (or where
-    ``work`` says) and removed at the end unless ``keep_work``. It is never inside the release.
+    Before anything is written, ``out`` is checked against every input (:mod:`faers_anon._targets`):
+    it may not be, contain or lie inside a source, the demo zip or an option file, and an existing
+    ``out`` is replaced only when it is an earlier release (its faers-anon ``manifest.json``) and
+    ``force`` is set.
+    The work folder holds raw data (exact ages); it is a 0700 folder under the system temp folder
+    (or ``work``), never beside the release, and is removed at the end unless ``keep_work``. Only
+    the anonymized, verified release is moved beside ``out`` (as ``.<out>.staging-<pid>``) and
+    renamed.
     The public report carries raw-data statistics only in aggregate (survival shares, rank
     correlations) and for the reference panel's few rules; the pair-level raw statistics stay out of
     the release (``faers-anon compare`` produces them for internal analysts).
@@ -32,8 +38,6 @@ import contextlib
 import json
 import logging
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -42,11 +46,14 @@ from typing import Any
 
 from faers_anon import __version__
 from faers_anon._release_report import build_report, report_inputs
+from faers_anon._targets import check_outputs, check_replaceable, check_work_dir, is_release, resolved
+from faers_anon._workspace import publish_folder, signals_raise, work_folder
 from faers_anon.anonymize import AnonymizeConfig, AnonymizeResult, anonymize_folder
 from faers_anon.disassociation_release import signal_inputs
 from faers_anon.errors import ConfigError, InputError, VerificationError
 from faers_anon.io.ingest import demo_source, ingest_quarters
 from faers_anon.io.ingest_report import IngestResult
+from faers_anon.io.release_writer import restricted_path
 from faers_anon.manifest import (
     MANIFEST_NAME,
     TIMINGS_FIELD,
@@ -129,24 +136,29 @@ def _sources_hashes(sources: Sequence[Path], demo: bool) -> dict[str, str]:
     return dict(sorted(hashes.items()))
 
 
-def _check_target(out: Path, force: bool) -> None:
-    if out.exists() and not force:
-        raise ConfigError(f"{out}: release folder exists (use --force to replace it)")
-    if not out.parent.exists():
-        raise InputError("parent folder does not exist", path=out.parent)
+def _check_target(sources: Sequence[Path], out: Path, config: ReleaseConfig) -> None:
+    """The shared output guard (:mod:`faers_anon._targets`) for the release, restricted folder, work."""
+    inputs = [*sources, demo_source() if config.ingest.demo else None, config.ingest.drug_names,
+              config.anonymize.theta_file, config.anonymize.knowledge, config.compare.reference,
+              config.compare.outcome_groups]  # fmt: skip
+    restricted = restricted_path(out)
+    check_outputs([out, restricted], inputs)
+    check_work_dir(config.work, outputs=[out, restricted], inputs=inputs)
+    check_replaceable(out, force=config.force)
+    if restricted.exists() and _restricted_of(out) != restricted.name:
+        raise ConfigError(f"{restricted}: exists and is not the restricted folder of {out}; it is never "
+                          "replaced: move it away (nothing was written)")  # fmt: skip
+    if not out.parent.is_dir():
+        raise InputError("parent folder does not exist (expected an existing folder)", path=out.parent)
     if not os.access(out.parent, os.W_OK):
         raise InputError("output folder is not writable", path=out.parent)
 
 
-def _publish(staging: Path, out: Path) -> None:
-    """Rename the finished staging folder to ``out``, replacing an old release only at the last step."""
-    old = None
-    if out.exists():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        out.rename(old)
-    staging.rename(out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+def _restricted_of(out: Path) -> str | None:
+    """The restricted folder an earlier release's manifest names, if any."""
+    manifest = read_manifest(out) if is_release(out) else None
+    restricted = (manifest or {}).get("restricted") or {}
+    return restricted.get("folder") if isinstance(restricted, dict) else None
 
 
 def release(
@@ -164,81 +176,78 @@ def release(
         The published release and each stage's findings.
 
     Raises:
-        ConfigError: ``out`` exists without ``force``, or an invalid option.
+        ConfigError: ``out`` overlaps an input, exists and is not an earlier release, or exists without
+            ``force``; an invalid option.
         InputError: unreadable sources or an unwritable output folder.
         InfeasibleThetaError: some θ_s below its share with ``on_infeasible = "error"``.
         VerificationError: the written release fails its privacy model (nothing is published).
+        Interrupted: SIGINT, SIGTERM or SIGHUP (nothing is published, the work folder is removed).
     """
     say = progress or (lambda _line: None)
-    out = Path(out).absolute()
-    _check_target(out, config.force)
-    seconds: dict[str, float] = {}
-    work_parent = config.work or out.parent
-    try:
-        work_parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{out.name}.work-", dir=work_parent))
-    except OSError as exc:
-        raise InputError(f"cannot create the work folder ({exc.strerror})", path=work_parent) from exc
-    staging = out.with_name(f".{out.name}.staging-{os.getpid()}")
-    try:
-        with _stage("ingest", seconds, say):
-            ingested = ingest_quarters(sources, work / "ingested", config=config.ingest)
-        demo = ingested.report["tables"]["reports"]
-        say(
-            f"[ingest] {demo['read']:,} reports read, {demo['kept']:,} kept, "
-            f"{demo['quarantined']:,} quarantined, {demo['deleted']:,} deleted; "
-            f"{ingested.report['cases']['cases']:,} cases ({seconds['ingest']:.1f} s)"
-        )
-        with _stage("anonymize", seconds, say):
-            anonymized = anonymize_folder(ingested.out, staging, config=_with_force(config))
-        say(
-            f"[anonymize] {anonymized.partition.groups:,} groups, NIL {anonymized.nil:.4f}, "
-            f"DR {anonymized.dr:.4f} ({seconds['anonymize']:.1f} s)"
-        )
-        with _stage("verify", seconds, say):
-            verdict = verify_release(staging)
-        say(
-            f"[verify] {'OK' if verdict.ok else 'FAILED'}: {verdict.n_groups:,} QID-groups, "
-            f"DR {verdict.dr:.4f} ({seconds['verify']:.1f} s)"
-        )
-        if not verdict.ok:
-            raise VerificationError(
-                f"release fails verification ({verdict.violations.height} violations; first: "
-                + "; ".join(f"{r}: {d}" for _, _, r, d in verdict.violations.head(3).iter_rows())
-                + "); nothing was published"
-            )
-        with _stage("signals", seconds, say):
-            raw_tables, released_tables, compare_config = signal_inputs(ingested.out, staging, config)
-            comparison = compare(raw_tables, released_tables, config=compare_config)
-        say(f"[signals] {comparison.summary().splitlines()[1].strip()} ({seconds['signals']:.1f} s)")
-        with _stage("report", seconds, say):
-            report_start = time.perf_counter()
-            report = build_report(
-                config=config,
-                version=__version__,
-                ingested=ingested,
-                anonymized=anonymized,
-                verdict=verdict,
-                comparison=comparison,
-            )
-            figures = build_figures(report_inputs(ingested.out, staging, verdict, comparison, config))
-            report_json = write_json(report)
-            (staging / "report.json").write_bytes(report_json)
-            # The page shows the figures exactly as report.json holds them (rounded, deterministic).
-            page = render_html(json.loads(report_json), figures)
-            (staging / "report.html").write_text(page, encoding="utf-8")
-            seconds["report"] = time.perf_counter() - report_start
-            _rehash(staging, sources=_sources_hashes(sources, config.ingest.demo), timings=seconds)
-            _publish(staging, out)
-        say(f"[report] written ({seconds['report']:.1f} s)")
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    finally:
+    out = resolved(out)
+    _check_target(sources, out, config)
+    with signals_raise(), work_folder("release", config.work, keep=config.keep_work) as work:
         if config.keep_work:
-            say(f"work folder kept: {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+            say(f"work folder (raw data, kept after the run): {work}")
+        return _run(sources, out, work, config, say)
+
+
+def _run(
+    sources: Sequence[Path], out: Path, work: Path, config: ReleaseConfig, say: Progress
+) -> ReleaseResult:
+    """The five stages inside the private ``work`` folder, then the publication of ``out``."""
+    seconds: dict[str, float] = {}
+    built = work / "release"
+    with _stage("ingest", seconds, say):
+        ingested = ingest_quarters(sources, work / "ingested", config=replace(config.ingest, work_dir=work))
+    demo = ingested.report["tables"]["reports"]
+    say(
+        f"[ingest] {demo['read']:,} reports read, {demo['kept']:,} kept, "
+        f"{demo['quarantined']:,} quarantined, {demo['deleted']:,} deleted; "
+        f"{ingested.report['cases']['cases']:,} cases ({seconds['ingest']:.1f} s)"
+    )
+    with _stage("anonymize", seconds, say):
+        anonymized = anonymize_folder(ingested.out, built, config=_with_force(config))
+    say(
+        f"[anonymize] {anonymized.partition.groups:,} groups, NIL {anonymized.nil:.4f}, "
+        f"DR {anonymized.dr:.4f} ({seconds['anonymize']:.1f} s)"
+    )
+    with _stage("verify", seconds, say):
+        verdict = verify_release(built)
+    say(
+        f"[verify] {'OK' if verdict.ok else 'FAILED'}: {verdict.n_groups:,} QID-groups, "
+        f"DR {verdict.dr:.4f} ({seconds['verify']:.1f} s)"
+    )
+    if not verdict.ok:
+        raise VerificationError(
+            f"release fails verification ({verdict.violations.height} violations; first: "
+            + "; ".join(f"{r}: {d}" for _, _, r, d in verdict.violations.head(3).iter_rows())
+            + "); nothing was published"
+        )
+    with _stage("signals", seconds, say):
+        raw_tables, released_tables, compare_config = signal_inputs(ingested.out, built, config)
+        comparison = compare(raw_tables, released_tables, config=compare_config)
+    say(f"[signals] {comparison.summary().splitlines()[1].strip()} ({seconds['signals']:.1f} s)")
+    with _stage("report", seconds, say):
+        report_start = time.perf_counter()
+        report = build_report(
+            config=config,
+            version=__version__,
+            ingested=ingested,
+            anonymized=anonymized,
+            verdict=verdict,
+            comparison=comparison,
+        )
+        figures = build_figures(report_inputs(ingested.out, built, verdict, comparison, config))
+        report_json = write_json(report)
+        (built / "report.json").write_bytes(report_json)
+        # The page shows the figures exactly as report.json holds them (rounded, deterministic).
+        page = render_html(json.loads(report_json), figures)
+        (built / "report.html").write_text(page, encoding="utf-8")
+        seconds["report"] = time.perf_counter() - report_start
+        _rehash(built, sources=_sources_hashes(sources, config.ingest.demo), timings=seconds)
+        _publish(built, out)
+    say(f"[report] written ({seconds['report']:.1f} s)")
     return ReleaseResult(
         path=out,
         ingest=ingested,
@@ -248,6 +257,14 @@ def release(
         report=report,
         seconds=seconds,
     )
+
+
+def _publish(built: Path, out: Path) -> None:
+    """Move the restricted folder (if any) and then the release into place, each in one rename."""
+    restricted = restricted_path(built)
+    if restricted.exists():
+        publish_folder(restricted, restricted_path(out))
+    publish_folder(built, out)
 
 
 def _with_force(config: ReleaseConfig) -> AnonymizeConfig:

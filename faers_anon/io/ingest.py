@@ -95,6 +95,8 @@ class IngestConfig:
         demo: also ingest the bundled demo quarter (``faers_anon/data/demo/*.zip``).
         drug_names: optional brand → ingredient lookup for ``drug_key``
             (``knowledge.drug_names.load_drug_names``), e.g. FDA's ``unii_names_bn_of.tsv``.
+        work_dir: parent of the private work folder the tables are built in (default: the system
+            temp folder; :mod:`faers_anon.io.staging`).
 
     Raises:
         ConfigError: ``drug_names`` is given but is not a file.
@@ -102,6 +104,7 @@ class IngestConfig:
 
     demo: bool = False
     drug_names: Path | None = None
+    work_dir: Path | None = None
 
     def __post_init__(self) -> None:
         if self.drug_names is not None and not Path(self.drug_names).is_file():
@@ -306,7 +309,7 @@ def ingest_quarters(
     _demo_missing(found)
     lookup = load_drug_names(config.drug_names) if config.drug_names is not None else None
     quarters = sorted({f.quarter for f in found if f.quarter is not None})
-    staging = open_staging(Path(out))
+    staging = open_staging(Path(out), inputs=[*paths, config.drug_names], work_dir=config.work_dir)
     try:
         files = [materialize(f, staging / "_work") for f in found]
         done = _run(files, staging, lookup, quarters)

@@ -135,11 +135,17 @@ def test_failed_verification_publishes_nothing(
 def test_existing_release_needs_force(small_quarter: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
-    (out / "old.txt").write_text("previous release")
+    (out / "old.txt").write_text("not a release")
+    with pytest.raises(ConfigError, match="not a faers-anon release .*never replaced, even with --force"):
+        release([small_quarter], out, config=_config(force=True))
+    assert (out / "old.txt").read_text() == "not a release"
+    (out / "old.txt").unlink()
+    release([small_quarter], out, config=_config())  # an empty folder is taken
     with pytest.raises(ConfigError, match="--force"):
         release([small_quarter], out, config=_config())
     release([small_quarter], out, config=_config(force=True))
-    assert not (out / "old.txt").exists() and (out / "manifest.json").is_file()
+    assert (out / "manifest.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
 def test_unwritable_output_is_one_line(small_quarter: Path, tmp_path: Path) -> None:
