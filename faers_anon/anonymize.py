@@ -26,10 +26,17 @@ from faers_anon import metrics
 from faers_anon.algorithms import Partition, QidHierarchies
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.io.release_writer import write_release
+from faers_anon.keys import load_key
 from faers_anon.method_release import RELEASE_METHODS, anonymize_with_method
 from faers_anon.methods import MethodResult
 from faers_anon.models import MODELS, make_model
-from faers_anon.thresholds import ON_INFEASIBLE, THETA_RULES, Thresholds, build_thresholds
+from faers_anon.thresholds import (
+    ON_INFEASIBLE,
+    THETA_RULES,
+    Thresholds,
+    build_thresholds,
+    with_declared_values,
+)
 from faers_anon.units import case_members, model_unit, partition_model, report_records, unit_view
 from hierarchies import mesh_age_tree, sex_tree
 from knowledge import (
@@ -78,6 +85,8 @@ class AnonymizeConfig:
         force: replace an existing release folder.
         method: a key of :data:`faers_anon.methods.METHODS` run instead of the model (exclusive with a
             non-default ``model``; :mod:`faers_anon.method_release`).
+        key_file: the agency key file (:mod:`faers_anon.keys`; None: ``$FAERS_ANON_KEY_FILE``); never
+            recorded in the manifest.
     """
 
     model: str = "ms-k-theta"
@@ -95,6 +104,7 @@ class AnonymizeConfig:
     scan_limit: int = 4096
     force: bool = False
     method: str | None = None
+    key_file: Path | None = None
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
@@ -149,7 +159,7 @@ class AnonymizeConfig:
                 str(value) if isinstance(value, Path) else list(value) if isinstance(value, tuple) else value
             )
             for key, value in asdict(self).items()
-            if key != "force" and not (key == "method" and value is None)
+            if key not in ("force", "key_file") and not (key == "method" and value is None)
         }
         if self.method is not None:
             out.pop("model")  # the method replaces the model
@@ -276,6 +286,8 @@ def sensitive_thresholds(
         on_infeasible=config.on_infeasible,  # type: ignore[arg-type]
         k=config.k,
     )
+    # thresholds.csv lists every value of the sensitive attributes, fillers with the reason (issue 17)
+    thresholds = with_declared_values(thresholds, cases, knowledge, sensitive=config.sensitive)
     return probabilities, thresholds
 
 
@@ -360,6 +372,7 @@ def anonymize_folder(ingested: Path, out: Path | None, /, *, config: AnonymizeCo
             thresholds=thresholds.frame,
             parameters=config.parameters(),
             force=config.force,
+            key=load_key(config.key_file),
         )
         release = out
         seconds["write"] = time.perf_counter() - clock

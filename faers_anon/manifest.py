@@ -11,10 +11,13 @@ Layout (keys sorted, two-space indent, UTF-8, trailing newline):
   pipeline): the only fields that differ between two runs on the same inputs; reproducibility checks
   compare :func:`fingerprint`, which leaves them out.
 * ``inputs``: relative path → SHA-256 of every file of the ingested folder.
-* ``outputs``: relative path → SHA-256 of every file of the release except ``manifest.json``.
+* ``outputs``: relative path → SHA-256 of every file of the release except ``manifest.json`` and
+  ``certificate.json`` (which signs the manifest: :mod:`faers_anon.certificate`).
 * ``restricted``: ``null``, or the restricted folder's name and its files' SHA-256.
 * ``counts``: per table ``rows_in``, ``rows_out`` and per quarter the same; ``rejects``: rows per file.
 * ``columns``: per table the published, dropped and restricted columns; ``policy``: the column policy.
+* ``pseudonyms``: the id scheme and its counts (:mod:`faers_anon.pseudonyms`; no id, no key);
+  ``certificate``: the signature scheme, key id and public key (written by ``certificate.seal``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from faers_anon.errors import ConfigError, InputError
 __all__ = [
     "FORMAT",
     "MANIFEST_NAME",
+    "CERTIFICATE_NAME",
     "CREATED_FIELD",
     "TIMINGS_FIELD",
     "sha256_file",
@@ -45,6 +49,8 @@ __all__ = [
 
 FORMAT = "faers-anon-release/1"
 MANIFEST_NAME = "manifest.json"
+CERTIFICATE_NAME = "certificate.json"
+"""Signs the manifest; never hashed into it (:func:`hash_tree` skips it at the root)."""
 CREATED_FIELD = "created"
 TIMINGS_FIELD = "timings"
 """Seconds per stage of the run that wrote the release: like ``created``, differs between runs."""
@@ -65,12 +71,13 @@ def hash_tree(root: Path, *, exclude: frozenset[str] = frozenset()) -> dict[str,
 
     Args:
         root: the folder to walk (recursively).
-        exclude: relative paths to leave out (e.g. ``manifest.json`` itself).
+        exclude: relative paths to leave out (e.g. ``manifest.json`` itself); ``certificate.json`` at
+            the root is always left out.
     """
     hashes: dict[str, str] = {}
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         rel = path.relative_to(root).as_posix()
-        if rel not in exclude:
+        if rel not in exclude and rel != CERTIFICATE_NAME:
             hashes[rel] = sha256_file(path)
     return hashes
 
@@ -95,6 +102,7 @@ def build_manifest(
     policy: Mapping[str, object],
     restricted: Mapping[str, object] | None,
     created: dt.datetime | None = None,
+    pseudonyms: Mapping[str, object] | None = None,
 ) -> dict[str, Any]:
     """Assemble the manifest dictionary (see the module docstring for the fields).
 
@@ -108,6 +116,7 @@ def build_manifest(
         policy: the column policy's ``describe()``.
         restricted: the restricted folder's description, or None.
         created: the timestamp (default: now, UTC, whole seconds).
+        pseudonyms: the id scheme and its counts (:meth:`faers_anon.pseudonyms.IdMap.describe`).
     """
     when = created or dt.datetime.now(dt.UTC).replace(microsecond=0)
     params = json.loads(dump_parameters(parameters))
@@ -122,6 +131,7 @@ def build_manifest(
         "counts": dict(counts),
         "columns": dict(columns),
         "policy": dict(policy),
+        "pseudonyms": dict(pseudonyms) if pseudonyms is not None else None,
     }
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,8 +39,10 @@ import polars as pl
 
 from faers_anon import metrics
 from faers_anon.algorithms import Partition
+from faers_anon.certificate import seal
 from faers_anon.disassociation_release import publish_disassociated
 from faers_anon.io.release_writer import write_release
+from faers_anon.keys import load_key
 from faers_anon.methods import METHODS, MethodResult
 from faers_anon.methods.disassociation import DisassociationResult
 from faers_anon.partition import PARTITION_SCHEMA
@@ -155,7 +158,8 @@ def anonymize_with_method(
     seconds["metrics"] = time.perf_counter() - clock
     if out is not None:
         clock = time.perf_counter()
-        write_release(
+        key = load_key(config.key_file)
+        written = write_release(
             ingested,
             frame,
             out,
@@ -163,9 +167,12 @@ def anonymize_with_method(
             thresholds=thresholds.frame,
             parameters=method_parameters(result, config),
             force=config.force,
+            key=key,
         )
-        if isinstance(result, DisassociationResult):
-            publish_disassociated(out, result)
+        if isinstance(result, DisassociationResult):  # its members name cases: by their pseudonyms
+            members = written.ids.apply(result.released.members).sort("cluster_id", "caseid")
+            publish_disassociated(out, replace(result, released=replace(result.released, members=members)))
+            seal(out, key)
         seconds["write"] = time.perf_counter() - clock
     return AnonymizeResult(
         release=out,

@@ -15,6 +15,12 @@ Rules:
 
 A value with θ_s ≥ 1 is unprotected (conf ≤ 1 always) and is not passed to the model.
 
+Every value of every sensitive attribute is listed (:func:`with_declared_values`), so that a verifier
+sees each decision instead of inferring it from an absence: values that no case reaches through
+P(s | c) get θ 1 and action ``not-sensitive`` (filler terms such as "Product used for unknown
+indication", which name no condition: :data:`knowledge.FILLER_TERMS`) or ``unreached`` (an E disease
+that no case's drug reaches). Column ``reason`` says why for every action but ``protected``.
+
 Feasibility. After any generalization the share of s over all groups is P(s), so some group has
 conf ≥ P(s): θ_s < P(s) cannot be met (Lin et al. 2016, after Definition 3). ``on_infeasible``:
 
@@ -47,6 +53,7 @@ names a class or a θ, not both; every class used must be defined; θ in (0, 1];
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -54,7 +61,7 @@ from typing import Literal
 import polars as pl
 
 from faers_anon.errors import ConfigError, InfeasibleThetaError, InputError
-from knowledge import value_key_expr
+from knowledge import FILLER_TERMS, value_key_expr
 
 __all__ = [
     "THETA_RULES",
@@ -66,6 +73,7 @@ __all__ = [
     "load_level_file",
     "uniform_thetas",
     "value_shares",
+    "with_declared_values",
 ]
 
 log = logging.getLogger(__name__)
@@ -75,7 +83,9 @@ ON_INFEASIBLE = ("error", "raise-theta", "suppress")
 ThetaRule = Literal["uniform", "level", "frequency"]
 OnInfeasible = Literal["error", "raise-theta", "suppress"]
 _FEASIBLE_SLACK = 1e-12
-_SCHEMA = {"value": pl.Utf8, "theta": pl.Float64, "share": pl.Float64, "action": pl.Utf8}
+_SCHEMA = {"value": pl.Utf8, "theta": pl.Float64, "share": pl.Float64, "action": pl.Utf8, "reason": pl.Utf8}
+_FILLER_KEYS = sorted({" ".join(t.upper().split()) for t in FILLER_TERMS})
+_OWN_LISTS = {"indications": "indications", "reactions": "reactions"}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -83,8 +93,9 @@ class Thresholds:
     """θ* for one run.
 
     Attributes:
-        frame: (value, theta, share, action) for every value some case reaches; action is
-            ``protected`` (θ < 1), ``unprotected`` (θ = 1), ``raised`` or ``suppressed``.
+        frame: (value, theta, share, action, reason) for every value some case reaches; action is
+            ``protected`` (θ < 1), ``unprotected`` (θ = 1), ``raised`` or ``suppressed``; after
+            :func:`with_declared_values` also ``not-sensitive`` and ``unreached``.
         rule: the rule used.
         on_infeasible: what was done with infeasible values.
     """
@@ -280,5 +291,66 @@ def build_thresholds(
         .otherwise(pl.col("theta"))
         .clip(upper_bound=1.0)
     )
-    frame = table.with_columns(action.alias("action")).with_columns(new_theta.alias("theta"))
+    reason = (
+        pl.when(pl.col("action") == "raised")
+        .then(pl.lit("theta below the share P(s): raised to P(s) + 1/k"))
+        .when(pl.col("action") == "suppressed")
+        .then(pl.lit("theta below the share P(s): suppressed, no bound claimed"))
+        .when(pl.col("action") == "unprotected")
+        .then(pl.format("theta 1 under the {} rule", pl.lit(rule)))
+    )
+    frame = (
+        table.with_columns(action.alias("action"))
+        .with_columns(new_theta.alias("theta"))
+        .with_columns(reason.alias("reason"))
+    )
     return Thresholds(frame=frame.select(list(_SCHEMA)).cast(_SCHEMA), rule=rule, on_infeasible=on_infeasible)  # type: ignore[arg-type]
+
+
+def with_declared_values(
+    thresholds: Thresholds, cases: pl.DataFrame, knowledge: pl.DataFrame, *, sensitive: Sequence[str]
+) -> Thresholds:
+    """θ* plus every other value of the sensitive attributes, with θ 1 and the reason (module docstring).
+
+    Args:
+        thresholds: θ* of the values some case reaches.
+        cases: the cases frame (list columns ``indications``, ``reactions`` of canonical keys).
+        knowledge: E (``disease`` column), read when ``diseases`` is sensitive.
+        sensitive: the sensitive attributes (``indications``, ``reactions``, ``diseases``).
+
+    Returns:
+        The same rule and frame with rows added, sorted by value; ``share`` of an added value is the
+        share of cases listing it among their own values (0 for an E disease).
+    """
+    lists = [_OWN_LISTS[a] for a in sensitive if a in _OWN_LISTS and _OWN_LISTS[a] in cases.columns]
+    n_cases = max(cases.height, 1)
+    own = [
+        cases.select(pl.int_range(pl.len()).alias("case"), pl.col(c).alias("value")).explode("value")
+        for c in lists
+    ]
+    parts = [
+        pl.concat(own)
+        .drop_nulls("value")
+        .group_by("value")
+        .agg((pl.col("case").n_unique() / n_cases).alias("share"))
+        if own
+        else pl.DataFrame(schema={"value": pl.Utf8, "share": pl.Float64})
+    ]
+    if "diseases" in sensitive and "disease" in knowledge.columns:
+        diseases = knowledge.select(value_key_expr(pl.col("disease")).alias("value")).drop_nulls()
+        parts.append(diseases.unique().with_columns(pl.lit(0.0).alias("share")))
+    values = pl.concat(parts).group_by("value").agg(pl.col("share").max())
+    added = values.join(thresholds.frame, on="value", how="anti").select(
+        "value",
+        pl.lit(1.0).alias("theta"),
+        "share",
+        pl.when(pl.col("value").is_in(_FILLER_KEYS)).then(pl.lit("not-sensitive")).otherwise(
+            pl.lit("unreached")
+        ).alias("action"),
+        pl.when(pl.col("value").is_in(_FILLER_KEYS))
+        .then(pl.lit("filler term: names no condition"))
+        .otherwise(pl.lit("no case reaches it (P(s) = 0)"))
+        .alias("reason"),
+    )
+    frame = pl.concat([thresholds.frame, added.cast(_SCHEMA)]).sort("value")  # type: ignore[arg-type]
+    return Thresholds(frame=frame, rule=thresholds.rule, on_infeasible=thresholds.on_infeasible)

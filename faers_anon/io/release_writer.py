@@ -10,10 +10,17 @@ Layout written (all paths relative to the release folder ``out``):
   Every quarter seen in any table gets all seven files (header only when empty).
 * ``parquet/<table>.parquet``: all quarters, the ascii columns plus ``quarter`` (and ``is_latest`` in
   demo), with the ingested types (dates as Date).
-* ``knowledge.csv`` (drug_key, disease, weight), ``thresholds.csv`` (value, theta, then share and action
-  when given), comma-separated, sorted.
-* ``rejects/<table>.parquet``: see :class:`~faers_anon.io.column_policy.ColumnPolicy` ``rejects``.
-* extra files from the caller (``report.json``, ``report.html``), then ``manifest.json``.
+* ``knowledge.csv`` (drug_key, disease, weight), ``thresholds.csv`` (value, theta, then share, action
+  and reason when given), comma-separated, sorted.
+* ``rejects/<table>.parquet``: see :class:`~faers_anon.io.column_policy.ColumnPolicy` ``rejects``;
+  with ``keep``, the raw id columns (``primaryid``, ``caseid``, legacy ``isr``, ``case``) are left out.
+* extra files from the caller (``report.json``, ``report.html``), then ``manifest.json``, signed into
+  ``certificate.json`` (:func:`faers_anon.certificate.seal`).
+
+Ids: every ``primaryid`` and ``caseid`` written (ascii, parquet, the restricted folder) is its keyed
+pseudonym (:mod:`faers_anon.pseudonyms`, under the agency key); the raw ids are replaced right after
+the tables are read, so no later step sees them, and the map lives in memory only
+(:attr:`ReleaseWritten.ids`, for a method that publishes ids in a form of its own).
 
 DEMO rows get their case's group QIDs by a join on ``caseid`` with the partition (one row per case),
 so every version of a case carries the same generalized QID (SPEC §4). A report-level partition (one
@@ -24,9 +31,10 @@ are extra QIDs (e.g. ``occr_country``): they replace the raw DEMO column of that
 appended. ``group_id`` itself is not published (the released QID tuple defines the group). Every
 input row is written: rows in == rows out per table and quarter.
 
-Rows are sorted by (quarter, primaryid, source_file, line), the ingest's file order, with ties kept in
-input order; float formatting is fixed and parquet is written by polars with fixed settings, so the
-same inputs give byte-identical files (only ``manifest.json``'s ``created`` differs).
+Rows are sorted by (quarter, report pseudonym, source_file, line), ties in input order (not by the
+raw primaryid: the row order would give the raw order back); float formatting is fixed and parquet
+is written by polars with fixed settings, so the same inputs and key give byte-identical files (only
+``manifest.json``'s ``created`` and so the certificate's signature differ).
 
 Atomicity: everything is written into ``.<name>.tmp-<pid>`` beside ``out`` and renamed to ``out`` at
 the end; on any exception the temporary folder is removed. An existing ``out`` is replaced only with
@@ -36,6 +44,7 @@ rules and is renamed first, so a visible release is always complete.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -46,13 +55,14 @@ from typing import Any
 
 import polars as pl
 
+from faers_anon.certificate import seal
 from faers_anon.errors import ConfigError, InputError
+from faers_anon.io._release_checks import KNOWLEDGE, THRESHOLDS, check_extras, check_frame, check_partition
 from faers_anon.io.column_policy import (
     ASCII_NAMES,
     DEFAULT_POLICY,
     INGESTED_FILES,
     PARQUET_ONLY,
-    PARTITION_SCHEMA,
     QID_COLUMNS,
     TABLES,
     ColumnPolicy,
@@ -60,21 +70,17 @@ from faers_anon.io.column_policy import (
     ascii_text,
     shape_table,
 )
-from faers_anon.manifest import MANIFEST_NAME, build_manifest, dump_manifest, hash_tree
+from faers_anon.keys import AgencyKey, load_key
+from faers_anon.manifest import CERTIFICATE_NAME, MANIFEST_NAME, build_manifest, dump_manifest, hash_tree
+from faers_anon.pseudonyms import IdMap, release_id_map
 
 __all__ = ["ReleaseWritten", "write_release", "restricted_path"]
 
-_RESERVED = frozenset({"ascii", "parquet", "rejects", "knowledge.csv", "thresholds.csv", MANIFEST_NAME})
+_RESERVED = frozenset(
+    {"ascii", "parquet", "rejects", "knowledge.csv", "thresholds.csv", MANIFEST_NAME, CERTIFICATE_NAME}
+)
+_RAW_IDS = frozenset({"primaryid", "caseid", "isr", "case"})
 _REJECT_PUBLIC = ("quarter", "source_file", "line", "reason")
-_KNOWLEDGE: Mapping[str, pl.DataType] = {
-    "drug_key": pl.String(),
-    "disease": pl.String(),
-    "weight": pl.Float64(),
-}
-_THRESHOLDS: Mapping[str, pl.DataType] = {
-    "value": pl.String(), "theta": pl.Float64(), "share": pl.Float64(), "action": pl.String()
-}  # fmt: skip
-_NOT_QIDS = frozenset({"primaryid", "caseid", "caseversion", "quarter", "is_latest", "row"})
 _QUARTER = re.compile(r"^\d{4}Q[1-4]$")
 
 
@@ -86,11 +92,13 @@ class ReleaseWritten:
         path: the release folder.
         restricted: the restricted folder, or None when the policy restricted nothing present.
         manifest: the manifest as written.
+        ids: raw ids → pseudonyms (in memory only; never write it next to the release).
     """
 
     path: Path
     restricted: Path | None
     manifest: Mapping[str, Any]
+    ids: IdMap
 
     def summary(self) -> str:
         """A few lines for the CLI: where, how many rows per table, the restricted folder."""
@@ -118,6 +126,7 @@ def write_release(
     policy: ColumnPolicy = DEFAULT_POLICY,
     force: bool = False,
     extra_files: Mapping[str, bytes] | None = None,
+    key: AgencyKey | None = None,
 ) -> ReleaseWritten:
     """Write the release folder ``out`` (layout in the module docstring; SPEC §10).
 
@@ -133,6 +142,7 @@ def write_release(
         force: replace an existing ``out`` (and an existing restricted folder beside it).
         extra_files: relative path → bytes written before the rename (report.json, report.html) and
             hashed in the manifest.
+        key: the agency key (pseudonyms, certificate); None reads ``$FAERS_ANON_KEY_FILE``.
 
     Returns:
         The release's path, restricted folder and manifest.
@@ -143,11 +153,16 @@ def write_release(
             malformed knowledge, thresholds, parameters or extra file names.
     """
     _check_target(out, force)
-    tables = {table: _read_table(ingested / INGESTED_FILES[table]) for table in TABLES}
-    part = _check_partition(partition, tables["demo"])
-    know = _check_frame(knowledge, "knowledge", _KNOWLEDGE, 3)
-    thetas = _check_frame(thresholds, "thresholds", _THRESHOLDS, 2)
-    extras = _check_extras(extra_files or {})
+    agency = key if key is not None else load_key(None)
+    raw = {table: _read_table(ingested / INGESTED_FILES[table]) for table in TABLES}
+    part = check_partition(partition, raw["demo"])
+    ids = release_id_map(raw, agency.pseudonym_key)
+    tables = {t: _release_order(ids.apply(f)) for t, f in raw.items()}
+    part = ids.apply(part)
+    del raw
+    know = check_frame(knowledge, "knowledge", KNOWLEDGE, 3)
+    thetas = check_frame(thresholds, "thresholds", THRESHOLDS, 2)
+    extras = check_extras(extra_files or {}, _RESERVED)
     rejects = sorted((ingested / "rejects").glob("*.parquet")) if (ingested / "rejects").is_dir() else []
     shaped = {t: shape_table(t, f, part, policy) for t, f in tables.items()}
     needs_restricted = policy.rejects == "restricted" or any(
@@ -164,6 +179,7 @@ def write_release(
         _fresh_dir(tmp)
         counts = _write_tables(tmp, shaped, tables)
         counts["groups"] = part.select(QID_COLUMNS).unique().height
+        counts["cases"] = tables["demo"]["caseid"].n_unique()
         counts["rejects"] = _write_rejects(tmp, tmp_r if needs_restricted else None, rejects, policy)
         _write_csv(know, tmp / "knowledge.csv")
         _write_csv(thetas, tmp / "thresholds.csv")
@@ -185,8 +201,11 @@ def write_release(
             columns={t: s.columns for t, s in shaped.items()},
             policy=policy.describe(),
             restricted=restricted_info,
+            pseudonyms=ids.describe(),
         )
         (tmp / MANIFEST_NAME).write_bytes(dump_manifest(manifest))
+        seal(tmp, agency)
+        manifest = json.loads((tmp / MANIFEST_NAME).read_text(encoding="utf-8"))
         if needs_restricted:
             _replace(tmp_r, restricted)
             placed.append(restricted)
@@ -199,7 +218,14 @@ def write_release(
     except BaseException:
         _cleanup(tmp, tmp_r, *placed)
         raise
-    return ReleaseWritten(path=out, restricted=restricted if needs_restricted else None, manifest=manifest)
+    return ReleaseWritten(
+        path=out, restricted=restricted if needs_restricted else None, manifest=manifest, ids=ids
+    )
+
+
+def _release_order(frame: pl.DataFrame) -> pl.DataFrame:
+    keys = [c for c in ("quarter", "primaryid", "source_file", "line") if c in frame.columns]
+    return frame.sort(keys, maintain_order=True)
 
 
 def _read_table(path: Path) -> pl.DataFrame:
@@ -217,71 +243,7 @@ def _read_table(path: Path) -> pl.DataFrame:
         raise InputError(
             f"bad quarter {bad['quarter'][0]!r} (expected e.g. 2024Q1)", path=path, field="quarter"
         )
-    keys = [c for c in ("quarter", "primaryid", "source_file", "line") if c in frame.columns]
-    return frame.sort(keys, maintain_order=True)
-
-
-def _check_partition(partition: pl.DataFrame, reports: pl.DataFrame) -> pl.DataFrame:
-    missing = [c for c in PARTITION_SCHEMA if c not in partition.columns]
-    if missing:
-        raise ConfigError(f"partition: missing column(s) {', '.join(missing)}")
-    key = "primaryid" if "primaryid" in partition.columns else "caseid"
-    clash = sorted(_NOT_QIDS & (set(partition.columns) - set(PARTITION_SCHEMA) - {key}))
-    if clash:
-        raise ConfigError(f"partition: column(s) {', '.join(clash)} cannot be QIDs")
-    types = {**PARTITION_SCHEMA, key: pl.Int64()}
-    try:
-        part = partition.with_columns(pl.col(c).cast(t, strict=True) for c, t in types.items())
-    except pl.exceptions.PolarsError as exc:
-        raise ConfigError(f"partition: wrong column type ({str(exc).splitlines()[0]})") from exc
-    dup = part.group_by(key).len().filter(pl.col("len") > 1).sort(key)
-    if dup.height:
-        raise ConfigError(f"partition: {key} {dup[key][0]} has {dup['len'][0]} rows (expected one)")
-    bad_sex = part.filter(pl.col("sex").is_not_null() & ~pl.col("sex").is_in(["F", "M", "*"]))
-    if bad_sex.height:
-        raise ConfigError(f"partition: sex {bad_sex['sex'][0]!r} (expected F, M, * or null)")
-    cases = reports.select(pl.col(key).cast(pl.Int64)).unique()
-    what = "case" if key == "caseid" else "report"
-    uncovered = cases.join(part, on=key, how="anti", nulls_equal=True).sort(key)
-    if uncovered.height:
-        raise ConfigError(
-            f"partition: {uncovered.height} ingested {what}(s) have no group (e.g. {key} "
-            f"{uncovered[key][0]}); every {what} must be in the partition"
-        )
-    foreign = part.join(cases, on=key, how="anti").sort(key)
-    if foreign.height:
-        raise ConfigError(
-            f"partition: {foreign.height} {key}(s) not in the ingested reports (e.g. {foreign[key][0]})"
-        )
-    return part
-
-
-def _check_frame(
-    frame: pl.DataFrame, what: str, types: Mapping[str, pl.DataType], required: int
-) -> pl.DataFrame:
-    """The first ``required`` columns of ``types`` must be present, the others are optional; sorted."""
-    if what == "knowledge" and "drug_key" not in frame.columns and "drug" in frame.columns:
-        frame = frame.rename({"drug": "drug_key"})
-    missing = [c for c in list(types)[:required] if c not in frame.columns]
-    if missing:
-        raise ConfigError(f"{what}: missing column(s) {', '.join(missing)} (expected {', '.join(types)})")
-    try:
-        checked = frame.select(pl.col(c).cast(t) for c, t in types.items() if c in frame.columns)
-    except pl.exceptions.PolarsError as exc:
-        raise ConfigError(f"{what}: wrong column type ({str(exc).splitlines()[0]})") from exc
-    return checked.sort(pl.all(), maintain_order=True)
-
-
-def _check_extras(extras: Mapping[str, bytes]) -> dict[str, bytes]:
-    checked: dict[str, bytes] = {}
-    for name in sorted(extras):
-        parts = Path(name).parts
-        if not parts or Path(name).is_absolute() or ".." in parts or parts[0] in _RESERVED:
-            raise ConfigError(
-                f"extra file name {name!r}: expected a relative path outside the reserved names"
-            )
-        checked[Path(name).as_posix()] = bytes(extras[name])
-    return checked
+    return frame
 
 
 def _check_target(path: Path, force: bool) -> None:
@@ -348,7 +310,8 @@ def _write_rejects(
             raise InputError(f"unreadable parquet ({str(exc).splitlines()[0]})", path=path) from exc
         counts[path.name] = frame.height
         if policy.rejects == "keep":
-            shutil.copyfile(path, root / "rejects" / path.name)
+            _write_parquet(frame.select(c for c in frame.columns if c.lower() not in _RAW_IDS),
+                           root / "rejects" / path.name)  # fmt: skip
             continue
         for name in ("source_file", "line", "reason"):
             if name not in frame.columns:

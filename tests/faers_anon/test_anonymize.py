@@ -50,7 +50,12 @@ def test_same_seed_same_partition(ingested: Path) -> None:
     a = anonymize_folder(ingested, None, config=config)
     b = anonymize_folder(ingested, None, config=config)
     assert a.partition.frame.equals(b.partition.frame) and a.release is None
-    assert a.thresholds.frame.get_column("action").is_in(["protected", "unprotected", "suppressed"]).all()
+    actions = a.thresholds.frame.get_column("action")
+    assert actions.is_in(["protected", "unprotected", "suppressed", "not-sensitive"]).all()
+    # reaction terms that name no condition are listed, not silently absent (issue 17)
+    fillers = a.thresholds.frame.filter(pl.col("action") == "not-sensitive")
+    assert fillers.height >= 1 and (fillers["theta"] == 1.0).all()
+    assert (fillers["reason"] == "filler term: names no condition").all()
 
 
 @pytest.mark.parametrize(

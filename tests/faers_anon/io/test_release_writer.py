@@ -17,6 +17,8 @@ from faers_anon.errors import ConfigError, InputError
 from faers_anon.io import release_writer
 from faers_anon.io.column_policy import DEFAULT_POLICY, QID_COLUMNS, ColumnPolicy
 from faers_anon.io.release_writer import restricted_path, write_release
+from faers_anon.keys import load_key
+from faers_anon.pseudonyms import case_pseudonyms
 from faers_anon.manifest import fingerprint, hash_tree, sha256_file
 
 D = dt.date
@@ -160,14 +162,24 @@ def release(ingested: Path, tmp_path: Path) -> Path:
     return _write(ingested, tmp_path / "release").path
 
 
+def _pseudo() -> dict[int, int]:
+    """Raw caseid → case pseudonym under the session's agency key (faers_anon.pseudonyms)."""
+    return case_pseudonyms([10, 20, 30], load_key(None).pseudonym_key)[0]
+
+
 def test_every_report_row_carries_its_case_group_qids(release: Path) -> None:
     demo = pl.read_parquet(release / "parquet" / "demo.parquet")
-    assert demo["primaryid"].to_list() == [101, 201, 102, 301]  # quarter, then primaryid
-    expected = PARTITION.drop("group_id")
+    case = _pseudo()
+    # report pseudonym = case pseudonym * 1000 + caseversion; rows by quarter, then report pseudonym
+    q1 = sorted([case[10] * 1000 + 1, case[20] * 1000 + 1])
+    q2 = sorted([case[10] * 1000 + 2, case[30] * 1000 + 1])
+    assert demo["primaryid"].to_list() == [*q1, *q2]
+    assert (demo["primaryid"] // 1000).to_list() == demo["caseid"].to_list()
+    expected = PARTITION.drop("group_id").with_columns(pl.col("caseid").replace_strict(case))
     joined = demo.select("caseid", *QID_COLUMNS).join(expected, on="caseid", how="left", suffix="_p")
     for name in QID_COLUMNS:
         assert joined[name].equals(joined[f"{name}_p"], null_equal=True), name
-    assert demo.filter(pl.col("caseid") == 10)["sex"].to_list() == ["*", "*"]  # raw F replaced
+    assert demo.filter(pl.col("caseid") == case[10])["sex"].to_list() == ["*", "*"]  # raw F replaced
 
 
 def test_rows_in_equal_rows_out_per_table_and_quarter(release: Path, ingested: Path) -> None:
@@ -229,7 +241,9 @@ def test_ascii_layout_parses_back_to_the_parquet_values(release: Path) -> None:
         "primaryid", "caseid", "caseversion", "i_f_code", "init_fda_dt", "fda_dt", "rept_cod", "mfr_sndr",
         "age_group", "age_min", "age_max", "sex", "e_sub", "wt_min", "wt_max", "to_mfr", "occp_cod",
     ]  # fmt: skip
-    assert demo_q1.row(0) == ("101", "10", "1", "F", "20240110", "20240115", "EXP", "ACME", "Adult", "19",
+    case = _pseudo()
+    first = min(case[10], case[20])
+    assert demo_q1.row(0) == (str(first * 1000 + 1), str(first), "1", "F", "20240110", "20240115", "EXP", "ACME", "Adult", "19",
                               "79.08333333333333", "*", "Y", None, None, None, "MD")  # fmt: skip
     parquet = pl.read_parquet(release / "parquet" / "demo.parquet").filter(pl.col("quarter") == "2024Q1")
     assert demo_q1["age_max"].cast(pl.Float64).equals(parquet["age_max"])
@@ -261,7 +275,7 @@ def test_manifest_records_version_parameters_hashes_and_counts(release: Path, in
     assert manifest["inputs"] == hash_tree(ingested)
     assert "rejects/demo.parquet" in manifest["inputs"]
     written = {p.relative_to(release).as_posix() for p in release.rglob("*") if p.is_file()}
-    assert set(manifest["outputs"]) == written - {"manifest.json"}
+    assert set(manifest["outputs"]) == written - {"manifest.json", "certificate.json"}
     for rel, digest in manifest["outputs"].items():
         assert sha256_file(release / rel) == digest
     assert manifest["counts"]["rejects"] == {"demo.parquet": 1}
@@ -325,7 +339,10 @@ def test_restricted_columns_go_beside_the_release(ingested: Path, tmp_path: Path
     assert hidden["primaryid"].equals(public[hidden["row"].to_list()]["primaryid"])
     assert "lot_num" not in public.columns
     age = pl.read_parquet(tmp_path / "release-restricted" / "parquet" / "demo.parquet")
-    assert age.sort("primaryid")["age"].to_list() == [34.0, 35.0, 70.0, None]
+    case = _pseudo()
+    ages = {case[10] * 1000 + 1: 34.0, case[10] * 1000 + 2: 35.0, case[20] * 1000 + 1: 70.0,
+            case[30] * 1000 + 1: None}  # fmt: skip
+    assert dict(zip(age["primaryid"], age["age"], strict=True)) == ages
     full = pl.read_parquet(tmp_path / "release-restricted" / "rejects" / "demo.parquet")
     assert full["age"].to_list() == ["3O"]
     assert written.manifest["restricted"]["folder"] == "release-restricted"

@@ -1,0 +1,211 @@
+"""Keyed pseudonymous ids: no released row carries FDA's caseid or primaryid (SPEC §11, linkage (a)).
+
+Case pseudonym (an integer of exactly 16 decimal digits):
+
+    h(c)      = HMAC-SHA256(K_p, "case:" + decimal caseid)          K_p from the agency key (faers_anon.keys)
+    pseudo(c) = 2^52 + (first 8 bytes of h(c) as big-endian integer >> 12)  ∈ [2^52, 2^53)
+
+so it depends on the key and the caseid only: the same case gets the same pseudonym in every release
+made with the same key (a follow-up in a later quarter keeps its case pseudonym), another key gives
+unrelated pseudonyms, and without the key a pseudonym cannot be checked against a guessed caseid.
+The range [2^52, 2^53) (4.5e15–9.0e15) is disjoint from FAERS ids (caseid ≤ 8 digits, primaryid ≤ 12)
+and below 2^53, so JSON readers keep case pseudonyms exact.
+
+Width and collisions: 52 random bits. Two of n cases share a pseudonym with probability about
+n² / 2^53: 1.8e-5 for a 400k-case quarter, 0.044 for the whole corpus (20 M cases). A collision is
+detected (two caseids, one pseudonym) and resolved deterministically, never merged: the case whose
+full 256-bit h(c) is smallest keeps the pseudonym, every other one takes the first free value of
+HMAC(K_p, "case:<caseid>#<i>"), i = 1, 2, …. The manifest records how many were resolved (no ids).
+The resolution depends on which cases a release holds, so a re-derived pseudonym may differ in a
+release without the other case; at 52 bits that is expected once in about 25 corpus-sized series.
+
+Report pseudonym = case pseudonym · 1000 + slot (19 digits, < 2^63: Int64 in Parquet, digits in ascii),
+so the reports of a case sort in version order and the last three digits read as the version.
+slot = caseversion when it is in 0..999, else 0 (legacy AERS reports have none); within a case the
+reports are taken in (slot, fda_dt, HMAC(K_p, "report:" + primaryid)) order and a report whose slot is
+taken moves to the next free one (slot_i = max(slot_i, slot_{i-1} + 1)), counted as a slot conflict.
+The slot reveals the published caseversion and the order of published dates only: never the raw
+primaryid (whose FAERS form, caseid followed by the version, would give the caseid back). A case
+with more than 1,000 reports is an InputError.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import polars as pl
+
+from faers_anon.errors import InputError
+
+__all__ = ["CASE_BITS", "SLOTS", "IdMap", "case_pseudonyms", "pseudonymize_ids", "release_id_map"]
+
+CASE_BITS = 52
+"""Random bits of a case pseudonym (module docstring)."""
+SLOTS = 1000
+"""Report slots per case: report pseudonym = case pseudonym · SLOTS + slot."""
+
+
+def _digest(key: bytes, text: str) -> bytes:
+    return hmac.digest(key, text.encode("ascii"), hashlib.sha256)
+
+
+def _value(digest: bytes, bits: int) -> int:
+    return (1 << bits) + (int.from_bytes(digest[:8], "big") >> (64 - bits))
+
+
+def case_pseudonyms(
+    caseids: Iterable[int], key: bytes, *, bits: int = CASE_BITS
+) -> tuple[dict[int, int], int]:
+    """Case pseudonyms of distinct caseids, collisions resolved (module docstring).
+
+    Args:
+        caseids: the release's raw caseids (duplicates are ignored).
+        key: the pseudonym key (:attr:`faers_anon.keys.AgencyKey.pseudonym_key`).
+        bits: random bits per pseudonym (tests use a tiny width to force collisions).
+
+    Returns:
+        (raw caseid → pseudonym, number of cases whose pseudonym was re-derived after a collision).
+    """
+    ids = sorted(set(caseids))
+    if len(ids) > (1 << bits):
+        raise InputError(f"{len(ids)} cases do not fit in {bits}-bit pseudonyms")
+    digests = {c: _digest(key, f"case:{c}") for c in ids}
+    by_value: dict[int, list[int]] = {}
+    for c in ids:
+        by_value.setdefault(_value(digests[c], bits), []).append(c)
+    mapping: dict[int, int] = {}
+    losers: list[int] = []
+    for value, owners in by_value.items():
+        owners.sort(key=digests.__getitem__)
+        mapping[owners[0]] = value
+        losers.extend(owners[1:])
+    taken = set(mapping.values())
+    for c in sorted(losers, key=digests.__getitem__):
+        attempt = 1
+        value = _value(_digest(key, f"case:{c}#{attempt}"), bits)
+        while value in taken:
+            attempt += 1
+            value = _value(_digest(key, f"case:{c}#{attempt}"), bits)
+        mapping[c] = value
+        taken.add(value)
+    return mapping, len(losers)
+
+
+@dataclass(frozen=True, slots=True)
+class IdMap:
+    """Raw ids → pseudonyms of one release. Held in memory only: never written, logged or returned
+    to a user (it is the link the release removes).
+
+    Attributes:
+        reports: ``primaryid``, ``caseid`` (raw, Int64) → ``report_pseudo``, ``case_pseudo`` (Int64).
+        collisions: case pseudonyms re-derived after a collision.
+        slot_conflicts: reports moved to the next free slot of their case.
+    """
+
+    reports: pl.DataFrame
+    collisions: int
+    slot_conflicts: int
+
+    def cases(self) -> pl.DataFrame:
+        """``caseid`` → ``case_pseudo``, one row per case."""
+        return self.reports.select("caseid", "case_pseudo").unique("caseid").sort("caseid")
+
+    def apply(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """``frame`` with ``primaryid`` and ``caseid`` (whichever it has) replaced by their pseudonyms.
+
+        Raises:
+            InputError: an id of ``frame`` the map does not know (never left raw).
+        """
+        has_report = "primaryid" in frame.columns
+        key = ["primaryid", "caseid"] if has_report and "caseid" in frame.columns else None
+        if key is not None:
+            lookup = self.reports.select(*key, "report_pseudo", "case_pseudo")
+        elif has_report:
+            lookup = self.reports.select("primaryid", "report_pseudo").unique("primaryid")
+            key = ["primaryid"]
+        elif "caseid" in frame.columns:
+            lookup, key = self.cases(), ["caseid"]
+        else:
+            return frame
+        typed = frame.with_columns(pl.col(c).cast(pl.Int64) for c in key)
+        mapped = typed.join(lookup, on=key, how="left", maintain_order="left")
+        unknown = mapped.filter(pl.any_horizontal(pl.col(c).is_null() for c in lookup.columns[len(key):]))
+        if unknown.height:
+            raise InputError(f"{unknown.height} row(s) with an id that no report of the release has")
+        renames = {"report_pseudo": "primaryid", "case_pseudo": "caseid"}
+        new = {renames[c]: pl.col(c) for c in lookup.columns[len(key):]}
+        return mapped.with_columns(**new).select(frame.columns)
+
+    def describe(self) -> dict[str, object]:
+        """The scheme and its counts for ``manifest.json`` (no id, no key)."""
+        return {
+            "scheme": "hmac-sha256",
+            "case_bits": CASE_BITS,
+            "report": f"case pseudonym * {SLOTS} + version slot",
+            "cases": self.reports["caseid"].n_unique(),
+            "reports": self.reports.height,
+            "collisions_resolved": self.collisions,
+            "slot_conflicts": self.slot_conflicts,
+        }
+
+
+def pseudonymize_ids(reports: pl.DataFrame, key: bytes, *, bits: int = CASE_BITS) -> IdMap:
+    """Pseudonyms of every (primaryid, caseid) of a release (module docstring).
+
+    Args:
+        reports: ``primaryid``, ``caseid`` and, where known, ``caseversion`` and ``fda_dt``: one row per
+            distinct (primaryid, caseid) of any released table.
+        key: the pseudonym key.
+        bits: random bits of a case pseudonym.
+    """
+    mapping, collisions = case_pseudonyms(reports["caseid"].to_list(), key, bits=bits)
+    frame = reports.with_columns(
+        pl.col("caseversion").cast(pl.Int64, strict=False).alias("caseversion")
+        if "caseversion" in reports.columns
+        else pl.lit(None, pl.Int64).alias("caseversion"),
+        pl.col("fda_dt") if "fda_dt" in reports.columns else pl.lit(None, pl.Date).alias("fda_dt"),
+    )
+    frame = frame.with_columns(
+        pl.when(pl.col("caseversion").is_between(0, SLOTS - 1)).then("caseversion").otherwise(0).alias("want")
+    )
+    tied = frame.select(pl.struct("caseid", "want", "fda_dt").is_duplicated()).to_series()
+    ties = [
+        _digest(key, f"report:{p}").hex() if t else ""
+        for p, t in zip(frame["primaryid"].to_list(), tied.to_list(), strict=True)
+    ]
+    frame = frame.with_columns(pl.Series("tie", ties, dtype=pl.String)).sort(
+        "caseid", "want", "fda_dt", "tie", nulls_last=False
+    )
+    index = pl.int_range(pl.len()).over("caseid")
+    frame = frame.with_columns(
+        ((pl.col("want") - index).cum_max().over("caseid") + index).alias("slot")
+    )
+    if frame.height and frame["slot"].max() >= SLOTS:  # type: ignore[operator]
+        raise InputError(f"a case has more than {SLOTS} reports (its report pseudonyms would overflow)")
+    conflicts = frame.filter(pl.col("slot") != pl.col("want")).height
+    cases = pl.DataFrame(
+        {"caseid": list(mapping), "case_pseudo": list(mapping.values())},
+        schema={"caseid": pl.Int64, "case_pseudo": pl.Int64},
+    )
+    out = frame.join(cases, on="caseid").select(
+        pl.col("primaryid").cast(pl.Int64),
+        pl.col("caseid").cast(pl.Int64),
+        (pl.col("case_pseudo") * SLOTS + pl.col("slot")).alias("report_pseudo"),
+        "case_pseudo",
+    )
+    return IdMap(reports=out, collisions=collisions, slot_conflicts=conflicts)
+
+
+def release_id_map(tables: Mapping[str, pl.DataFrame], key: bytes) -> IdMap:
+    """Pseudonyms of every (primaryid, caseid) of any table, versions and dates from DEMO."""
+    ids = [pl.col("primaryid").cast(pl.Int64), pl.col("caseid").cast(pl.Int64)]
+    pairs = pl.concat([f.select(ids) for f in tables.values()]).unique()
+    demo = tables["demo"]
+    extra = [c for c in ("caseversion", "fda_dt") if c in demo.columns]
+    known = demo.select(
+        pl.col("primaryid").cast(pl.Int64), pl.col("caseid").cast(pl.Int64), *extra
+    ).unique(["primaryid", "caseid"])
+    return pseudonymize_ids(pairs.join(known, on=["primaryid", "caseid"], how="left"), key)
