@@ -1,6 +1,6 @@
 """Write a synthetic FAERS quarter of N cases in the FDA layout (see ``faers_anon.synthetic``).
 
-Example: ``python scripts/make_synthetic_quarter.py --cases 400000 -o /tmp/q400k --zip``
+Example: ``python scripts/make_synthetic_quarter.py --cases 400000 --shape realistic -o /tmp/q400k --zip``
 """
 
 from __future__ import annotations
@@ -40,11 +40,20 @@ from faers_anon.synthetic import make_quarter, write_quarter
     show_default=True,
     help="Append the documented malformed rows.",
 )
-def main(n_cases: int, out_dir: Path, seed: int, quarter: str, as_zip: bool, malformed: bool) -> None:
+@click.option(
+    "--shape",
+    type=click.Choice(["small", "realistic"]),
+    default="small",
+    show_default=True,
+    help="small: hand-written vocabularies (fast tests); realistic: fitted to FAERS (docs/synthetic.md).",
+)
+def main(
+    n_cases: int, out_dir: Path, seed: int, quarter: str, as_zip: bool, malformed: bool, shape: str
+) -> None:
     """Generate a synthetic quarter of N cases and write it under OUT."""
     start = time.perf_counter()
     try:
-        tables = make_quarter(n_cases, seed=seed, quarter=quarter, malformed=malformed)
+        tables = make_quarter(n_cases, seed=seed, quarter=quarter, malformed=malformed, shape=shape)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
     made = time.perf_counter()

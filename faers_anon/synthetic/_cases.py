@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from faers_anon.synthetic._plan import Quarter
+from faers_anon.synthetic._shape import SMALL, Shape
 
 __all__ = ["Cases", "Reports", "AGE_UNITS", "AGE_GROUPS", "make_cases", "make_reports", "quarter_days"]
 
@@ -40,7 +41,6 @@ AGE_GROUPS = (
 )  # neonate <28 d, infant <2 y, child <12, adolescent <18, adult <65
 _AGE_GROUP_EDGES = np.array([28 / 365.25, 2.0, 12.0, 18.0, 65.0])
 REPT_CODES = ("EXP", "PER", "DIR", "30DAY", "5DAY")
-_REPT_P = (0.738, 0.17, 0.082, 0.006, 0.004)
 _CASEIDS_PER_DAY = 3700  # FDA hands out ~1.35 M case numbers a year; 10,000,000 was reached early 2014
 _CASEID_ANCHOR = np.datetime64("2014-01-01")
 
@@ -113,15 +113,28 @@ class Reports:
         return int(self.case.size)
 
 
-def make_cases(n_cases: int, rng: np.random.Generator, quarter: Quarter) -> Cases:
+def weekday(days: DAYS, last: np.datetime64) -> DAYS:
+    """Saturdays and Sundays moved to the next Monday (the previous Friday when that passes ``last``).
+
+    Monotone and idempotent, so version dates stay ordered and a weekday stays put.
+    """
+    dow = (days.astype("datetime64[D]").astype(np.int64) + 3) % 7  # 0 = Monday (1970-01-01 was a Thursday)
+    ahead = np.where(dow >= 5, 7 - dow, 0)
+    back = np.where(dow >= 5, dow - 4, 0)
+    return np.where(days + ahead <= last, days + ahead, days - back).astype("datetime64[D]")
+
+
+def make_cases(n_cases: int, rng: np.random.Generator, quarter: Quarter, shape: Shape = SMALL) -> Cases:
     """Draw ``n_cases`` cases: versions in the quarter, first-receipt date, caseid, true demographics."""
     qstart, qend = quarter_days(quarter)
     ndays = int((qend - qstart).astype(int)) + 1
-    n_q = rng.choice(np.array([1, 2, 3]), size=n_cases, p=[0.86, 0.11, 0.03]).astype(np.int64)
-    extra = np.where(rng.random(n_cases) < 0.5, 0, rng.geometric(0.3, n_cases)).astype(np.int64)
+    n_q = rng.choice(np.array([1, 2, 3]), size=n_cases, p=list(shape.versions)).astype(np.int64)
+    extra = np.where(rng.random(n_cases) < shape.new_case, 0, rng.geometric(0.3, n_cases)).astype(np.int64)
     new = extra == 0
     back = np.minimum(rng.exponential(700.0, n_cases), 6000.0).astype(np.int64) + 1
     init = np.where(new, qstart + rng.integers(0, ndays, n_cases), qstart - back).astype("datetime64[D]")
+    if shape.weekdays:
+        init = weekday(init, qend)
     order = np.argsort(init, kind="stable")
     n_q, extra, new, init = n_q[order], extra[order], new[order], init[order]
     base = 10_000_000 + (init - _CASEID_ANCHOR).astype(np.int64) * _CASEIDS_PER_DAY
@@ -144,7 +157,7 @@ def make_cases(n_cases: int, rng: np.random.Generator, quarter: Quarter) -> Case
         0.0, 0.12, n_cases
     )
     weight = np.clip(np.where(age < 18, child_wt, adult_wt), 0.5, 230.0)
-    rept = rng.choice(len(REPT_CODES), size=n_cases, p=list(_REPT_P)).astype(np.int64)
+    rept = rng.choice(len(REPT_CODES), size=n_cases, p=list(shape.rept)).astype(np.int64)
     direct = REPT_CODES.index("DIR")
     rept[(rept == direct) & ~(new & (n_q == 1))] = REPT_CODES.index(
         "EXP"
@@ -164,7 +177,7 @@ def make_cases(n_cases: int, rng: np.random.Generator, quarter: Quarter) -> Case
     )
 
 
-def make_reports(cases: Cases, rng: np.random.Generator, quarter: Quarter) -> Reports:
+def make_reports(cases: Cases, rng: np.random.Generator, quarter: Quarter, shape: Shape = SMALL) -> Reports:
     """Expand cases into their versions in the quarter and draw what each version states.
 
     Shapes (FAERS-like): age missing in about a third of reports (less for children), weight missing in
@@ -184,10 +197,12 @@ def make_reports(cases: Cases, rng: np.random.Generator, quarter: Quarter) -> Re
     u = u[np.lexsort((u, case))]
     span = (qend - lo).astype(np.int64) + 1
     fda_dt = (lo + np.floor(u * span).astype(np.int64)).astype("datetime64[D]")
+    if shape.weekdays:
+        fda_dt = weekday(fda_dt, qend)
 
     age = cases.age
     child = age < 18
-    age_known_case = rng.random(cases.n) < np.where(child, 0.88, 0.675)
+    age_known_case = rng.random(cases.n) < np.where(child, *shape.age_known)
     age_known = age_known_case[case] & (latest | (rng.random(n_reports) > 0.35))
     unit_case = _age_units(age, cases.rept == REPT_CODES.index("DIR"), rng)
     per_year = 1.0 / np.array([y for _, y in AGE_UNITS])
@@ -202,11 +217,11 @@ def make_reports(cases: Cases, rng: np.random.Generator, quarter: Quarter) -> Re
 
     sex_case = np.where(cases.female, 0, 1)
     draw = rng.random(cases.n)
-    sex_case = np.where(draw < 0.04, 2, np.where(draw < 0.10, 3, sex_case))
+    sex_case = np.where(draw < shape.sex_unknown[0], 2, np.where(draw < shape.sex_unknown[1], 3, sex_case))
     blur = (~latest) & (sex_case[case] < 2) & (rng.random(n_reports) < 0.08)
     sex = np.where(blur, rng.integers(2, 4, n_reports), sex_case[case])
 
-    wt_known_case = rng.random(cases.n) < np.where(child, 0.45, 0.25)
+    wt_known_case = rng.random(cases.n) < np.where(child, *shape.weight_known)
     wt_known = wt_known_case[case] & (latest | (rng.random(n_reports) > 0.3))
     wt_lbs_case = rng.random(cases.n) < 0.12
     decimals_case = rng.choice(np.array([0, 1, 3]), size=cases.n, p=[0.55, 0.25, 0.2])

@@ -13,7 +13,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from faers_anon.synthetic._cases import AGE_GROUPS, AGE_UNITS, REPT_CODES, Cases, Reports
-from faers_anon.synthetic._vocab import COMPANIES, COUNTRIES
+from faers_anon.synthetic._shape import SMALL, Shape, vocabulary
 
 __all__ = ["DEMO_COLUMNS", "demo_frame", "pick", "dates", "partial_dates"]
 
@@ -134,15 +134,17 @@ def _draw(rng: np.random.Generator, p: Sequence[float] | NDArray[np.float64], n:
     return rng.choice(weights.size, size=n, p=weights / weights.sum()).astype(np.int64)
 
 
-def _case_columns(cases: Cases, rng: np.random.Generator) -> pl.DataFrame:
+def _case_columns(cases: Cases, rng: np.random.Generator, shape: Shape) -> pl.DataFrame:
     """Per-case DEMO fields shared by all versions: sender, numbers, countries, occupation, event date."""
+    vocab = vocabulary(shape)
+    COUNTRIES, COMPANIES = vocab.countries, vocab.companies  # noqa: N806
     n = cases.n
     direct = cases.rept == REPT_CODES.index("DIR")
     codes = [code for code, _ in COUNTRIES]
     country = np.where(direct, codes.index("US"), _draw(rng, [p for _, p in COUNTRIES], n))
     u = rng.random(n)
     occr = np.where(u < 0.75, country, np.where(u < 0.97, -1, rng.integers(0, 6, n)))
-    company = _draw(rng, 1.0 / (np.arange(len(COMPANIES), dtype=np.float64) + 2.0), n)
+    company = _draw(rng, vocab.company_weight, n)
     agency = np.array([codes.index(cc) if cc in codes else -1 for cc in _AGENCIES])
     agency_of_country = np.full(len(codes), -1)
     agency_of_country[agency[agency >= 0]] = np.flatnonzero(agency >= 0)
@@ -219,9 +221,11 @@ def _case_columns(cases: Cases, rng: np.random.Generator) -> pl.DataFrame:
     )
 
 
-def demo_frame(cases: Cases, reports: Reports, rng: np.random.Generator) -> pl.DataFrame:
+def demo_frame(
+    cases: Cases, reports: Reports, rng: np.random.Generator, shape: Shape = SMALL
+) -> pl.DataFrame:
     """Build DEMO (FAERS column order, Utf8, null = empty field) for the reports of ``cases``."""
-    per_case = _case_columns(cases, rng)[reports.case]
+    per_case = _case_columns(cases, rng, shape)[reports.case]
     fda = reports.fda_dt
     mfr_dt = dates(fda - rng.integers(0, 21, reports.n), "mfr_dt")
     rept_dt = dates(fda - np.where(rng.random(reports.n) < 0.85, 0, rng.integers(1, 6, reports.n)), "rept_dt")

@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from faers_anon.synthetic._cases import Cases, Reports
+from faers_anon.synthetic._shape import SMALL, Shape, Vocab, vocabulary
 from faers_anon.synthetic._vocab import DRUGS, PROFILES, REACTIONS
 
 __all__ = [
@@ -67,44 +68,62 @@ class Items:
         return out
 
 
-def _drug_probabilities() -> NDArray[np.float64]:
+def _drug_probabilities(vocab: Vocab) -> NDArray[np.float64]:
     """Drug choice probabilities per stratum (6 × n_drugs): popularity × profile multiplier."""
-    weight = np.array([d.weight for d in DRUGS], dtype=np.float64)
-    profile = np.array([PROFILES[d.profile] for d in DRUGS], dtype=np.float64).T  # (6, n_drugs)
-    p = profile * weight
+    profile = np.array([PROFILES[d.profile] for d in vocab.drugs], dtype=np.float64).T  # (6, n_drugs)
+    p = profile * vocab.drug_weight
     return p / p.sum(axis=1, keepdims=True)
 
 
-def draw_drugs(cases: Cases, rng: np.random.Generator, *, mean: float) -> Items:
-    """Draw each case's drug list: 1 + negative-binomial many (capped at 40), by stratum probabilities."""
-    count = np.minimum(1 + rng.negative_binomial(1.0, 1.0 / mean, cases.n), 40).astype(np.int64)
+def _counts(rng: np.random.Generator, n: int, mean: float, r: float, cap: int) -> I64:
+    """Items per case: 1 + negative binomial (shape ``r``, mean ``mean - 1``), capped at ``cap``."""
+    p = 1.0 / mean if r == 1.0 else r / (r + mean - 1.0)
+    return np.minimum(1 + rng.negative_binomial(r, p, n), cap).astype(np.int64)
+
+
+def draw_drugs(cases: Cases, rng: np.random.Generator, shape: Shape = SMALL) -> Items:
+    """Draw each case's drug list: 1 + negative-binomial many (capped), by stratum probabilities."""
+    vocab = vocabulary(shape)
+    count = _counts(rng, cases.n, shape.drugs_per_case, shape.drug_dispersion, shape.drug_cap)
     case = np.repeat(np.arange(cases.n, dtype=np.int64), count)
     stratum = cases.stratum[case]
     item = np.empty(case.size, dtype=np.int64)
-    probs = _drug_probabilities()
+    probs = _drug_probabilities(vocab)
     for s in range(probs.shape[0]):
         rows = np.flatnonzero(stratum == s)
-        item[rows] = rng.choice(len(DRUGS), size=rows.size, p=probs[s])
+        item[rows] = rng.choice(len(vocab.drugs), size=rows.size, p=probs[s])
     return Items(case=case, item=item)
 
 
-def reaction_weights() -> NDArray[np.float64]:
-    """Probability of each PT in ``REACTIONS`` for one background reaction row (sums to 1)."""
-    w = 1.0 / (np.arange(len(REACTIONS), dtype=np.float64) + 5.0)
-    fixed = np.zeros(len(REACTIONS), dtype=bool)
-    for pt in EVENT_SHARES:
+def reaction_weights(shape: Shape = SMALL) -> NDArray[np.float64]:
+    """Probability of each PT of the shape's vocabulary for one background reaction row (sums to 1).
+
+    Small: ``1 / (i + 5)`` over ``REACTIONS`` order; realistic: the shape's Zipf–Mandelbrot law with
+    the top PT at ``top_pt_share``. The planted events keep their ``EVENT_SHARES`` either way.
+    """
+    vocab = vocabulary(shape)
+    if vocab.pt_weight is None:
+        w = 1.0 / (np.arange(len(REACTIONS), dtype=np.float64) + 5.0)
+    else:
+        w = vocab.pt_weight.copy()
+    shares = dict(EVENT_SHARES)
+    if vocab.top_pt_share > 0:
+        shares[REACTIONS[0]] = vocab.top_pt_share
+    fixed = np.zeros(w.size, dtype=bool)
+    for pt in shares:
         fixed[PT_INDEX[pt]] = True
-    w[~fixed] *= (1.0 - sum(EVENT_SHARES.values())) / w[~fixed].sum()
-    for pt, share in EVENT_SHARES.items():
+    w[~fixed] *= (1.0 - sum(shares.values())) / w[~fixed].sum()
+    for pt, share in shares.items():
         w[PT_INDEX[pt]] = share
     return w
 
 
-def draw_reactions(cases: Cases, rng: np.random.Generator, *, mean: float) -> Items:
-    """Draw each case's background PTs: 1 + negative-binomial many (capped at 30), Zipf-like PTs."""
-    count = np.minimum(1 + rng.negative_binomial(1.5, 1.5 / (1.5 + mean - 1.0), cases.n), 30).astype(np.int64)
+def draw_reactions(cases: Cases, rng: np.random.Generator, shape: Shape = SMALL) -> Items:
+    """Draw each case's background PTs: 1 + negative-binomial many (capped), Zipf-like PTs."""
+    count = _counts(rng, cases.n, shape.reactions_per_case, shape.reaction_dispersion, shape.reaction_cap)
     case = np.repeat(np.arange(cases.n, dtype=np.int64), count)
-    item = rng.choice(len(REACTIONS), size=case.size, p=reaction_weights()).astype(np.int64)
+    weights = reaction_weights(shape)
+    item = rng.choice(weights.size, size=case.size, p=weights).astype(np.int64)
     return Items(case=case, item=item)
 
 

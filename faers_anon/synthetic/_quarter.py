@@ -13,15 +13,12 @@ from faers_anon.synthetic._demo import demo_frame
 from faers_anon.synthetic._items import DRUG_INDEX, Items, draw_drugs, draw_reactions
 from faers_anon.synthetic._malformed import add_malformed
 from faers_anon.synthetic._plan import PLANTED_SIGNALS, PlantedSignal, Quarter
+from faers_anon.synthetic._shape import Shape, shape_named
 from faers_anon.synthetic._signals import plant
 
-__all__ = ["make_quarter", "TABLES", "DRUGS_PER_CASE", "REACTIONS_PER_CASE"]
+__all__ = ["make_quarter", "TABLES"]
 
 TABLES = ("DEMO", "DRUG", "REAC", "OUTC", "RPSR", "THER", "INDI", "DELETE")
-# Mean list lengths per case, tuned so that with ~1.17 reports per case a quarter of N cases has
-# ~4.5 N drug rows and ~3.4 N reaction rows (400,000 cases → ~1.8 M DRUG, ~1.35 M REAC rows).
-DRUGS_PER_CASE = 3.95
-REACTIONS_PER_CASE = 2.95
 _IMPLAUSIBLE_EVERY = 2500  # one age of 150 YR and one weight of 900 KG per this many reports (at least one)
 
 
@@ -32,6 +29,7 @@ def make_quarter(
     quarter: str = "2025Q1",
     malformed: bool = True,
     signals: tuple[PlantedSignal, ...] = PLANTED_SIGNALS,
+    shape: str | Shape = "small",
 ) -> dict[str, pl.DataFrame]:
     """Generate a synthetic FAERS quarter in memory.
 
@@ -41,6 +39,8 @@ def make_quarter(
         quarter: the quarter label, ``YYYYQn`` (2014Q3 or later); fixes fda_dt and file names.
         malformed: append the malformed rows of ``MALFORMED_KINDS`` (one of each).
         signals: the drug–event pairs to plant (default ``PLANTED_SIGNALS``).
+        shape: ``"small"`` (hand-written vocabularies, fast tests, the demo) or ``"realistic"`` (fitted
+            to real FAERS, see ``_shape`` and docs/synthetic.md), or a ``Shape``.
 
     Returns:
         ``{"DEMO", "DRUG", "REAC", "OUTC", "RPSR", "THER", "INDI", "DELETE"}`` → DataFrame with the FAERS
@@ -48,22 +48,23 @@ def make_quarter(
         column ``caseid``. The same arguments give the same frames.
 
     Raises:
-        ValueError: for fewer than 10 cases or a malformed quarter label.
+        ValueError: for fewer than 10 cases, a malformed quarter label or an unknown shape.
     """
     if n_cases < 10:
         raise ValueError(f"n_cases must be at least 10; got {n_cases!r}")
     q = Quarter.parse(quarter)
+    sh = shape_named(shape)
     rng = np.random.default_rng(seed)
-    cases = make_cases(n_cases, rng, q)
-    reports = make_reports(cases, rng, q)
-    drugs = draw_drugs(cases, rng, mean=DRUGS_PER_CASE)
-    reactions = plant(draw_reactions(cases, rng, mean=REACTIONS_PER_CASE), drugs, reports, signals, rng)
+    cases = make_cases(n_cases, rng, q, sh)
+    reports = make_reports(cases, rng, q, sh)
+    drugs = draw_drugs(cases, rng, sh)
+    reactions = plant(draw_reactions(cases, rng, sh), drugs, reports, signals, rng, sh)
     quiet = _quiet_cases(drugs, signals, cases.n)
     reports = _implausible(reports, quiet, rng)
-    demo = demo_frame(cases, reports, rng)
+    demo = demo_frame(cases, reports, rng, sh)
     keys = demo.select("primaryid", "caseid")
-    tables = {"DEMO": demo, **drug_tables(drugs, cases, reports, keys, rng)}
-    tables["REAC"], death = reac_frame(reactions, cases, reports, keys, rng)
+    tables = {"DEMO": demo, **drug_tables(drugs, cases, reports, keys, rng, sh)}
+    tables["REAC"], death = reac_frame(reactions, cases, reports, keys, rng, sh)
     tables["OUTC"] = outc_frame(reports, death, keys, rng)
     tables["RPSR"] = rpsr_frame(cases, reports, keys, rng)
     tables["DELETE"] = _deleted(cases, quiet, rng)

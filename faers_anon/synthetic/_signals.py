@@ -8,7 +8,7 @@ from numpy.typing import NDArray
 from faers_anon.synthetic._cases import Reports
 from faers_anon.synthetic._items import DRUG_INDEX, PT_INDEX, Items, dedupe, reaction_weights
 from faers_anon.synthetic._plan import PlantedSignal
-from faers_anon.synthetic._vocab import REACTIONS
+from faers_anon.synthetic._shape import SMALL, Shape
 
 __all__ = ["in_stratum", "plant"]
 
@@ -43,6 +43,7 @@ def plant(
     reports: Reports,
     signals: tuple[PlantedSignal, ...],
     rng: np.random.Generator,
+    shape: Shape = SMALL,
 ) -> Items:
     """Add each signal's event inside its stratum and thin it outside; return deduplicated lists.
 
@@ -53,7 +54,7 @@ def plant(
     case, item = reactions.case, reactions.item.copy()
     added_case: list[NDArray[np.int64]] = []
     added_item: list[NDArray[np.int64]] = []
-    weights = reaction_weights()
+    weights = reaction_weights(shape)
     for signal in signals:
         if signal.drug not in DRUG_INDEX:
             raise ValueError(f"planted signal names unknown drug {signal.drug!r}")
@@ -66,10 +67,10 @@ def plant(
             thin = (
                 (item == event) & takes[case] & ~inside[case] & (rng.random(item.size) >= signal.p_out_keep)
             )
-            redraw = rng.choice(len(REACTIONS), size=int(thin.sum()), p=weights)
+            redraw = rng.choice(weights.size, size=int(thin.sum()), p=weights)
             item[thin] = np.where(redraw == event, 0, redraw)
         hit = np.flatnonzero(takes & inside & (rng.random(n_cases) < signal.p_in))
         added_case.append(hit.astype(np.int64))
         added_item.append(np.full(hit.size, event, dtype=np.int64))
     merged = Items(case=np.concatenate([case, *added_case]), item=np.concatenate([item, *added_item]))
-    return dedupe(merged, len(REACTIONS))
+    return dedupe(merged, weights.size)
