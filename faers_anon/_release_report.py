@@ -108,8 +108,9 @@ def build_report(
             "reports_out": verdict.n_reports,
             "cases": verdict.n_cases,
             "tables": {
-                name: {k: t[k] for k in ("read", "kept", "quarantined", "deleted")} | {"note": t.get("note", "")}
-                for name, t in ingested.report["tables"].items()  # note: e.g. "not in the source"
+                name: {k: t[k] for k in ("read", "kept", "quarantined", "deleted")}
+                | {"note": t.get("note", "")}  # e.g. "not in the source"
+                for name, t in ingested.report["tables"].items()
             },
         },
         "privacy": {
