@@ -1,8 +1,10 @@
 """Signal survival: which raw-data signals still signal on the release, and which appear only there.
 
 SPEC §9. Both inputs go through :func:`signals.table.signal_table` with the same options. A *signal*
-is a row (stratum, drug, event) with a ≥ ``min_a`` that meets a criterion (``evans``, ``ror``, ``ic``;
-with the default ``min_a`` = 3 every criterion works on the same pairs, since Evans needs a ≥ 3).
+is a row (stratum, drug, event) with a ≥ ``min_a`` that meets a criterion (``evans``, ``ror``, ``ic``,
+``eb``; each with its own count floor, :data:`signals.measures.CRITERION_RULES`; with the default
+``min_a`` = 3 every criterion works on the same pairs). By default both tables carry every measure
+(``measures="all"``): EBGM with each side's own fitted prior, Fisher, and the Mantel–Haenszel ROR.
 A raw row is matched with the release row of the same stratum, drug and event in each of the
 release's readings (``exact`` for the stratum ``all``; ``certain``, ``possible``, ``expected`` for
 the other strata on released ranges). A pair absent on one side had a < ``min_a`` there and does
@@ -14,24 +16,38 @@ not signal there.
 * correlation: Spearman's rank correlation of PRR over the pairs present on both sides (null with
   fewer than 3 such pairs or a constant side).
 * panel: every reference rule with raw and released counts, PRR/ROR/IC and their CIs; relative
-  change = release/raw − 1 for PRR and ROR, and 2^(IC_release − IC_raw) − 1 for IC (the relative
-  change of the shrunk observed-to-expected ratio whose log2 IC is, defined even when IC_raw = 0);
+  change = release/raw − 1 for PRR and ROR (null when the raw a = 0, where both are 0), and
+  2^(IC_release − IC_raw) − 1 for IC (the relative change of the shrunk observed-to-expected ratio
+  whose log2 IC is, defined even when IC_raw = 0);
   ``survived`` = ``yes``/``no`` for a rule that signals on the raw data (under ``criterion``) and
-  does / does not on the release, ``n/a`` for a rule that does not signal on the raw data.
+  does / does not on the release, ``n/a`` for a rule that does not signal on the raw data; per
+  criterion the same in ``survived_<criterion>`` (``survived_evans``, ``survived_ror``,
+  ``survived_ic``, ``survived_eb``); with all measures and strata, the Mantel–Haenszel ROR across
+  the age × sex bands within the rule's condition, ``ror_mh``, ``ror_mh_lo``, ``ror_mh_hi`` (and
+  ``breslow_day_p``), suffixed ``_raw`` and ``_release``.
+
+What a report shows (the shape of :class:`Comparison` it reads): survival per criterion is
+``survival`` filtered on ``criterion`` (one of :data:`Comparison.criteria`) or, pooled,
+``as_dict()["overall"][name]`` and ``as_dict()["strata"][reading][name]``; each criterion's rule,
+count floor and source are ``as_dict()["criteria"][name]``; the panel's adjusted ROR is
+``panel["ror_mh_raw" / "ror_mh_lo_raw" / "ror_mh_hi_raw"]`` and the ``_release`` twins; the priors
+are ``as_dict()["ebgm_prior"]``.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from signals.counts import CaseTables
+from signals.ebgm import GammaMixture
 from signals.errors import SignalsError
-from signals.measures import CRITERIA
+from signals.mantel_haenszel import MH_COLUMNS
+from signals.measures import CRITERIA, CRITERION_RULES
 from signals.panels import load_reference_pairs, medwatch_panel, panel_table
 from signals.strata import OVERALL
 from signals.table import SignalConfig, SignalTable, readings_of, signal_table, strata_of
@@ -39,7 +55,8 @@ from signals.table import SignalConfig, SignalTable, readings_of, signal_table, 
 __all__ = ["PANEL_CONDITIONS", "CompareConfig", "Comparison", "compare"]
 
 PANEL_CONDITIONS = ("age>=18", "age>=60", "age<18", "sex=F")
-_SIDE_COLUMNS = ("a", "prr", "prr_lo", "ror", "ror_lo", "ic", "ic025", "chi2", *CRITERIA.values())
+_SIDE_COLUMNS = ("a", "prr", "prr_lo", "ror", "ror_lo", "ic", "ic025", "chi2", "ebgm", "eb05", "fisher_q",
+                 *CRITERIA.values())  # fmt: skip
 _PANEL_SIDE = (
     "a",
     "b",
@@ -54,12 +71,17 @@ _PANEL_SIDE = (
     "ic",
     "ic025",
     "ic975",
+    "ebgm",
+    "eb05",
+    "eb95",
+    "fisher_p",
+    *MH_COLUMNS,
 )
 _KEYS = ["stratum", "reading", "drug", "event"]
 
 
 def _default_signals() -> SignalConfig:
-    return SignalConfig(stratify=("age", "sex"), conditions=PANEL_CONDITIONS, min_a=3.0)
+    return SignalConfig(stratify=("age", "sex"), conditions=PANEL_CONDITIONS, min_a=3.0, measures="all")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -68,7 +90,7 @@ class CompareConfig:
 
     Attributes:
         signals: options of both signal tables; default age × sex bands, the four conditions of the
-            paper's Table 5 (age ≥ 18, age ≥ 60, age < 18, sex = F) and min_a = 3.
+            paper's Table 5 (age ≥ 18, age ≥ 60, age < 18, sex = F), min_a = 3 and all measures.
         criterion: the criterion of the headline figures and of the panel's ``survived``.
         reference: optional reference-pair CSV (e.g. ``../shared/data/reference_signals/
             reference_pairs.csv``) compared besides the bundled MedWatch panel.
@@ -83,6 +105,8 @@ class CompareConfig:
     def __post_init__(self) -> None:
         if self.criterion not in CRITERIA:
             raise SignalsError(f"criterion must be one of {', '.join(CRITERIA)}; got {self.criterion!r}")
+        if self.criterion == "eb" and self.signals.measures != "all":
+            raise SignalsError("criterion eb needs measures 'all' (EBGM is not computed otherwise)")
         if self.outcome_groups is not None and self.reference is None:
             raise SignalsError("outcome_groups needs reference (the pairs whose events it groups)")
 
@@ -97,7 +121,8 @@ class Comparison:
         pairs: every (stratum, reading, drug, event) on either side with ``a``, ``prr``, ``prr_lo``,
             ``ror``, ``ror_lo``, ``ic``, ``ic025``, ``chi2`` and the criteria, suffixed ``_raw`` and
             ``_release`` (measures null on the side where a < min_a; criteria false there).
-        survival: stratum, reading, criterion, n_raw, n_survived, share_survived, n_release, n_new.
+        survival: stratum, reading, criterion, n_raw, n_survived, share_survived, n_release, n_new;
+            one block per criterion of :attr:`criteria`.
         correlation: stratum, reading, n_common, prr_spearman.
         new_signals: criterion, stratum, reading, drug, event, a/prr on both sides: release-only signals.
         panel: the reference rules, raw and released measures, relative changes and ``survived``.
@@ -113,6 +138,11 @@ class Comparison:
     panel: pl.DataFrame
     overview: dict[str, Any]
 
+    @property
+    def criteria(self) -> tuple[str, ...]:
+        """The criteria compared (``evans``, ``ror``, ``ic``, and ``eb`` with all measures)."""
+        return tuple(k for k in self.raw.criteria if k in self.release.criteria)
+
     def as_dict(self) -> dict[str, Any]:
         """The overview: options, case counts, survival overall and pooled over strata per reading,
         pooled PRR rank correlations and the panel's survival; JSON-ready (no NaN)."""
@@ -126,6 +156,11 @@ class Comparison:
             f"raw {o['cases']['raw']:,} cases, release {o['cases']['release']:,} cases; criterion {crit}"
         ]
         lines.append("  overall: " + _survival_text(o["overall"][crit]))
+        others = ", ".join(
+            f"{k} {v['n_survived']:,}/{v['n_raw']:,}" for k, v in o["overall"].items() if k != crit
+        )
+        if others:
+            lines.append(f"  overall, other criteria (survived/raw): {others}")
         for reading, by_criterion in o["strata"].items():
             rho = o["prr_spearman"].get(reading)
             rho_text = "n/a" if rho is None else f"{rho:.3f}"
@@ -166,11 +201,12 @@ def compare(raw: CaseTables, release: CaseTables, /, *, config: CompareConfig | 
         raise SignalsError("raw: holds ranges (age_min or wt_min); expected exact values (age_years)")
     release_table = signal_table(release, config=config.signals)
     combos = _combos(config.signals, ranges=release_table.ranges)
-    pairs = _pairs(raw_table.frame, release_table.frame, combos)
-    survival = _survival(pairs, combos)
+    criteria = {k: c for k, c in raw_table.criteria.items() if k in release_table.criteria}
+    pairs = _pairs(raw_table.frame, release_table.frame, combos, criteria)
+    survival = _survival(pairs, combos, criteria)
     correlation = _correlation(pairs, combos)
-    new_signals = _new_signals(pairs)
-    panel = _panel(raw, release, config)
+    new_signals = _new_signals(pairs, criteria)
+    panel = _panel(raw, release, config, (raw_table.ebgm_prior, release_table.ebgm_prior), criteria)
     overview = _overview(config, raw_table, release_table, pairs, survival, panel)
     return Comparison(raw_table, release_table, pairs, survival, correlation, new_signals, panel, overview)
 
@@ -186,12 +222,15 @@ def _combos(config: SignalConfig, *, ranges: bool) -> pl.DataFrame:
 
 
 def _side(frame: pl.DataFrame, suffix: str) -> pl.DataFrame:
-    return frame.select(*_KEYS, *(pl.col(c).alias(f"{c}_{suffix}") for c in _SIDE_COLUMNS))
+    present = [c for c in _SIDE_COLUMNS if c in frame.columns]
+    return frame.select(*_KEYS, *(pl.col(c).alias(f"{c}_{suffix}") for c in present))
 
 
-def _pairs(raw: pl.DataFrame, release: pl.DataFrame, combos: pl.DataFrame) -> pl.DataFrame:
+def _pairs(
+    raw: pl.DataFrame, release: pl.DataFrame, combos: pl.DataFrame, criteria: dict[str, str]
+) -> pl.DataFrame:
     expanded = raw.drop("reading").join(combos.select("stratum", "reading"), on="stratum")
-    flags = [f"{c}_{side}" for c in CRITERIA.values() for side in ("raw", "release")]
+    flags = [f"{c}_{side}" for c in criteria.values() for side in ("raw", "release")]
     return (
         _side(expanded, "raw")
         .join(_side(release, "release"), on=_KEYS, how="full", coalesce=True)
@@ -202,9 +241,9 @@ def _pairs(raw: pl.DataFrame, release: pl.DataFrame, combos: pl.DataFrame) -> pl
     )
 
 
-def _survival(pairs: pl.DataFrame, combos: pl.DataFrame) -> pl.DataFrame:
+def _survival(pairs: pl.DataFrame, combos: pl.DataFrame, criteria: dict[str, str]) -> pl.DataFrame:
     parts = []
-    for name, column in CRITERIA.items():
+    for name, column in criteria.items():
         r, s = pl.col(f"{column}_raw"), pl.col(f"{column}_release")
         counts = pairs.group_by("stratum", "reading").agg(
             n_raw=r.sum(), n_survived=(r & s).sum(), n_release=s.sum(), n_new=(s & ~r).sum()
@@ -251,43 +290,58 @@ def _correlation(pairs: pl.DataFrame, combos: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _new_signals(pairs: pl.DataFrame) -> pl.DataFrame:
+def _new_signals(pairs: pl.DataFrame, criteria: dict[str, str]) -> pl.DataFrame:
     parts = [
         pairs.filter(pl.col(f"{column}_release") & ~pl.col(f"{column}_raw")).select(
             pl.lit(name).alias("criterion"), *_KEYS, "a_raw", "a_release", "prr_raw", "prr_release"
         )
-        for name, column in CRITERIA.items()
+        for name, column in criteria.items()
     ]
     return pl.concat(parts)
 
 
-def _panel(raw: CaseTables, release: CaseTables, config: CompareConfig) -> pl.DataFrame:
+def _panel(
+    raw: CaseTables,
+    release: CaseTables,
+    config: CompareConfig,
+    priors: tuple[GammaMixture | None, GammaMixture | None],
+    criteria: dict[str, str],
+) -> pl.DataFrame:
     panels = [medwatch_panel()]
     if config.reference is not None:
         panels.append(load_reference_pairs(config.reference, outcome_groups=config.outcome_groups))
     panel = pl.concat(panels, how="diagonal_relaxed").with_row_index("rule")
-    flag = CRITERIA[config.criterion]
-    raw_side = panel_table(raw, panel, config=config.signals).select(
-        "rule", *(pl.col(c).alias(f"{c}_raw") for c in _PANEL_SIDE), pl.col(flag).alias("signal_raw")
-    )
-    release_side = panel_table(release, panel, config=config.signals)
-    described = [c for c in release_side.columns if c not in (*_PANEL_SIDE, "chi2", "zero_cell")]
+    raw_table = panel_table(raw, panel, config=config.signals, prior=priors[0])
+    release_side = panel_table(release, panel, config=config.signals, prior=priors[1])
+    side = [c for c in _PANEL_SIDE if c in release_side.columns]
+    flags = list(criteria.values())
+    raw_side = raw_table.select("rule", *(pl.col(c).alias(f"{c}_raw") for c in (*side, *flags)))
+    described = [c for c in release_side.columns if c not in (*_PANEL_SIDE, "chi2", "zero_cell", "fisher_q")]
     described = [c for c in described if not c.startswith("signal_")]
     joined = release_side.select(
-        *described,
-        *(pl.col(c).alias(f"{c}_release") for c in _PANEL_SIDE),
-        pl.col(flag).alias("signal_release"),
+        *described, *(pl.col(c).alias(f"{c}_release") for c in (*side, *flags))
     ).join(raw_side, on="rule", how="left", maintain_order="left")
+    flag = criteria[config.criterion]
     return joined.with_columns(
-        prr_change=pl.col("prr_release") / pl.col("prr_raw") - 1,
-        ror_change=pl.col("ror_release") / pl.col("ror_raw") - 1,
+        pl.col(f"{flag}_raw").alias("signal_raw"),
+        pl.col(f"{flag}_release").alias("signal_release"),
+        prr_change=pl.when(pl.col("prr_raw") > 0).then(pl.col("prr_release") / pl.col("prr_raw") - 1),
+        ror_change=pl.when(pl.col("ror_raw") > 0).then(pl.col("ror_release") / pl.col("ror_raw") - 1),
         ic_change=pl.lit(2.0).pow(pl.col("ic_release") - pl.col("ic_raw")) - 1,
-        survived=pl.when(~pl.col("signal_raw"))
+        survived=_survived(flag),
+        **{f"survived_{name}": _survived(column) for name, column in criteria.items()},
+    ).drop("rule", *(f"{c}_{s}" for c in flags for s in ("raw", "release")))
+
+
+def _survived(column: str) -> pl.Expr:
+    """``yes``/``no``: a raw signal that does / does not signal on the release; ``n/a``: no raw signal."""
+    return (
+        pl.when(~pl.col(f"{column}_raw"))
         .then(pl.lit("n/a"))
-        .when(pl.col("signal_release"))
+        .when(pl.col(f"{column}_release"))
         .then(pl.lit("yes"))
-        .otherwise(pl.lit("no")),
-    ).drop("rule")
+        .otherwise(pl.lit("no"))
+    )
 
 
 def _pooled(survival: pl.DataFrame) -> dict[str, dict[str, Any]]:
@@ -332,6 +386,15 @@ def _overview(
             "min_a": config.signals.min_a,
             "stratify": list(config.signals.stratify),
             "conditions": list(config.signals.conditions),
+        },
+        "criteria": {
+            name: {"rule": r.rule, "min_a": r.min_a, "source": r.source}
+            for name, r in CRITERION_RULES.items()
+            if name in raw.criteria and name in release.criteria
+        },
+        "ebgm_prior": {
+            "raw": None if raw.ebgm_prior is None else asdict(raw.ebgm_prior),
+            "release": None if release.ebgm_prior is None else asdict(release.ebgm_prior),
         },
         "cases": {"raw": raw.n_cases, "release": release.n_cases},
         "rows": {"raw": raw.frame.height, "release": release.frame.height},

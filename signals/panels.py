@@ -30,10 +30,13 @@ from pathlib import Path
 
 import polars as pl
 
-from signals.counts import CaseTables, co_reports, count_2x2, event_key, prepare
+from signals.battery import add_ebgm, add_fisher, intersect
+from signals.counts import CaseTables, CoReports, co_reports, count_2x2, event_key, prepare
+from signals.ebgm import GammaMixture
 from signals.errors import SignalsError
+from signals.mantel_haenszel import MH_COLUMNS, mantel_haenszel
 from signals.measures import disproportionality
-from signals.strata import OVERALL, has_ranges, memberships, parse_condition
+from signals.strata import OVERALL, Stratum, band_strata, has_ranges, memberships, parse_condition
 from signals.table import SignalConfig, readings_of
 
 __all__ = ["PANEL_COLUMNS", "medwatch_panel", "load_reference_pairs", "panel_table"]
@@ -159,13 +162,23 @@ def _map_events(case_events: pl.DataFrame, panel: pl.DataFrame) -> pl.DataFrame:
 
 
 def panel_table(
-    tables: CaseTables, panel: pl.DataFrame, /, *, config: SignalConfig | None = None
+    tables: CaseTables,
+    panel: pl.DataFrame,
+    /,
+    *,
+    config: SignalConfig | None = None,
+    prior: GammaMixture | None = None,
 ) -> pl.DataFrame:
     """Counts, measures and criteria of every panel rule at its condition, in each reading.
 
     Conventions are those of :func:`signals.table.signal_table` (cases not pairs, role filter,
-    zero-cell rule); ``config`` gives the role and the caps (its strata and ``min_a`` do not apply:
-    every rule is reported, a = 0 included).
+    zero-cell rule); ``config`` gives the role, the caps, the measures and the strata of the
+    Mantel–Haenszel ROR (its conditions and ``min_a`` do not apply: every rule is reported, a = 0
+    included). With ``config.measures == "all"`` the rules also get EBGM/EB05/EB95 under ``prior``
+    (the prior of the whole table, :attr:`signals.table.SignalTable.ebgm_prior`; required then, since
+    a dozen rules cannot identify one), Fisher p and BH q (one family per reading), and with
+    ``config.stratify`` the Mantel–Haenszel ROR across the age × sex bands *within* the rule's
+    condition (e.g. the bands of age ≥ 18 for an adult rule).
 
     Returns:
         The panel's descriptive columns (without the key lists), ``reading``, ``a``, ``b``, ``c``,
@@ -175,6 +188,8 @@ def panel_table(
         SignalsError: a missing panel column or bad input tables.
     """
     config = config or SignalConfig()
+    if config.measures == "all" and prior is None:
+        raise SignalsError("panel_table: measures 'all' needs the table's EBGM prior (prior=...)")
     missing = [c for c in PANEL_COLUMNS if c not in panel.columns]
     if missing:
         raise SignalsError(f"panel: missing column {missing[0]!r} (expected {', '.join(PANEL_COLUMNS)})")
@@ -193,12 +208,44 @@ def panel_table(
             counts = count_2x2(
                 co, members, min_a=0.0, wanted=chosen.select("drug", pl.col("_event").alias("event"))
             )
-            parts.append(
+            part = (
                 chosen.select("_rule", "drug", "_event")
                 .join(counts.rename({"event": "_event"}), on=["drug", "_event"], how="left")
                 .with_columns(pl.lit(reading).alias("reading"), pl.col("a", "b", "c", "d").fill_null(0.0))
             )
-    counted = pl.concat(parts).select("_rule", "reading", "a", "b", "c", "d")
+            if config.measures == "all" and config.stratify:
+                part = _with_adjusted(part, co, cases, stratum, chosen, config=config, reading=reading)
+            parts.append(part)
+    extra = [c for c in MH_COLUMNS if c in parts[0].columns]
+    counted = pl.concat(parts).select("_rule", "reading", "a", "b", "c", "d", *extra)
     described = rules.drop("drug_keys", "event_terms", "_event")
-    out = described.join(counted, on="_rule").sort("_rule", maintain_order=True).drop("_rule")
-    return disproportionality(out)
+    out = disproportionality(
+        described.join(counted, on="_rule").sort("_rule", maintain_order=True).drop("_rule")
+    )
+    if prior is None or config.measures == "basic":
+        return out
+    return add_fisher(add_ebgm(out, prior=prior)).select(*(c for c in out.columns if c not in extra),
+        "ebgm", "eb05", "eb95", "fisher_p", "fisher_q", "signal_eb", *extra)  # fmt: skip
+
+
+def _with_adjusted(
+    part: pl.DataFrame,
+    co: CoReports,
+    cases: pl.DataFrame,
+    condition: Stratum,
+    chosen: pl.DataFrame,
+    *,
+    config: SignalConfig,
+    reading: str,
+) -> pl.DataFrame:
+    """Join the Mantel–Haenszel columns across the bands within ``condition`` to the rules' rows."""
+    bands = [intersect(condition, band) for band in band_strata(config.stratify, age_bands=config.age_bands)]
+    caps = {"age": config.age_cap, "weight": config.weight_cap}
+    members = memberships(cases, bands, reading=reading, caps=caps)
+    wanted = chosen.select("drug", pl.col("_event").alias("event"))
+    adjusted = mantel_haenszel(count_2x2(co, members, min_a=0.0, wanted=wanted), by=["drug", "event"])
+    return part.join(
+        adjusted.select("drug", pl.col("event").alias("_event"), *MH_COLUMNS),
+        on=["drug", "_event"],
+        how="left",
+    )

@@ -16,9 +16,12 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from signals.counts import CaseTables, co_reports, count_2x2, prepare
+from signals.battery import MEASURE_SETS, add_ebgm, add_fisher, adjusted_ror, table_prior
+from signals.counts import CaseTables, CoReports, co_reports, count_2x2, prepare
+from signals.ebgm import GammaMixture
 from signals.errors import SignalsError
-from signals.measures import CRITERIA, disproportionality
+from signals.mantel_haenszel import MH_COLUMNS
+from signals.measures import CRITERIA, CRITERION_RULES, disproportionality
 from signals.strata import (
     EXACT_READINGS,
     OVERALL,
@@ -50,6 +53,9 @@ class SignalConfig:
         overall: include the stratum ``all``.
         age_cap: upper end (years) of an open age range under the ``expected`` reading.
         weight_cap: upper end (kg) of an open weight range under the ``expected`` reading.
+        measures: ``basic`` (PRR, ROR, IC, χ²) or ``all`` (adds EBGM/EB05/EB95, Fisher p and BH q,
+            and with ``stratify`` the Mantel–Haenszel ROR and Breslow–Day; :mod:`signals.battery`).
+        ebgm_prior: a fixed MGPS prior; None fits it on the table (``measures="all"`` only).
     """
 
     role: str = "ps"
@@ -60,8 +66,12 @@ class SignalConfig:
     overall: bool = True
     age_cap: float = 120.0
     weight_cap: float = 650.0
+    measures: str = "basic"
+    ebgm_prior: GammaMixture | None = None
 
     def __post_init__(self) -> None:
+        if self.measures not in MEASURE_SETS:
+            raise SignalsError(f"measures must be one of {', '.join(MEASURE_SETS)}; got {self.measures!r}")
         if self.role not in ("ps", "suspect", "any"):
             raise SignalsError(f"role must be ps, suspect or any; got {self.role!r}")
         for variable in self.stratify:
@@ -106,36 +116,53 @@ class SignalTable:
         frame: one row per (stratum, reading, drug, event) with a ≥ min_a: ``stratum``, ``reading``,
             the tidy stratum columns (``age_band``, ``sex``, ``condition``; null where not used),
             ``drug``, ``event``, ``a``, ``b``, ``c``, ``d`` (Float64), the measures and the criteria.
+            With ``measures="all"`` also ``ebgm``, ``eb05``, ``eb95``, ``fisher_p``, ``fisher_q``,
+            ``signal_eb`` and, when stratified, the Mantel–Haenszel columns (:mod:`signals.battery`).
         ranges: True when the input held released ranges.
         n_cases: cases analysed.
         config: the options used.
+        ebgm_prior: the MGPS prior used (fitted or given); None with ``measures="basic"``.
+        adjusted: per pair (``drug``, ``event``) the Mantel–Haenszel columns across the strata;
+            None unless ``measures="all"`` and ``stratify``.
     """
 
     frame: pl.DataFrame
     ranges: bool
     n_cases: int
     config: SignalConfig = field(repr=False)
+    ebgm_prior: GammaMixture | None = None
+    adjusted: pl.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def criteria(self) -> dict[str, str]:
+        """The criteria this table holds (name → column): ``eb`` only with ``measures="all"``."""
+        return {k: c for k, c in CRITERIA.items() if c in self.frame.columns}
 
     def signals(self, criterion: str = "evans") -> pl.DataFrame:
-        """The rows meeting ``criterion`` (``evans``, ``ror`` or ``ic``)."""
-        if criterion not in CRITERIA:
-            raise SignalsError(f"criterion must be one of {', '.join(CRITERIA)}; got {criterion!r}")
+        """The rows meeting ``criterion`` (``evans``, ``ror``, ``ic``, or ``eb`` with all measures)."""
+        if criterion not in self.criteria:
+            raise SignalsError(f"criterion must be one of {', '.join(self.criteria)}; got {criterion!r}")
         return self.frame.filter(pl.col(CRITERIA[criterion]))
 
     def summary(self) -> str:
         """Counts of rows and of signals per criterion, overall and over the strata."""
         kind = "released ranges" if self.ranges else "exact values"
+        criteria = self.criteria
         counts = self.frame.group_by(pl.col("stratum") == OVERALL.label).agg(
-            pl.len().alias("rows"), *(pl.col(c).sum().alias(k) for k, c in CRITERIA.items())
+            pl.len().alias("rows"), *(pl.col(c).sum().alias(k) for k, c in criteria.items())
         )
         lines = [
             f"{self.n_cases:,} cases ({kind}), role {self.config.role}, min a {self.config.min_a:g}: "
             f"{self.frame.height:,} drug-event rows"
         ]
+        if self.ebgm_prior is not None:
+            lines.append(f"  EBGM prior: {self.ebgm_prior}")
         for row in counts.sort("stratum", descending=True).iter_rows(named=True):
             where = "overall" if row["stratum"] else "strata"
-            found = ", ".join(f"{k} {row[k]:,}" for k in CRITERIA)
+            found = ", ".join(f"{k} {row[k]:,}" for k in criteria)
             lines.append(f"  {where}: {row['rows']:,} rows; signals: {found}")
+        floors = "; ".join(f"{k}: {CRITERION_RULES[k].rule} ({CRITERION_RULES[k].source})" for k in criteria)
+        lines.append(f"  criteria: {floors}")
         return "\n".join(lines)
 
 
@@ -164,15 +191,49 @@ def signal_table(tables: CaseTables, /, *, config: SignalConfig | None = None) -
     parts: list[pl.DataFrame] = []
     labels: list[pl.DataFrame] = []
     first = 0
-    for group in strata_of(config):
+    groups = strata_of(config)
+    for group in groups:
         labels.append(_labels(group, first))
         for reading in readings_of(group[0], ranges=ranges):
             members = memberships(cases, group, reading=reading, first_id=first, caps=caps)
             counts = count_2x2(co, members, min_a=config.min_a)
             parts.append(counts.with_columns(pl.lit(reading).alias("reading")))
         first += len(group)
-    frame = _assemble(parts, labels)
-    return SignalTable(frame=disproportionality(frame), ranges=ranges, n_cases=cases.height, config=config)
+    frame = disproportionality(_assemble(parts, labels))
+    if config.measures == "basic":
+        return SignalTable(frame=frame, ranges=ranges, n_cases=cases.height, config=config)
+    prior = config.ebgm_prior or table_prior(frame, min_a=config.min_a)
+    frame = add_fisher(add_ebgm(frame, prior=prior))
+    adjusted = None
+    if config.stratify:
+        bands = groups[1 if config.overall else 0]
+        adjusted = _adjusted(co, cases, bands, frame, config=config, ranges=ranges)
+        frame = frame.join(
+            adjusted.select("drug", "event", *MH_COLUMNS).with_columns(
+                pl.lit(OVERALL.label).alias("stratum")
+            ),
+            on=["stratum", "drug", "event"],
+            how="left",
+            maintain_order="left",
+        )
+    return SignalTable(frame, ranges, cases.height, config, ebgm_prior=prior, adjusted=adjusted)
+
+
+def _adjusted(
+    co: CoReports,
+    cases: pl.DataFrame,
+    bands: Sequence[Stratum],
+    frame: pl.DataFrame,
+    *,
+    config: SignalConfig,
+    ranges: bool,
+) -> pl.DataFrame:
+    """MH across the bands for the pairs of the stratum ``all`` (else of any stratum)."""
+    overall = frame.filter(pl.col("stratum") == OVERALL.label)
+    pairs = (overall if overall.height else frame).select("drug", "event").unique().sort("drug", "event")
+    caps = {"age": config.age_cap, "weight": config.weight_cap}
+    reading = "expected" if ranges else "exact"
+    return adjusted_ror(co, cases, bands, pairs, reading=reading, caps=caps)
 
 
 def _labels(group: Sequence[Stratum], first: int) -> pl.DataFrame:

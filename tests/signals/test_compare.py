@@ -123,11 +123,14 @@ def test_panel_change_and_survival() -> None:
     others = result.panel.filter(pl.col("drug") != "WARFARIN").get_column("survived").unique().to_list()
     assert others == ["n/a"]
     assert result.as_dict()["panel"]["survived"]["expected"] == {"yes": 1, "no": 0}
-    assert all(math.isfinite(v) for v in result.panel.get_column("prr_change"))
+    # rules never reported on the raw side (PRR 0) have no relative change: null, never inf or NaN
+    changes = result.panel.select("a_raw", "prr_change")
+    assert changes.filter(pl.col("a_raw") == 0).get_column("prr_change").is_null().all()
+    assert all(math.isfinite(v) for v in changes.filter(pl.col("a_raw") > 0).get_column("prr_change"))
 
 
 def test_raw_with_ranges_is_refused(planted_release: CaseTables) -> None:
     with pytest.raises(SignalsError, match="raw: holds ranges"):
         compare(planted_release, planted_release)
-    with pytest.raises(SignalsError, match="criterion must be one of evans, ror, ic; got 'prr'"):
+    with pytest.raises(SignalsError, match="criterion must be one of evans, ror, ic, eb; got 'prr'"):
         CompareConfig(criterion="prr")

@@ -62,7 +62,7 @@ def test_ic_interval_is_the_exact_gamma_quantile() -> None:
 
 
 def test_zero_cells_add_one_half_to_all_four_cells() -> None:
-    for a, b, c, d in [(0, 10, 5, 1000), (5, 0, 7, 100), (3, 2, 0, 40), (3, 2, 1, 0), (2, 1, 1, 0.25)]:
+    for a, b, c, d in [(5, 0, 7, 100), (3, 2, 0, 40), (3, 2, 1, 0), (2, 1, 1, 0.25), (0.25, 3, 2, 10)]:
         row = _one(a, b, c, d)
         table = Table2x2(np.array([[a, b], [c, d]], dtype=float) + 0.5)
         assert row["zero_cell"] is True
@@ -72,20 +72,41 @@ def test_zero_cells_add_one_half_to_all_four_cells() -> None:
 
 
 def test_a_zero_by_hand() -> None:
-    # a=0, b=10, c=5, d=1000 -> cells + 0.5: PRR = (0.5/11) / (5.5/1006) = 8.31405
+    # a=0, b=10, c=5, d=1000: never reported together, so PRR = ROR = 0 and their lower bounds 0;
+    # the upper bounds are those of the corrected table (cells + 0.5: PRR 8.31, ROR 8.66)
     row = _one(0, 10, 5, 1000)
-    assert row["prr"] == pytest.approx((0.5 / 11) / (5.5 / 1006))
-    assert row["ror"] == pytest.approx(0.5 * 1000.5 / (10.5 * 5.5))
+    corrected = Table2x2(np.array([[0.5, 10.5], [5.5, 1000.5]]))
+    assert (row["prr"], row["prr_lo"], row["ror"], row["ror_lo"]) == (0.0, 0.0, 0.0, 0.0)
+    assert row["prr_hi"] == pytest.approx(corrected.riskratio_confint()[1], rel=1e-9)
+    assert row["ror_hi"] == pytest.approx(corrected.oddsratio_confint()[1], rel=1e-9)
+    assert corrected.riskratio == pytest.approx((0.5 / 11) / (5.5 / 1006))  # what the old rule reported
     # IC needs no correction: E = 10 * 5 / 1015, IC = log2(0.5 / (E + 0.5)) < 0
     assert row["ic"] == pytest.approx(math.log2(0.5 / (50 / 1015 + 0.5)))
     assert not (row["signal_evans"] or row["signal_ror"] or row["signal_ic"])
 
 
 def test_a_zero_never_signals_even_when_the_correction_would() -> None:
-    # ROR after +0.5 = 0.5 * 10000.5 / (1.5 * 1.5) = 2222, ROR025 > 1, yet nothing was co-reported
+    # ROR after +0.5 = 0.5 * 10000.5 / (1.5 * 1.5) = 2222 with ROR025 > 1, yet nothing was co-reported
     row = _one(0, 1, 1, 10000)
-    assert row["ror_lo"] > 1
+    assert (row["ror"], row["ror_lo"]) == (0.0, 0.0) and row["ror_hi"] > 2222
     assert row["signal_ror"] is False
+
+
+def test_a_zero_ranks_below_every_reported_pair() -> None:
+    # the rare-drug pair never reported (old rule: PRR 3334) against a weak reported pair (PRR 1.01)
+    frame = disproportionality(
+        pl.DataFrame({"a": [0.0, 1.0], "b": [1.0, 99.0], "c": [1.0, 990.0], "d": [10000.0, 98910.0]})
+    )
+    for measure in ("prr", "prr_lo", "ror", "ror_lo", "ic", "ic025"):
+        never, reported = frame.get_column(measure).to_list()
+        assert never < reported, measure
+
+
+def test_ror_criterion_needs_three_cases() -> None:
+    # a=1 of a rare event: ROR025 = 7.4 > 1 (EMA's rule then asks for 3 cases); a=3 signals
+    one = _one(1, 2, 2, 100000)
+    assert one["ror_lo"] > 1 and one["signal_ror"] is False
+    assert _one(3, 2, 2, 100000)["signal_ror"] is True
 
 
 def test_margin_zero_gives_chi2_zero() -> None:
@@ -97,7 +118,8 @@ def test_margin_zero_gives_chi2_zero() -> None:
 
 def test_empty_table_is_defined() -> None:
     row = _one(0, 0, 0, 0)
-    assert (row["prr"], row["ror"], row["ic"], row["chi2"]) == (1.0, 1.0, 0.0, 0.0)
+    assert (row["prr"], row["ror"], row["ic"], row["chi2"]) == (0.0, 0.0, 0.0, 0.0)
+    assert math.isfinite(row["prr_hi"]) and math.isfinite(row["ror_hi"])
     assert not (row["signal_evans"] or row["signal_ror"] or row["signal_ic"])
 
 

@@ -51,7 +51,8 @@ def test_drug_matches_a_key_or_the_key_and_more_words() -> None:
 def test_rule_without_cases_is_reported_with_a_defined_value() -> None:
     row = _warfarin_row(_warfarin_tables(["ASPIRIN"]))
     assert (row["a"], row["b"], row["c"], row["d"]) == (0, 0, 3, 3)
-    assert row["zero_cell"] and row["prr"] == pytest.approx((0.5 / 1) / (3.5 / 7))
+    # a = 0: PRR 0, its upper bound that of the corrected table (0.5/1) / (3.5/7) = 1 widened
+    assert row["zero_cell"] and (row["prr"], row["prr_lo"]) == (0.0, 0.0) and row["prr_hi"] > 1.0
     assert not row["signal_evans"]
 
 

@@ -1,0 +1,120 @@
+"""The rest of the field's signal battery on a signal table: EBGM/MGPS, Fisher + FDR, Mantel–Haenszel.
+
+``measures="all"`` (:class:`signals.table.SignalConfig`) adds, to every row of a signal table:
+
+* ``ebgm``, ``eb05``, ``eb95`` (:mod:`signals.ebgm`) with E = (a+b)(a+c)/N of the row's own table
+  (E = 0 when N = 0), and the criterion ``signal_eb`` = EB05 ≥ 2. **One prior per table**, fitted on
+  the rows of the stratum ``all`` (every pair reported at least N* = ⌈min_a⌉ times in the whole
+  quarter: DuMouchel's pair set, truncated at N*), or — when the table has no stratum ``all`` — on
+  the rows read ``exact`` or ``certain`` (whole counts), pooled over the strata; the same prior
+  scores every stratum and reading, since it describes how relative reporting ratios spread over
+  pairs, not one stratum's counts. A prior given in the configuration is used as is.
+* ``fisher_p``, ``fisher_q`` (:mod:`signals.fisher`); one Benjamini–Hochberg family per stratum and
+  reading (the pairs tested together in that table).
+* with ``stratify``: ``ror_mh``, ``ror_mh_lo``, ``ror_mh_hi``, ``ror_mh_corrected``,
+  ``breslow_day_p`` (:mod:`signals.mantel_haenszel`) across the age × sex strata of each pair, on the
+  rows of the stratum ``all`` (null on the other rows, which are single strata). Every stratum of
+  the pair counts, those where it has a = 0 included. On released ranges the strata are read
+  ``expected`` (a case's weights sum to 1 over the strata, so the strata still partition the
+  cases; ``certain`` would drop the uncertain ones, ``possible`` count them several times).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import polars as pl
+
+from signals.counts import CoReports, count_2x2
+from signals.ebgm import GammaMixture, ebgm_scores, fit_prior
+from signals.fisher import with_fisher
+from signals.mantel_haenszel import MH_COLUMNS, mantel_haenszel
+from signals.measures import CRITERION_RULES
+from signals.strata import OVERALL, Stratum, memberships
+
+__all__ = [
+    "MEASURE_SETS",
+    "EBGM_COLUMNS",
+    "expected_count",
+    "table_prior",
+    "add_ebgm",
+    "add_fisher",
+    "adjusted_ror",
+    "intersect",
+]
+
+MEASURE_SETS = ("basic", "all")
+EBGM_COLUMNS = ("ebgm", "eb05", "eb95")
+
+
+def expected_count() -> pl.Expr:
+    """E = (a + b)(a + c)/N, the count expected under independence; 0 for an empty table."""
+    n = pl.col("a") + pl.col("b") + pl.col("c") + pl.col("d")
+    return pl.when(n > 0).then((pl.col("a") + pl.col("b")) * (pl.col("a") + pl.col("c")) / n).otherwise(0.0)
+
+
+def table_prior(frame: pl.DataFrame, /, *, min_a: float) -> GammaMixture:
+    """The maximum-marginal-likelihood prior of a signal table's pair set (module docstring)."""
+    if "stratum" in frame.columns and (frame.get_column("stratum") == OVERALL.label).any():
+        chosen = frame.filter(pl.col("stratum") == OVERALL.label)
+    elif "reading" in frame.columns:
+        chosen = frame.filter(pl.col("reading").is_in(["exact", "certain"]))
+    else:
+        chosen = frame
+    n_star = max(1, math.ceil(min_a))
+    chosen = chosen.filter((pl.col("a") == pl.col("a").round()) & (pl.col("a") >= n_star))
+    fit = chosen.select(pl.col("a"), expected_count().alias("e"))
+    return fit_prior(fit.get_column("a").to_numpy(), fit.get_column("e").to_numpy(), n_star=n_star)
+
+
+def add_ebgm(frame: pl.DataFrame, /, *, prior: GammaMixture) -> pl.DataFrame:
+    """Append ``ebgm``, ``eb05``, ``eb95`` and ``signal_eb`` (EB05 ≥ 2, a ≥ its floor)."""
+    e = frame.select(expected_count()).to_series().to_numpy()
+    scores = ebgm_scores(frame.get_column("a").cast(pl.Float64).to_numpy(), e, prior=prior)
+    rule = CRITERION_RULES["eb"]
+    return frame.with_columns(
+        *(pl.Series(name, scores[name]) for name in EBGM_COLUMNS),
+    ).with_columns(((pl.col("eb05") >= 2.0) & (pl.col("a") >= rule.min_a)).alias(rule.column))
+
+
+def add_fisher(frame: pl.DataFrame, /) -> pl.DataFrame:
+    """Append ``fisher_p`` and ``fisher_q``, one BH family per stratum and reading when present."""
+    by: list[str] = [c for c in ("stratum", "reading") if c in frame.columns]
+    return with_fisher(frame, by=by)
+
+
+def intersect(condition: Stratum, band: Stratum) -> Stratum:
+    """The conjunction of two strata (a condition and an age × sex band)."""
+    if not condition.predicates:
+        return band
+    return Stratum(
+        label=f"{condition.label}&{band.label}",
+        predicates=condition.predicates + band.predicates,
+        columns=band.columns,
+    )
+
+
+def adjusted_ror(
+    co: CoReports,
+    cases: pl.DataFrame,
+    bands: Sequence[Stratum],
+    pairs: pl.DataFrame,
+    /,
+    *,
+    reading: str,
+    caps: dict[str, float],
+) -> pl.DataFrame:
+    """MH ROR, its RGB CI and Breslow–Day across ``bands`` for each (``drug``, ``event``) of ``pairs``.
+
+    Returns:
+        ``drug``, ``event``, ``n_strata`` and :data:`signals.mantel_haenszel.MH_COLUMNS`.
+    """
+    if not pairs.height:
+        empty = {"drug": pl.Utf8, "event": pl.Utf8, "n_strata": pl.UInt32}
+        return pl.DataFrame(schema={**empty, **{c: pl.Float64 for c in MH_COLUMNS}}).with_columns(
+            pl.col("ror_mh_corrected").cast(pl.Boolean)
+        )
+    members = memberships(cases, bands, reading=reading, caps=caps)
+    grid = count_2x2(co, members, min_a=0.0, wanted=pairs.select("drug", "event"))
+    return mantel_haenszel(grid, by=["drug", "event"])
