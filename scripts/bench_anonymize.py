@@ -21,7 +21,18 @@ wall time, the engine time and the CPU time (user + system, all threads) of the 
 times move with the load of other processes on the machine, so the load average is printed before and
 after; CPU time depends less on it.
 
-Example: ``python scripts/bench_anonymize.py --sizes 50000,100000,200000,400000 --work /tmp/bench``
+Shapes (``--shapes``): ``small`` is the hand-written quarter (~150 PTs, ~150 drugs), ``realistic`` the
+quarter fitted to real FAERS (7,300 PTs, 7,500 drugs, 2,000 indications; docs/synthetic.md). Each
+row also gives ``read s``, polars reading the quarter's raw text files as strings (the fastest of two
+runs, ``scan_csv(separator="$", infer_schema=False, quote_char=None)``), and the anonymize wall time
+as a multiple of it (target ≤ 15× on the realistic 400k quarter).
+
+Grid (``--grid``, on the largest size and each shape): k 10 and 20 at the run's θ, and θ 0.2 at the
+run's k, the paper's grid (Lin et al. 2016, Figs. 3-4: MS(k,θ*)'s NIL "normally between 0.01 to 0.2"
+at θ 0.4, larger at θ 0.2 and k 20, "very high" for quarters where one symptom reaches 17-20 %). The
+paper divides Σ IL by the number of groups, we by cases (SPEC §8): compare orderings, not magnitudes.
+
+Example: ``python scripts/bench_anonymize.py --sizes 50000,400000 --shapes small,realistic --grid``
 """
 
 from __future__ import annotations
@@ -36,18 +47,36 @@ from pathlib import Path
 
 import click
 
+PAPER_NIL = "0.01-0.2 (θ 0.4); higher at θ 0.2"
 
-def _prepare(n: int, work: Path) -> Path:
-    """Synthetic quarter of n cases, ingested under work/n<N>/ingested (reused when present)."""
+
+def _prepare(n: int, work: Path, shape: str = "small") -> Path:
+    """Synthetic quarter of n cases, ingested under work/[<shape>/]n<N>/ingested (reused when present)."""
     from faers_anon.io.ingest import ingest_quarters
     from faers_anon.synthetic import make_quarter, write_quarter
 
-    folder = work / f"n{n}"
+    folder = work / f"n{n}" if shape == "small" else work / shape / f"n{n}"
     ingested = folder / "ingested"
     if not (ingested / "cases.parquet").is_file():
-        raw = write_quarter(make_quarter(n, seed=1), folder / "raw")
+        raw = write_quarter(make_quarter(n, seed=1, shape=shape), folder / "raw")
         ingest_quarters([raw], ingested)
     return ingested
+
+
+def _child_read(raw: Path) -> dict[str, object]:
+    """Polars reading every raw FAERS text file of the quarter as strings: the fastest of two runs."""
+    import polars as pl
+
+    files = sorted(p for p in raw.rglob("*.txt") if not p.name.upper().startswith("DELETE"))
+    best = math.inf
+    for _ in range(2):
+        start = time.perf_counter()
+        for path in files:
+            pl.scan_csv(
+                path, separator="$", infer_schema=False, quote_char=None, truncate_ragged_lines=True
+            ).collect()
+        best = min(best, time.perf_counter() - start)
+    return {"seconds": best}
 
 
 def _child_msk(ingested: Path, k: int, theta: float) -> dict[str, object]:
@@ -166,6 +195,12 @@ def _run_child(*args: str) -> dict[str, object]:
     show_default=True,
     help="Largest size at which the ties-broken Mondrian reference runs (0: never).",
 )
+@click.option(
+    "--shapes", default="small,realistic", show_default=True, help="Synthetic shapes, comma-separated."
+)
+@click.option(
+    "--grid/--no-grid", default=False, show_default=True, help="Also k 10, 20 and θ 0.2 at the largest size."
+)
 @click.option("--child", is_flag=True, hidden=True, help="Run one measurement (internal).")
 @click.argument("child_args", nargs=-1)
 def main(
@@ -175,59 +210,94 @@ def main(
     theta: float,
     mondrian: bool,
     strict_max: int,
+    shapes: str,
+    grid: bool,
     child: bool,
     child_args: tuple[str, ...],
 ) -> None:
     """Time, peak memory, NIL and DR per quarter size."""
     if child:
         kind, path, *rest = child_args
-        out = (
-            _child_msk(Path(path), int(rest[0]), float(rest[1]))
-            if kind == "msk"
-            else _child_mondrian(Path(path), int(rest[0]), kind == "strict")
-        )
+        if kind == "read":
+            out = _child_read(Path(path))
+        elif kind == "msk":
+            out = _child_msk(Path(path), int(rest[0]), float(rest[1]))
+        else:
+            out = _child_mondrian(Path(path), int(rest[0]), kind == "strict")
         out["peak_rss_mb"] = _peak_rss_mb()
         click.echo(json.dumps(out))
         return
     work.mkdir(parents=True, exist_ok=True)
     warm = _prepare(500, work)
     _run_child("msk", str(warm), str(k), str(theta))  # compile the numba kernel into its cache
-    header = (
-        f"{'cases':>8} {'groups':>7} {'seconds':>8} {'engine s':>8} {'CPU s':>7} {'peak MB':>8} {'NIL':>7} "
-        f"{'DR':>7} {'raised':>6} {'left':>6} {'forced':>6} {'=k':>6}"
-    )
     load_before = _load()
-    click.echo(header)
-    done: list[dict[str, object]] = []
-    refs: list[tuple[int, dict[str, object], dict[str, object]]] = []
-    for n in (int(s) for s in sizes.split(",")):
-        ingested = _prepare(n, work)
-        msk = _run_child("msk", str(ingested), str(k), str(theta))
-        if "error" in msk:
-            click.echo(f"{n:>8} MS(k,θ*) failed: {msk['error']}")
-            continue
-        click.echo(
-            f"{msk['cases']:>8} {msk['groups']:>7} {msk['seconds']:>8.1f} {msk['engine_seconds']:>8.1f} "
-            f"{msk['cpu_seconds']:>7.1f} {msk['peak_rss_mb']:>8.0f} {msk['nil']:>7.4f} {msk['dr']:>7.4f} "
-            f"{msk['raised']:>6} {msk['leftovers']:>6} {msk['forced']:>6} {msk['share_k']:>6.1%}"
-        )
-        done.append(msk)
-        if mondrian:
-            plain = _run_child("mondrian", str(ingested), str(k))
-            skipped: dict[str, object] = {"error": f"skipped (--strict-max {strict_max})"}
-            strict = _run_child("strict", str(ingested), str(k)) if n <= strict_max else skipped
-            refs.append((int(msk["cases"]), plain, strict))  # type: ignore[call-overload]
-    if refs:
-        click.echo("\nreference: Mondrian k-anonymity (anonypyx) on the same QIDs; see the module docstring")
-        click.echo(
-            f"{'cases':>8} {'as-is s':>8} {'groups':>7} {'largest':>8} {'peak MB':>8} "
-            f"{'strict s':>9} {'groups':>7} {'largest':>8} {'peak MB':>8}"
-        )
-        for cases, plain, strict in refs:
-            click.echo(f"{cases:>8} {_reference(plain)} {_reference(strict, wide=True)}")
-            for name, ref in (("as-is", plain), ("strict", strict)):
-                if "error" in ref:
-                    click.echo(f"         {name}: {ref['error']}")
+    ns = [int(x) for x in sizes.split(",")]
+    for shape in shapes.split(","):
+        click.echo(f"\n{shape} quarter, k {k}, θ {theta} (load {_load()})")
+        click.echo(_HEADER)
+        done: list[dict[str, object]] = []
+        refs: list[tuple[int, dict[str, object], dict[str, object]]] = []
+        for n in ns:
+            ingested = _prepare(n, work, shape)
+            read = _run_child("read", str(ingested.parent / "raw"))
+            msk = _run_child("msk", str(ingested), str(k), str(theta))
+            if "error" in msk:
+                click.echo(f"{n:>8} MS(k,θ*) failed: {msk['error']}")
+                continue
+            click.echo(_row(msk, read))
+            done.append(msk)
+            if mondrian:
+                plain = _run_child("mondrian", str(ingested), str(k))
+                skipped: dict[str, object] = {"error": f"skipped (--strict-max {strict_max})"}
+                strict = _run_child("strict", str(ingested), str(k)) if n <= strict_max else skipped
+                refs.append((int(msk["cases"]), plain, strict))  # type: ignore[call-overload]
+        _print_references(refs)
+        _print_growth(done)
+        if grid and done:
+            ingested = _prepare(ns[-1], work, shape)
+            read = _run_child("read", str(ingested.parent / "raw"))
+            click.echo(f"grid at {ns[-1]:,} cases ({shape}); the paper's MS(k,θ*) NIL: {PAPER_NIL}")
+            click.echo(f"{'k':>3} {'θ':>4} " + _HEADER)
+            for gk, gtheta in ((10, theta), (20, theta), (k, 0.2)):
+                msk = _run_child("msk", str(ingested), str(gk), str(gtheta))
+                line = f"{n:>8} failed: {msk['error']}" if "error" in msk else _row(msk, read)
+                click.echo(f"{gk:>3} {gtheta:>4} {line}")
+    click.echo(f"load average: {load_before} before, {_load()} after (1, 5, 15 min)")
+
+
+_HEADER = (
+    f"{'cases':>8} {'groups':>7} {'seconds':>8} {'engine s':>8} {'CPU s':>7} {'read s':>6} {'×read':>6} "
+    f"{'peak MB':>8} {'NIL':>7} {'DR':>7} {'raised':>6} {'left':>6} {'forced':>6} {'=k':>6}"
+)
+
+
+def _row(msk: dict[str, object], read: dict[str, object]) -> str:
+    """One result line under ``_HEADER``."""
+    read_s = float(read.get("seconds", math.nan))  # type: ignore[arg-type]
+    return (
+        f"{msk['cases']:>8} {msk['groups']:>7} {msk['seconds']:>8.1f} {msk['engine_seconds']:>8.1f} "
+        f"{msk['cpu_seconds']:>7.1f} {read_s:>6.2f} {float(msk['seconds']) / read_s:>6.1f} "  # type: ignore[arg-type]
+        f"{msk['peak_rss_mb']:>8.0f} {msk['nil']:>7.4f} {msk['dr']:>7.4f} "
+        f"{msk['raised']:>6} {msk['leftovers']:>6} {msk['forced']:>6} {msk['share_k']:>6.1%}"
+    )
+
+
+def _print_references(refs: list[tuple[int, dict[str, object], dict[str, object]]]) -> None:
+    if not refs:
+        return
+    click.echo("reference: Mondrian k-anonymity (anonypyx) on the same QIDs; see the module docstring")
+    click.echo(
+        f"{'cases':>8} {'as-is s':>8} {'groups':>7} {'largest':>8} {'peak MB':>8} "
+        f"{'strict s':>9} {'groups':>7} {'largest':>8} {'peak MB':>8}"
+    )
+    for cases, plain, strict in refs:
+        click.echo(f"{cases:>8} {_reference(plain)} {_reference(strict, wide=True)}")
+        for name, ref in (("as-is", plain), ("strict", strict)):
+            if "error" in ref:
+                click.echo(f"         {name}: {ref['error']}")
+
+
+def _print_growth(done: list[dict[str, object]]) -> None:
     counts = [int(m["cases"]) for m in done]  # type: ignore[call-overload]
     growth = {
         key: _slope(counts, [float(m[key]) for m in done])  # type: ignore[arg-type]
@@ -237,7 +307,6 @@ def main(
         f"growth exponent (log-log slope, 1 = linear): wall {growth['seconds']:.2f}, "
         f"engine {growth['engine_seconds']:.2f}, CPU {growth['cpu_seconds']:.2f}"
     )
-    click.echo(f"load average: {load_before} before, {_load()} after (1, 5, 15 min)")
 
 
 if __name__ == "__main__":

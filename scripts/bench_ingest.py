@@ -3,9 +3,11 @@
 Usage:
     .venv/bin/python scripts/bench_ingest.py --cases 400000
     .venv/bin/python scripts/bench_ingest.py --data DIR     # an existing quarter folder or zip
+    .venv/bin/python scripts/bench_ingest.py --shape realistic --ratio 3 --profile 25
 
-The quarter is made by ``scripts/make_synthetic_quarter.py --cases N -o DIR`` (unless ``--data`` is
-given). Two child processes are timed, wall clock, each from its start to its exit:
+The quarter is made by ``scripts/make_synthetic_quarter.py --cases N --shape S -o DIR`` (unless
+``--data`` is given; ``--shape realistic`` is the quarter fitted to real FAERS, docs/synthetic.md).
+Two child processes are timed, wall clock, each from its start to its exit:
 
 * baseline — ``polars.scan_csv(separator="$", infer_schema=False, quote_char=None)`` of every FAERS
   text file, collected (the least any reader of these files must do); after one warm-up read, the
@@ -16,6 +18,8 @@ given). Two child processes are timed, wall clock, each from its start to its ex
 
 Peak memory is the ingest child's own maximum resident set size (``os.wait4`` returns the rusage of
 that one child, so the generator and the baseline do not mix in); the largest of the runs counts.
+``--profile N`` adds one more ingest run under ``cProfile`` and prints its N most expensive functions
+by cumulative and by own time: where the time goes (the profiler's overhead inflates the total).
 Targets (issue "ingest" item 6): ingest ≤ 4 × baseline and ≤ 3 GB peak RSS. The script prints both
 times, the ratio and the peak, and exits non-zero when a target is missed. On a shared machine the
 wall-clock ratio moves with the load of others, so it also prints the load average and each child's
@@ -49,6 +53,17 @@ from faers_anon.io.ingest import ingest_quarters
 result = ingest_quarters([Path(sys.argv[1])], Path(sys.argv[2]))
 if sys.argv[3:] == ["--summary"]:
     print(result.summary())
+"""
+_PROFILE = """
+import cProfile, pstats, sys
+from pathlib import Path
+from faers_anon.io.ingest import ingest_quarters
+profile = cProfile.Profile()
+profile.runcall(ingest_quarters, [Path(sys.argv[1])], Path(sys.argv[2]))
+stats = pstats.Stats(profile)
+for key in ("cumulative", "tottime"):
+    print(f"--- ingest profile by {key} time ---")
+    stats.sort_stats(key).print_stats(int(sys.argv[3]))
 """
 _TEXT_TABLES = ("DEMO", "DRUG", "REAC", "INDI", "OUTC", "THER", "RPSR")
 
@@ -90,6 +105,8 @@ def main() -> None:
     parser.add_argument("--ratio", type=float, default=4.0, help="target: ingest / baseline time")
     parser.add_argument("--memory-gb", type=float, default=3.0, help="target: ingest peak RSS")
     parser.add_argument("--runs", type=int, default=3, help="ingest runs; the median counts")
+    parser.add_argument("--shape", choices=("small", "realistic"), default="small", help="synthetic shape")
+    parser.add_argument("--profile", type=int, default=0, help="print the N costliest functions of one run")
     args = parser.parse_args()
     load_before = _load()
     with tempfile.TemporaryDirectory(prefix="bench_ingest_") as tmp:
@@ -98,8 +115,9 @@ def main() -> None:
         if data is None:
             data = work / "quarter"
             script = REPO / "scripts" / "make_synthetic_quarter.py"
-            made = _timed([sys.executable, str(script), "--cases", str(args.cases), "-o", str(data)])
-            print(f"generated {args.cases:,} cases in {made.wall:.1f} s")
+            command = [sys.executable, str(script), "--cases", str(args.cases), "--shape", args.shape]
+            made = _timed([*command, "-o", str(data)])
+            print(f"generated {args.cases:,} cases ({args.shape}) in {made.wall:.1f} s")
         files = _text_files(data)
         if not files:
             raise SystemExit(f"bench_ingest: no FAERS text files under {data}")
@@ -114,6 +132,8 @@ def main() -> None:
             )
             for i in range(max(args.runs, 1))
         ]
+        if args.profile:
+            _timed([sys.executable, "-c", _PROFILE, str(data), str(work / "profiled"), str(args.profile)])
     ingest = statistics.median(r.wall for r in runs)
     cpu = statistics.median(r.cpu for r in runs)
     peak = max(r.peak for r in runs)
