@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from faers_anon.io import normalize, rules
-from faers_anon.io.faers_ascii import ScannedFile
+from faers_anon.io.faers_ascii import ScannedFile, empty_frame
 from faers_anon.io.ingest_report import DELETED_STATUS, FILE_CODE, KEPT, QUARANTINED, STATUS
 from faers_anon.io.parse import empty_to_null, parse
 from faers_anon.io.schema import COLUMNS, Kind
@@ -92,20 +92,20 @@ def checked(frame: pl.LazyFrame, checks: rules.RuleSet, on_delete_list: pl.Expr)
     )
 
 
-def _raw_frame(scans: list[Scan]) -> pl.LazyFrame:
-    return pl.concat(
-        [
-            s.scan.frame.with_columns(
-                pl.lit(s.file_code, pl.UInt32).alias(FILE_CODE),
-                pl.lit(s.quarter_code, pl.UInt32).alias(rules.QUARTER_CODE),
-            )
-            for s in scans
-        ]
-    )
+def _codes(file_code: int, quarter_code: int) -> tuple[pl.Expr, pl.Expr]:
+    file = pl.lit(file_code, pl.UInt32).alias(FILE_CODE)
+    return file, pl.lit(quarter_code, pl.UInt32).alias(rules.QUARTER_CODE)
+
+
+def _raw_frame(scans: list[Scan], table: str) -> pl.LazyFrame:
+    """The raw rows of every file of ``table``; no file (a table not in the source): no rows."""
+    if not scans:
+        return empty_frame(table).with_columns(*_codes(0, 0))
+    return pl.concat([s.scan.frame.with_columns(*_codes(s.file_code, s.quarter_code)) for s in scans])
 
 
 def annotated_reports(scans: list[Scan], deleted_ids: pl.Series) -> pl.LazyFrame:
-    typed = _typed(_raw_frame(scans), "demo").with_columns(
+    typed = _typed(_raw_frame(scans, "demo"), "demo").with_columns(
         empty_to_null(pl.col("sex")).alias(rules.raw_name("sex")),
         normalize.sex(pl.col("sex")).alias("sex"),
         normalize.age_years(pl.col("age"), pl.col("age_cod")).alias("age_years"),
@@ -191,7 +191,7 @@ def typed_rows(table: str, scans: list[Scan]) -> pl.DataFrame:
 
     They need nothing from DEMO, so they can be read while DEMO is annotated.
     """
-    return _typed(_raw_frame(scans), table).collect()
+    return _typed(_raw_frame(scans, table), table).collect()
 
 
 def annotated_children(

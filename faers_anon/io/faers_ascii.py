@@ -8,15 +8,21 @@ How a file is read, and why:
   are removed, and era spellings are unified (:func:`~faers_anon.io.schema.canonical_header`).
   A header that ends with ``$`` (an empty last name) has that empty name dropped.
 * Data lines are scanned by polars as one text field each (no quoting, FAERS has none) and split on
-  every ``$`` into a list, so the field count of every row is known exactly: a row may have the
-  header's width, or one more field that is empty (legacy AERS's stray trailing ``$``, harmless in
-  any era). More fields (an embedded ``$``, two records on one line) fail the ``row_width`` rule;
-  the surplus is kept as ``extra_fields`` for the reject file. (A full split costs less than a
-  bounded ``splitn``, whose substring search is slower than the single-byte one of ``split``.)
-* Short rows (fewer fields than the header) are padded with missing values, as loaders do
-  (FORMAT.md §7, ALTIO "short rows padded"), and counted per file. A legacy record broken by an
-  embedded newline thus gives a padded first half and a second half that starts with ``$``; the
-  second half has no primaryid and is quarantined, so the break is visible in ``rejects/``.
+  every ``$`` into a list, so the field count of every row is known exactly, in one vectorized pass.
+  A row must have the header's width. The trailing ``$``: ``$`` separates fields, so a modern line
+  ending in ``$`` simply has an empty last field (REAC's ``drug_rec_act``) and the header's width;
+  legacy AERS data lines end with one stray ``$`` their header lacks, so one more field *that is
+  empty* is accepted in any era (it holds nothing). More fields (an embedded ``$``, two records on
+  one line) fail the ``no_extra_fields`` rule; the surplus is kept as ``extra_fields`` for the
+  restricted reject file. (A full split costs less than a bounded ``splitn``, whose substring
+  search is slower than the single-byte one of ``split``.)
+* Short rows (fewer fields than the header, e.g. ``1$2$3`` in DEMO) fail the ``enough_fields``
+  rule and are quarantined: their missing fields cannot be told from a record cut short (FORMAT.md
+  §7 notes that some loaders pad them; we do not publish a guess). A legacy record broken by an
+  embedded newline thus gives two quarantined halves, visible in ``rejects/``.
+* A file decided to be UTF-8 with invalid bytes (:mod:`faers_anon.io.sources`) is read with
+  ``utf8-lossy``; the lines holding U+FFFD are flagged in :data:`INVALID_BYTES` (rule
+  ``valid_encoding``). Other files have no invalid line.
 * Blank lines are not records: they are skipped and neither read nor counted. ``line`` is the
   1-based physical line (header = 1), so skipped lines never shift the numbers. CRLF and LF both work.
 """
@@ -32,12 +38,24 @@ from faers_anon.io.parse import empty_to_null, parse_int
 from faers_anon.io.schema import COLUMNS, REQUIRED, canonical_header
 from faers_anon.io.sources import LocalFile
 
-__all__ = ["ScannedFile", "read_header", "scan_table", "scan_deleted", "EXTRA_FIELDS", "SHORT_ROW"]
+__all__ = [
+    "ScannedFile",
+    "read_header",
+    "scan_table",
+    "scan_deleted",
+    "empty_frame",
+    "EXTRA_FIELDS",
+    "SHORT_ROW",
+    "INVALID_BYTES",
+]
 
 #: Column holding the fields beyond the header's width (null when the width is right).
 EXTRA_FIELDS = "extra_fields"
-#: Column that is True for a short row padded with missing values.
+#: Column that is True for a short row (fewer fields than the header; its missing fields are null).
 SHORT_ROW = "_short_row"
+#: Column that is True for a line holding a byte sequence invalid in the file's encoding.
+INVALID_BYTES = "_invalid_bytes"
+_REPLACEMENT = "\ufffd"
 _FIELDS = "_fields"
 
 
@@ -49,7 +67,7 @@ class ScannedFile:
         file: the local file read.
         frame: ``quarter``, ``source_file``, ``line`` (Int64), every canonical column of the table as
             Utf8 (``""`` for an empty field, null for a missing one or a column the era lacks),
-            :data:`SHORT_ROW` and :data:`EXTRA_FIELDS`.
+            :data:`SHORT_ROW`, :data:`EXTRA_FIELDS` and :data:`INVALID_BYTES`.
         ignored_columns: header names the table does not use (legacy ``image``, ``confid`` …).
         missing_columns: canonical columns the file lacks (read as null).
     """
@@ -66,7 +84,8 @@ def read_header(file: LocalFile) -> list[str]:
     Raises:
         InputError: the file is empty.
     """
-    with file.path.open("r", encoding="utf-8", newline="") as stream:
+    errors = "replace" if file.invalid_bytes else "strict"
+    with file.path.open("r", encoding="utf-8", errors=errors, newline="") as stream:
         first = stream.readline()
     line = first.rstrip("\r\n")
     if not line.strip():
@@ -79,19 +98,31 @@ def read_header(file: LocalFile) -> list[str]:
     return names
 
 
-def _lines(file: LocalFile) -> pl.LazyFrame:
-    """Every line after the header as one Utf8 field ``_raw``, with its physical line number."""
+def _scan_lines(file: LocalFile, *, skip_rows: int) -> pl.LazyFrame:
+    """Every line after ``skip_rows`` as one Utf8 field ``_raw`` (invalid bytes → U+FFFD)."""
     return pl.scan_csv(
         file.path,
         separator="\x00",
         has_header=False,
-        skip_rows=1,
+        skip_rows=skip_rows,
         infer_schema=False,
         quote_char=None,
         schema={"_raw": pl.Utf8},
         truncate_ragged_lines=True,
         raise_if_empty=False,
-    ).with_row_index("line", offset=2)
+        encoding="utf8-lossy" if file.invalid_bytes else "utf8",
+    )
+
+
+def _lines(file: LocalFile) -> pl.LazyFrame:
+    """Every line after the header as one Utf8 field ``_raw``, with its physical line number."""
+    return _scan_lines(file, skip_rows=1).with_row_index("line", offset=2)
+
+
+def _invalid_bytes(file: LocalFile) -> pl.Expr:
+    if not file.invalid_bytes:
+        return pl.lit(False).alias(INVALID_BYTES)
+    return pl.col("_raw").str.contains(_REPLACEMENT, literal=True).alias(INVALID_BYTES)
 
 
 def _meta(file: LocalFile) -> list[pl.Expr]:
@@ -140,12 +171,13 @@ def scan_table(file: LocalFile, table: str, /) -> ScannedFile:
     frame = (
         _lines(file)
         .filter(pl.col("_raw").is_not_null())
-        .select(pl.col("line"), pl.col("_raw").str.split("$").alias(_FIELDS))
+        .select(pl.col("line"), pl.col("_raw").str.split("$").alias(_FIELDS), _invalid_bytes(file))
         .select(
             *_meta(file),
             *raw,
             (count < width).alias(SHORT_ROW),
             pl.when(~over_ok).then(fields.list.slice(width).list.join("$")).alias(EXTRA_FIELDS),
+            pl.col(INVALID_BYTES),
         )
     )
     return ScannedFile(
@@ -163,19 +195,22 @@ def scan_deleted(file: LocalFile, /) -> pl.LazyFrame:
         A lazy frame ``quarter``, ``source_file``, ``line`` (Int64), ``raw_caseid`` (the stripped text)
         and ``caseid`` (Int64, null where the text is not an integer).
     """
-    lines = pl.scan_csv(
-        file.path,
-        separator="\x00",
-        has_header=False,
-        infer_schema=False,
-        quote_char=None,
-        schema={"_raw": pl.Utf8},
-        truncate_ragged_lines=True,
-        raise_if_empty=False,
-    ).with_row_index("line", offset=1)
+    lines = _scan_lines(file, skip_rows=0).with_row_index("line", offset=1)
     text = empty_to_null(pl.col("_raw").str.strip_chars())
     return (
         lines.with_columns(text.alias("raw_caseid"))
         .filter(pl.col("raw_caseid").is_not_null())
         .select(*_meta(file), pl.col("raw_caseid"), parse_int(pl.col("raw_caseid")).alias("caseid"))
     )
+
+
+def empty_frame(table: str, /) -> pl.LazyFrame:
+    """The frame :func:`scan_table` gives for ``table``, with no rows: a table not in the source.
+
+    Its columns and dtypes are those of a scanned file, so the ingest writes the absent table with
+    the schema of a present one.
+    """
+    schema: dict[str, pl.DataType] = {"quarter": pl.Utf8(), "source_file": pl.Utf8(), "line": pl.Int64()}
+    schema |= {column: pl.Utf8() for column in COLUMNS[table]}
+    schema |= {SHORT_ROW: pl.Boolean(), EXTRA_FIELDS: pl.Utf8(), INVALID_BYTES: pl.Boolean()}
+    return pl.LazyFrame(schema=schema)

@@ -21,6 +21,13 @@ and counts run beside the child tables, each child table computes the super-reco
 feeds, and the case merge runs beside the tables that feed none (scheduling in :func:`_run`).
 Parquet is written by Arrow's encoder (:mod:`faers_anon.io.outputs`). A quarter with data files but
 no DEMO is refused before anything is written.
+
+A table not in the source (extractFAERS has no OUTC/THER/RPSR) is an empty table, not an error:
+every table is written, an absent one with no rows and the schema of a present one, and the report
+says why (``missing_tables``: ``{"quarter", "table", "reason": "not in the source"}``; the table's
+entry has ``not_in_source``, the quarters that lack it). ``rejects/rejects.csv`` lists every
+rejected row (file, line, table, reason in words; :mod:`faers_anon.io.rejects`), and ``warnings``
+names each file whose encoding is not UTF-8 or that holds invalid bytes.
 """
 
 from __future__ import annotations
@@ -59,6 +66,7 @@ from faers_anon.io.outputs import (
     write_split,
     write_table,
 )
+from faers_anon.io.rejects import NOT_IN_SOURCE, write_rejects_csv
 from faers_anon.io.schema import CHILD_TABLES, COLUMNS, TABLES
 from faers_anon.io.sources import LocalFile, SourceFile, discover, materialize
 from faers_anon.io.staging import REPORT_NAME, discard, open_staging, publish
@@ -151,6 +159,9 @@ def _demo_missing(found: list[SourceFile]) -> None:
             f"{quarter}: DEMO file missing "
             f"(expected DEMO{quarter[2:4]}Q{quarter[-1]}.txt beside {', '.join(names)})"
         )
+    if not with_demo:  # only DELETE lists: no report to ingest
+        names = sorted({f.name for f in found})
+        raise InputError(f"no DEMO file in the sources (expected DEMOyyQq.txt; found {', '.join(names)})")
 
 
 def _scans(files: list[LocalFile], table: str, quarters: list[str]) -> list[Scan]:
@@ -167,6 +178,7 @@ def _meta(scans: list[Scan]) -> list[dict[str, Any]]:
             s.scan.file,
             ignored_columns=list(s.scan.ignored_columns),
             missing_columns=list(s.scan.missing_columns),
+            invalid_bytes=s.scan.file.invalid_bytes,
         )
         for s in scans
     ]
@@ -213,7 +225,9 @@ def _run(
     for table in CHILD_TABLES:
         children[table] = _scans(files, table, quarters)
         absent = demo_quarters - {s.scan.file.source.quarter for s in children[table]}
-        missing += [{"quarter": q, "table": table} for q in sorted(q for q in absent if q is not None)]
+        missing += [
+            {"quarter": q, "table": table, "reason": NOT_IN_SOURCE} for q in sorted(q for q in absent if q)
+        ]
 
     def child(table: str, rows: Future[pl.DataFrame] | None) -> tuple[dict[str, Any], pl.DataFrame | None]:
         typed = rows.result() if rows is not None else typed_rows(table, children[table])
@@ -235,7 +249,7 @@ def _run(
     # is queued right after the last of those tables, so it runs beside the remaining ones; it
     # waits only for tasks queued before it, which have all started (no task waits for a queued one).
     with ThreadPoolExecutor(max_workers=2) as pool:
-        present = [t for t in CHILD_TABLES if children[t]]
+        present = list(CHILD_TABLES)  # every table is written; an absent one has no rows
         first = pool.submit(typed_rows, present[0], children[present[0]]) if present else None
         demo = None
         if demo_scans:
@@ -258,11 +272,20 @@ def _run(
         tables |= {table: future.result()[0] for table, future in done.items()}
         cases = merged.result() if merged is not None else _NO_CASES
     tables["deleted"] = deleted_report
+    for table in CHILD_TABLES:
+        _note_absence(tables[table], [m["quarter"] for m in missing if m["table"] == table])
     return {"tables": tables, "missing_tables": missing, "deleted_caseids": deleted_ids.len(),
             "normalization": normalization, "cases": cases}  # fmt: skip
 
 
 _NO_CASES = {"cases": 0, "with_several_versions": 0}
+
+
+def _note_absence(entry: dict[str, Any], quarters: list[str]) -> None:
+    """Mark a table entry of the report with the quarters lacking its file, and a note in words."""
+    if quarters:
+        entry["not_in_source"] = quarters
+        entry["note"] = NOT_IN_SOURCE if not entry["files"] else f"{NOT_IN_SOURCE} for {', '.join(quarters)}"
 
 
 def _merge(
@@ -280,6 +303,21 @@ def _cases(out: Path, versions: pl.DataFrame, lists: dict[str, pl.DataFrame]) ->
     cases = combine(versions, lists)
     write_table(cases, out / "cases.parquet")
     return {"cases": cases.height, "with_several_versions": int((cases.get_column("n_reports") > 1).sum())}
+
+
+def _encoding_warnings(files: list[LocalFile]) -> list[str]:
+    """One line per file not read as plain UTF-8 (the per-file encoding decision of
+    :mod:`faers_anon.io.sources`)."""
+    warnings = []
+    for f in files:
+        if f.invalid_bytes:
+            warnings.append(
+                f"{f.source.name}: invalid UTF-8 byte sequences; the lines holding them are quarantined "
+                "(valid_encoding)"
+            )
+        elif f.encoding != "utf-8":
+            warnings.append(f"{f.source.name}: not UTF-8; decoded as {f.encoding} (the whole file)")
+    return warnings
 
 
 def ingest_quarters(
@@ -313,6 +351,8 @@ def ingest_quarters(
     try:
         files = [materialize(f, staging / "_work") for f in found]
         done = _run(files, staging, lookup, quarters)
+        done["warnings"] = _encoding_warnings(files)
+        write_rejects_csv(staging / "rejects")
         report = {
             "tool_version": __version__,
             "sources": [str(p) for p in paths],

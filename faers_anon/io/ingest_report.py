@@ -147,13 +147,19 @@ class IngestResult:
         quarters = ", ".join(self.report["quarters"]) or "none"
         lines = [f"Ingested {len(self.report['quarters'])} quarter(s) ({quarters}) into {self.out}"]
         for name, table in self.report["tables"].items():
+            note = table.get("note")
+            if note and not table["files"]:
+                lines.append(f"  {name.upper()}: {note}")
+                continue
             lines.append(
                 f"  {name:<8} read {table['read']:>9,}  kept {table['kept']:>9,}  "
                 f"quarantined {table['quarantined']:>7,}  deleted {table['deleted']:>7,}"
+                + (f"  ({name.upper()} {note})" if note else "")
             )
         cases = self.report["cases"]
         lines.append(
             f"  cases    {cases['cases']:,} ({cases['with_several_versions']:,} with several versions)"
         )
+        lines += [f"Warning: {w}" for w in self.report.get("warnings", [])]
         lines.append(f"Report: {self.out / 'ingest_report.json'}")
         return "\n".join(lines)

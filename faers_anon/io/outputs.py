@@ -158,7 +158,7 @@ def table_report(
 ) -> dict[str, Any]:
     """The ``ingest_report.json`` entry of one table, after checking its accounting."""
     kept, rejects = written
-    extra = {"padded_short_rows": pl.col(SHORT_ROW)} if SHORT_ROW in frame.columns else None
+    extra = {"short_rows": pl.col(SHORT_ROW)} if SHORT_ROW in frame.columns else None
     counted = file_counts(frame, files, extra=extra)
     deleted = int((rejects.get_column(REASON) == rules.DELETED).sum())
     check_accounting(table, counted, kept=kept, rejected=rejects.height, deleted=deleted)

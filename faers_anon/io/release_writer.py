@@ -70,6 +70,7 @@ from faers_anon.io.column_policy import (
     ascii_text,
     shape_table,
 )
+from faers_anon.io.rejects import write_rejects_csv
 from faers_anon.keys import AgencyKey, load_key
 from faers_anon.manifest import CERTIFICATE_NAME, MANIFEST_NAME, build_manifest, dump_manifest, hash_tree
 from faers_anon.pseudonyms import IdMap, release_id_map
@@ -322,6 +323,7 @@ def _write_rejects(
         if restricted is not None and policy.rejects == "restricted":
             (restricted / "rejects").mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, restricted / "rejects" / path.name)
+    write_rejects_csv(root / "rejects")  # file, line, table, reason in words; no field of the rows
     return counts
 
 

@@ -5,16 +5,24 @@ Source: STYLE §4 (named rules, quarantine with a reason); SPEC §3; issue "inge
 Rules are grouped by what a failure does:
 
 * **Row rules** (:func:`row_rules`) — the row cannot be used; it is quarantined (``rejects/``) with
-  the failed rule names as its reason: ``row_width`` (more fields than the header, beyond legacy's
-  one empty trailing field), ``primaryid_present`` / ``caseid_present`` (present and a positive
-  integer; ``61.0`` counts as 61), ``caseid_readable`` (a child row's caseid, when given, is an
-  integer; legacy child files have none).
+  the failed rule names as its reason: ``enough_fields`` (not fewer fields than the header),
+  ``no_extra_fields`` (not more, beyond legacy's one empty trailing field; see
+  :mod:`faers_anon.io.faers_ascii` for the trailing ``$``), ``valid_encoding`` (no byte sequence
+  invalid in the file's encoding, :mod:`faers_anon.io.sources`), ``primaryid_present`` /
+  ``caseid_present`` (present and a positive integer — ``isr``/``case`` of legacy files are these
+  columns; ``61.0`` counts as 61, the artefact of files re-saved through pandas, and surrounding
+  spaces are ignored), ``caseid_readable`` (a child row's caseid, when given, is an integer; legacy
+  child files have none).
 * **Deletion** — a row of a case on a DELETE list is removed and counted as deleted (reason
   ``caseid_deleted``); only rows that pass the row rules can be recognised as deleted.
 * **Link rules** — checked after deletion. Reports: ``primaryid_unique`` (the first row with a
   primaryid in a quarter is kept, later ones quarantined) and ``primaryid_latest_quarter`` (the same
   report in two quarters: the later extract is kept, FDA FAQ 29). Child rows: ``report_known`` (a
-  kept DEMO row of the same quarter has this primaryid) and ``caseid_matches_report``.
+  kept DEMO row of the same quarter has this primaryid) and ``caseid_matches_report``. Decision: the
+  rows of a quarantined report are orphans and fail ``report_known`` (quarantined too), so nothing of
+  a quarantined report reaches the release and every row is counted once.
+
+:func:`reason_words` spells a reason out for ``rejects.csv`` (:data:`REASON_WORDS`).
 * **Value rules** (:func:`value_rules`) — a field that cannot be read or is implausible becomes null;
   the row is kept and the rule is counted in the ingest report: ``<column>_is_integer``,
   ``<column>_is_number``, ``<column>_is_date``, and for DEMO ``age_cod_known``, ``age_plausible``,
@@ -31,7 +39,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from faers_anon.io.faers_ascii import EXTRA_FIELDS
+from faers_anon.io.faers_ascii import EXTRA_FIELDS, INVALID_BYTES, SHORT_ROW
 from faers_anon.io.ingest_report import DELETED_REASON
 from faers_anon.io.normalize import age_factor, weight_factor
 from faers_anon.io.parse import cast_failed
@@ -50,6 +58,8 @@ __all__ = [
     "child_link_rules",
     "value_rules",
     "deleted_list_rules",
+    "REASON_WORDS",
+    "reason_words",
 ]
 
 #: Reason given to the rows of deleted cases.
@@ -84,7 +94,12 @@ def row_rules(table: str) -> dict[str, pl.Expr]:
     Returns:
         rule name → expression (True = passes).
     """
-    rules = {"row_width": pl.col(EXTRA_FIELDS).is_null(), "primaryid_present": _positive_id("primaryid")}
+    rules = {
+        "enough_fields": ~pl.col(SHORT_ROW),
+        "no_extra_fields": pl.col(EXTRA_FIELDS).is_null(),
+        "valid_encoding": ~pl.col(INVALID_BYTES),
+        "primaryid_present": _positive_id("primaryid"),
+    }
     if table == "demo":
         rules["caseid_present"] = _positive_id("caseid")
     else:
@@ -147,6 +162,29 @@ def value_rules(table: str) -> dict[str, pl.Expr]:
 def deleted_list_rules() -> dict[str, pl.Expr]:
     """Rules on DELETE list lines: each must be a positive integer caseid."""
     return {"caseid_present": _positive_id("caseid")}
+
+
+#: Each quarantine reason in words, for a reviewer (``rejects.csv``).
+REASON_WORDS: dict[str, str] = {
+    "enough_fields": "fewer fields than the header",
+    "no_extra_fields": "more fields than the header (an embedded $ or two records on one line)",
+    "valid_encoding": "invalid byte sequence for UTF-8, the file's encoding",
+    "primaryid_present": "primaryid (isr) missing or not a positive integer",
+    "caseid_present": "caseid (case) missing or not a positive integer",
+    "caseid_readable": "caseid not a positive integer",
+    "primaryid_unique": "primaryid repeated in the quarter (the first row is kept)",
+    "primaryid_latest_quarter": "report repeated in a later quarter (the later one is kept)",
+    "report_known": "no kept DEMO report with this primaryid in the quarter (absent or quarantined)",
+    "caseid_matches_report": "caseid differs from its DEMO report's",
+    DELETED: "case on a DELETE list (removed, not quarantined)",
+}
+
+
+def reason_words(reason: pl.Expr) -> pl.Expr:
+    """A ``;``-joined reason (rule names) in words, ``; ``-joined; an unknown name is kept as is."""
+    names = reason.str.split(";")
+    words = names.list.eval(pl.element().replace(REASON_WORDS))
+    return words.list.join("; ")
 
 
 def _ok(name: str) -> str:

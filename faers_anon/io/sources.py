@@ -11,9 +11,20 @@ Source: FORMAT.md §1 (names and folders), §5 (deleted-case files), §7 (encodi
   ``AllDeletedCases.txt`` takes the quarter of its zip's name, else none.
 * A folder is searched for text files; only when it holds none are the zips inside it read, so a
   folder holding both the zips and their extracted files is read once.
-* Files are read as UTF-8. A file that is not valid UTF-8 is read as Latin-1 (FORMAT.md §7: loaders
-  fall back to Latin-1; ``drug19q3.txt`` has such bytes) and the report records the encoding. Zip
-  members are extracted into a work folder, checked in the same pass.
+* The encoding is decided once per file, never per line (FORMAT.md §7: FAERS promises printable
+  ASCII since 2012Q4; loaders fall back to Latin-1; ``drug19q3.txt`` has undecodable bytes):
+
+  1. valid UTF-8 (ASCII included) → ``utf-8``;
+  2. not valid UTF-8 and holding no valid UTF-8 multi-byte sequence at all → a legacy single-byte
+     file, decoded as a whole: ``cp1252`` when every byte is defined there (Windows exports; it
+     agrees with Latin-1 on 0xA0–0xFF and prints 0x80–0x9F as ``€``, ``’`` …), else ``latin-1``.
+     The report records the encoding and warns, so the decision is never silent;
+  3. valid UTF-8 sequences *and* invalid bytes → ``utf-8`` with ``invalid_bytes``: the file is read
+     as UTF-8 with each invalid byte replaced by U+FFFD, and every line holding one is quarantined
+     (rule ``valid_encoding``, :mod:`faers_anon.io.rules`): a file is never decoded half as UTF-8
+     and half as Latin-1. (A U+FFFD already in such a file counts too: it marks a lost character.)
+
+  Zip members are extracted into a work folder; single-byte files are transcoded to UTF-8 there.
 """
 
 from __future__ import annotations
@@ -68,12 +79,15 @@ class LocalFile:
     Attributes:
         source: what was found.
         path: the readable local file (the original, or an extracted/transcoded copy).
-        encoding: ``"utf-8"`` or ``"latin-1"`` (the file's encoding as found).
+        encoding: ``"utf-8"``, ``"cp1252"`` or ``"latin-1"`` (the file's encoding as decided).
+        invalid_bytes: the file is UTF-8 but holds invalid byte sequences; read it with
+            ``encoding="utf8-lossy"`` and quarantine the lines holding U+FFFD.
     """
 
     source: SourceFile
     path: Path
     encoding: str
+    invalid_bytes: bool = False
 
 
 def quarter_of(name: str) -> tuple[str, str | None] | None:
@@ -192,10 +206,36 @@ def _is_ascii(path: Path) -> bool:
     return True
 
 
-def _transcode_latin1(path: Path, target: Path) -> None:
+#: A character of a UTF-8 multi-byte sequence: not ASCII, not a surrogate-escaped invalid byte.
+_MULTIBYTE = re.compile("[^\x00-\x7f\udc80-\udcff]")
+
+
+def _has_utf8_sequences(path: Path) -> bool:
+    """True when the file holds at least one valid UTF-8 multi-byte sequence (invalid bytes aside)."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape")
+    with path.open("rb") as stream:
+        for chunk in _chunks(stream):
+            if _MULTIBYTE.search(decoder.decode(chunk)):
+                return True
+    return bool(_MULTIBYTE.search(decoder.decode(b"", final=True)))
+
+
+def _single_byte_encoding(path: Path) -> str:
+    """``cp1252`` when every byte of the file is defined in cp1252, else ``latin-1``."""
+    decoder = codecs.getincrementaldecoder("cp1252")()
+    try:
+        with path.open("rb") as stream:
+            for chunk in _chunks(stream):
+                decoder.decode(chunk)
+    except UnicodeDecodeError:
+        return "latin-1"
+    return "cp1252"
+
+
+def _transcode(path: Path, target: Path, encoding: str) -> None:
     with path.open("rb") as src, target.open("wb") as dst:
         for chunk in _chunks(src):
-            dst.write(chunk.decode("latin-1").encode("utf-8"))
+            dst.write(chunk.decode(encoding).encode("utf-8"))
 
 
 def materialize(file: SourceFile, workdir: Path, /) -> LocalFile:
@@ -206,7 +246,7 @@ def materialize(file: SourceFile, workdir: Path, /) -> LocalFile:
         workdir: a folder for extracted and transcoded copies (the caller removes it).
 
     Returns:
-        The local file and its encoding as found.
+        The local file and its encoding, decided for the whole file (module docstring).
 
     Raises:
         InputError: the zip member cannot be extracted (corrupt data, CRC error).
@@ -226,6 +266,9 @@ def materialize(file: SourceFile, workdir: Path, /) -> LocalFile:
         path = target
     if _is_ascii(path) or _is_utf8(path):
         return LocalFile(source=file, path=path, encoding="utf-8")
+    if _has_utf8_sequences(path):
+        return LocalFile(source=file, path=path, encoding="utf-8", invalid_bytes=True)
+    encoding = _single_byte_encoding(path)
     utf8 = workdir / f"{len(list(workdir.iterdir()))}_utf8_{file.name}"
-    _transcode_latin1(path, utf8)
-    return LocalFile(source=file, path=utf8, encoding="latin-1")
+    _transcode(path, utf8, encoding)
+    return LocalFile(source=file, path=utf8, encoding=encoding)

@@ -43,7 +43,7 @@ def bad_quarter(tmp_path: Path) -> Path:
         "5001$500$1$20230101$$$$$$extra",  # 8 one field too many
         "6001$600$1$20230101$$$$$",  # 9 case on the DELETE list
         "7001$700$1$20230101$150$YR$F$900$KG",  # 10 kept; age and weight implausible
-        "8001$800",  # 11 short row, padded
+        "8001$800",  # 11 short row (2 of 9 fields): quarantined
     ])  # fmt: skip
     _write(folder, "DRUG23Q1.txt", [
         "primaryid$caseid$drug_seq$role_cod$drugname$prod_ai",
@@ -66,19 +66,20 @@ def test_quarantine_and_deletion_accounting(bad_quarter: Path, tmp_path: Path) -
     report = ingest_quarters([bad_quarter], out).report
     _accounted(report)
     reports, drug = report["tables"]["reports"], report["tables"]["drug"]
-    assert (reports["read"], reports["kept"], reports["quarantined"], reports["deleted"]) == (10, 5, 4, 1)
+    assert (reports["read"], reports["kept"], reports["quarantined"], reports["deleted"]) == (10, 4, 5, 1)
     assert reports["reasons"] == {
         "caseid_present": 1,
+        "enough_fields": 1,
+        "no_extra_fields": 1,
         "primaryid_present": 1,
         "primaryid_unique": 1,
-        "row_width": 1,
     }
-    assert reports["files"][0]["padded_short_rows"] == 1
+    assert reports["files"][0]["short_rows"] == 1
     nulled = reports["values_nulled"]
     assert (nulled["age_cod_known"], nulled["age_plausible"], nulled["weight_plausible"]) == (1, 1, 1)
     assert report["normalization"] == {
         "age_unit_unknown": 1, "age_implausible": 1, "weight_unit_unknown": 0, "weight_implausible": 1,
-        "sex_codes_missing": {"UNK": 1}, "age_years_missing": 3, "weight_kg_missing": 4, "sex_missing": 2,
+        "sex_codes_missing": {"UNK": 1}, "age_years_missing": 2, "weight_kg_missing": 3, "sex_missing": 1,
     }  # fmt: skip
     assert (drug["read"], drug["kept"], drug["quarantined"], drug["deleted"]) == (7, 2, 4, 1)
     assert drug["reasons"] == {"caseid_matches_report": 1, "primaryid_present": 1, "report_known": 2}
@@ -90,25 +91,25 @@ def test_quarantine_and_deletion_accounting(bad_quarter: Path, tmp_path: Path) -
 
     rejects = pl.read_parquet(out / "rejects" / "reports.parquet").sort("line")
     assert rejects.select("line", "reason").rows() == [
-        (5, "primaryid_present"), (6, "caseid_present"), (7, "primaryid_unique"), (8, "row_width"),
-        (9, "caseid_deleted"),
+        (5, "primaryid_present"), (6, "caseid_present"), (7, "primaryid_unique"), (8, "no_extra_fields"),
+        (9, "caseid_deleted"), (11, "enough_fields"),
     ]  # fmt: skip
     assert rejects.filter(pl.col("line") == 8).get_column("extra_fields").item() == "extra"
     assert rejects.filter(pl.col("line") == 5).get_column("primaryid").item() == "X3001"
     assert rejects.filter(pl.col("line") == 5).get_column("age").item() is None  # empty raw text is null
 
     kept = pl.read_parquet(out / "reports.parquet").sort("line")
-    assert kept.get_column("primaryid").to_list() == [1001, 1002, 2001, 7001, 8001]
-    assert kept.get_column("age_years").to_list() == [42.0, 43.0, None, None, None]
-    assert kept.get_column("weight_kg").to_list() == [70.0, None, None, None, None]
-    assert kept.get_column("is_latest").to_list() == [False, True, True, True, True]
+    assert kept.get_column("primaryid").to_list() == [1001, 1002, 2001, 7001]
+    assert kept.get_column("age_years").to_list() == [42.0, 43.0, None, None]
+    assert kept.get_column("weight_kg").to_list() == [70.0, None, None, None]
+    assert kept.get_column("is_latest").to_list() == [False, True, True, True]
     assert kept.get_column("fda_dt").to_list()[:2] == [dt.date(2023, 1, 5), dt.date(2023, 3, 1)]
     assert kept.get_column("caseversion").dtype == pl.Int64 and kept.get_column("line").dtype == pl.Int64
 
     drug_rows = pl.read_parquet(out / "drug.parquet").sort("line")
     assert drug_rows.select("primaryid", "drug_key").rows() == [(1001, "ASPIRIN"), (1002, "ACETAMINOPHEN")]
     assert drug_rows.get_column("prod_ai").to_list() == [None, "ACETAMINOPHEN"]  # an empty field is missing
-    assert kept.get_column("wt_cod").to_list() == ["KG", None, None, "KG", None]
+    assert kept.get_column("wt_cod").to_list() == ["KG", None, None, "KG"]
     deleted = pl.read_parquet(out / "deleted.parquet")
     assert deleted.select("caseid", "quarter", "line").rows() == [(600, "2023Q1", 2)]
 
@@ -252,9 +253,9 @@ def test_bundled_demo_quarter(tmp_path: Path) -> None:
     _accounted(report)
     assert report["quarters"] == ["2025Q1"] and report["tables"]["reports"]["kept"] > 0
     assert report["tables"]["reports"]["reasons"] == {
+        "no_extra_fields": 1,
         "primaryid_present": 1,
         "primaryid_unique": 1,
-        "row_width": 1,
     }
 
 

@@ -14,13 +14,17 @@ def _frame() -> pl.DataFrame:
             "caseid": [1, 2, None, 3],
             "_raw_caseid": ["1", "2", "x", "3"],
             "extra_fields": [None, None, "X", None],
+            "_short_row": [False, True, False, False],
+            "_invalid_bytes": [False, False, False, True],
         }
     )
 
 
 def test_demo_row_rules() -> None:
     frame = _frame().with_columns(**{n: e for n, e in rules.row_rules("demo").items()})
-    assert frame.get_column("row_width").to_list() == [True, True, False, True]
+    assert frame.get_column("no_extra_fields").to_list() == [True, True, False, True]
+    assert frame.get_column("enough_fields").to_list() == [True, False, True, True]
+    assert frame.get_column("valid_encoding").to_list() == [True, True, True, False]
     assert frame.get_column("primaryid_present").to_list() == [True, False, False, True]
     assert frame.get_column("caseid_present").to_list() == [True, True, False, True]
 
@@ -82,3 +86,14 @@ def test_value_rules_flag_unreadable_and_implausible_values() -> None:
     value = rules.value_rules("demo")
     got = frame.select(**{n: value[n] for n in ("age_is_number", "age_cod_known", "age_plausible")})
     assert got.rows() == [(True, True, True), (False, True, True), (True, False, True), (True, True, False)]
+
+
+def test_reason_words_spell_out_each_failed_rule() -> None:
+    reasons = pl.Series(["enough_fields;primaryid_present", "valid_encoding", "caseid_deleted", "new_rule"])
+    words = pl.select(rules.reason_words(pl.lit(reasons))).to_series().to_list()
+    assert words == [
+        "fewer fields than the header; primaryid (isr) missing or not a positive integer",
+        "invalid byte sequence for UTF-8, the file's encoding",
+        "case on a DELETE list (removed, not quarantined)",
+        "new_rule",
+    ]

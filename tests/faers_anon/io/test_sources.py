@@ -83,12 +83,27 @@ def test_missing_path_corrupt_zip_and_empty_folder(tmp_path: Path) -> None:
         discover([empty])
 
 
-def test_latin1_file_is_transcoded(tmp_path: Path) -> None:
+def test_single_byte_file_is_decoded_whole_as_cp1252(tmp_path: Path) -> None:
     path = tmp_path / "DRUG19Q3.txt"
-    path.write_bytes(b"primaryid$caseid$drugname\n1$1$CAF\xc9INE\n")
+    path.write_bytes(b"primaryid$caseid$drugname\n1$1$CAF\xc9INE\n2$2$O\x92NEIL\n")
     local = materialize(discover([path])[0], tmp_path)
-    assert local.encoding == "latin-1"
-    assert local.path.read_text(encoding="utf-8").splitlines()[1] == "1$1$CAFÉINE"
+    assert (local.encoding, local.invalid_bytes) == ("cp1252", False)
+    assert local.path.read_text(encoding="utf-8").splitlines()[1:] == ["1$1$CAFÉINE", "2$2$O’NEIL"]
+
+
+def test_byte_undefined_in_cp1252_makes_the_file_latin1(tmp_path: Path) -> None:
+    path = tmp_path / "DRUG19Q3.txt"
+    path.write_bytes(b"primaryid$caseid$drugname\n1$1$CAF\xc9INE\x81\n")
+    local = materialize(discover([path])[0], tmp_path)
+    assert (local.encoding, local.invalid_bytes) == ("latin-1", False)
+    assert local.path.read_text(encoding="utf-8").splitlines()[1] == "1$1$CAFÉINE\x81"
+
+
+def test_utf8_file_with_invalid_bytes_is_not_decoded_as_latin1(tmp_path: Path) -> None:
+    path = tmp_path / "DRUG19Q3.txt"
+    path.write_bytes("primaryid$caseid$drugname\n1$1$CAFÉINE\n".encode() + b"2$2$CAF\xc9INE\n")
+    local = materialize(discover([path])[0], tmp_path / "work")
+    assert (local.path, local.encoding, local.invalid_bytes) == (path, "utf-8", True)
 
 
 def test_utf8_file_is_read_in_place(tmp_path: Path) -> None:
