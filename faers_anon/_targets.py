@@ -78,9 +78,49 @@ def check_outputs(outputs: Iterable[Path], inputs: Iterable[Path | None], /) -> 
             how = _relation(out, real)
             if how is not None:
                 raise OutputError(
-                    f"output {given} {how} the input {source}: writing it could destroy the input; "
-                    "choose an output folder outside every input (nothing was written)"
+                    f"output {_shown(given, out)} {how} the input {_shown(source, real)}: writing it "
+                    "could destroy the input; choose an output outside every input (nothing was written)"
                 )
+
+
+def _shown(given: Path, real: Path) -> str:
+    """``given``, followed by the real path when ``..`` or a symlink made them differ."""
+    return str(given) if Path(os.path.abspath(given)) == real else f"{given} (= {real})"
+
+
+def check_release_target(out: Path, /, *, force: bool, inputs: Iterable[Path | None]) -> None:
+    """The guard of a command that writes a release: ``out`` and its restricted folder.
+
+    Args:
+        out: the release folder.
+        force: the user asked to replace an earlier release.
+        inputs: every path the command reads.
+
+    Raises:
+        OutputError: ``out`` or ``<out>-restricted`` overlaps an input; ``out`` exists and is not an
+            earlier release, or is one without ``force``; ``<out>-restricted`` exists and is not the
+            restricted folder ``out``'s manifest names.
+    """
+    restricted = out.parent / f"{out.name}-restricted"  # faers_anon.io.release_writer.restricted_path
+    check_outputs([out, restricted], inputs)
+    out, restricted = resolved(out), resolved(restricted)
+    check_replaceable(out, force=force)
+    if restricted.exists() and _restricted_of(out) != restricted.name:
+        raise OutputError(
+            f"{restricted}: exists and is not the restricted folder of {out}; it is never replaced: "
+            "move it away (nothing was written)"
+        )
+
+
+def _restricted_of(out: Path) -> str | None:
+    """The restricted folder an earlier release's manifest names, if any."""
+    try:
+        manifest = json.loads((out / RELEASE_MARKER).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    restricted = manifest.get("restricted") if isinstance(manifest, dict) else None
+    folder = restricted.get("folder") if isinstance(restricted, dict) else None
+    return folder if isinstance(folder, str) else None
 
 
 def check_work_dir(work: Path | None, /, *, outputs: Iterable[Path], inputs: Iterable[Path | None]) -> None:

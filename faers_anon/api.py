@@ -10,11 +10,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from faers_anon._targets import check_outputs, check_release_target, resolved
 from faers_anon.analysis import ComparisonRun, SignalsRun, run_compare, run_signals
 from faers_anon.anonymize import AnonymizeConfig, AnonymizeResult, anonymize_folder
 from faers_anon.evaluate import EvaluateConfig, EvaluationResult, evaluate_sources
 from faers_anon.fetch import FetchConfig, FetchResult, fetch_quarters
-from faers_anon.io.ingest import IngestConfig, ingest_quarters
+from faers_anon.io.ingest import IngestConfig, demo_source, ingest_quarters
 from faers_anon.io.ingest_report import IngestResult
 from faers_anon.release import ReleaseResult
 from faers_anon.release import release as run_release
@@ -75,6 +76,7 @@ def signals(data: Path, output: Path, /, *, config: SignalConfig | None = None) 
 
     Writes ``output`` (``.csv``, else Parquet); see :func:`faers_anon.analysis.run_signals`.
     """
+    check_outputs([output], [data])
     return run_signals(data, output, config=config)
 
 
@@ -83,12 +85,16 @@ def compare(raw: Path, release: Path, out: Path, /, *, config: CompareConfig | N
 
     See :func:`faers_anon.analysis.run_compare`.
     """
-    return run_compare(raw, release, out, config=config)
+    cfg = config or CompareConfig()
+    check_outputs([out], [raw, release, cfg.reference, cfg.outcome_groups])
+    return run_compare(raw, release, out, config=cfg)
 
 
 def anonymize(ingested: Path, out: Path, /, *, config: AnonymizeConfig | None = None) -> AnonymizeResult:
     """Anonymize an ingested folder into the release ``out`` (:func:`.anonymize.anonymize_folder`)."""
-    return anonymize_folder(ingested, out, config=config or AnonymizeConfig())
+    cfg = config or AnonymizeConfig()
+    check_release_target(out, force=cfg.force, inputs=[ingested, cfg.theta_file, cfg.knowledge])
+    return anonymize_folder(ingested, resolved(out), config=cfg)
 
 
 def release_config(config_file: Path | None, flags: Mapping[str, Any], /) -> ReleaseConfig:
@@ -133,7 +139,9 @@ def evaluate(
 
     See :func:`faers_anon.evaluate.evaluate_sources`.
     """
-    return evaluate_sources(sources, out, config=config or EvaluateConfig(), progress=progress)
+    cfg = config or EvaluateConfig()
+    check_outputs([out], [*sources, demo_source() if cfg.demo else None, cfg.theta_file, cfg.knowledge])
+    return evaluate_sources(sources, out, config=cfg, progress=progress)
 
 
 def risk(release: Path, output: Path, /, *, config: RiskConfig | None = None) -> RiskResult:
@@ -141,6 +149,8 @@ def risk(release: Path, output: Path, /, *, config: RiskConfig | None = None) ->
 
     See :func:`faers_anon.risk.assess_risk`.
     """
-    result = assess_risk(release, config=config)
+    cfg = config or RiskConfig()
+    check_outputs([output], [release, cfg.raw, *cfg.series, cfg.classes])
+    result = assess_risk(release, config=cfg)
     write_risk(result, output)
     return result

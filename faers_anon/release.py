@@ -46,11 +46,11 @@ from typing import Any
 
 from faers_anon import __version__
 from faers_anon._release_report import build_report, report_inputs
-from faers_anon._targets import check_outputs, check_replaceable, check_work_dir, is_release, resolved
+from faers_anon._targets import check_release_target, check_work_dir, resolved
 from faers_anon._workspace import publish_folder, signals_raise, work_folder
 from faers_anon.anonymize import AnonymizeConfig, AnonymizeResult, anonymize_folder
 from faers_anon.disassociation_release import signal_inputs
-from faers_anon.errors import ConfigError, InputError, VerificationError
+from faers_anon.errors import InputError, VerificationError
 from faers_anon.io.ingest import demo_source, ingest_quarters
 from faers_anon.io.ingest_report import IngestResult
 from faers_anon.io.release_writer import restricted_path
@@ -141,24 +141,13 @@ def _check_target(sources: Sequence[Path], out: Path, config: ReleaseConfig) -> 
     inputs = [*sources, demo_source() if config.ingest.demo else None, config.ingest.drug_names,
               config.anonymize.theta_file, config.anonymize.knowledge, config.compare.reference,
               config.compare.outcome_groups]  # fmt: skip
-    restricted = restricted_path(out)
-    check_outputs([out, restricted], inputs)
-    check_work_dir(config.work, outputs=[out, restricted], inputs=inputs)
-    check_replaceable(out, force=config.force)
-    if restricted.exists() and _restricted_of(out) != restricted.name:
-        raise ConfigError(f"{restricted}: exists and is not the restricted folder of {out}; it is never "
-                          "replaced: move it away (nothing was written)")  # fmt: skip
+    check_release_target(out, force=config.force, inputs=inputs)
+    check_work_dir(config.work, outputs=[out, restricted_path(out)], inputs=inputs)
+    out = resolved(out)
     if not out.parent.is_dir():
         raise InputError("parent folder does not exist (expected an existing folder)", path=out.parent)
     if not os.access(out.parent, os.W_OK):
         raise InputError("output folder is not writable", path=out.parent)
-
-
-def _restricted_of(out: Path) -> str | None:
-    """The restricted folder an earlier release's manifest names, if any."""
-    manifest = read_manifest(out) if is_release(out) else None
-    restricted = (manifest or {}).get("restricted") or {}
-    return restricted.get("folder") if isinstance(restricted, dict) else None
 
 
 def release(
@@ -184,8 +173,8 @@ def release(
         Interrupted: SIGINT, SIGTERM or SIGHUP (nothing is published, the work folder is removed).
     """
     say = progress or (lambda _line: None)
+    _check_target(sources, Path(out), config)
     out = resolved(out)
-    _check_target(sources, out, config)
     with signals_raise(), work_folder("release", config.work, keep=config.keep_work) as work:
         if config.keep_work:
             say(f"work folder (raw data, kept after the run): {work}")

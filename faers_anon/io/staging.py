@@ -44,10 +44,10 @@ def open_staging(out: Path, /, *, inputs: Iterable[Path | None] = (), work_dir: 
         ConfigError: ``out`` overlaps an input, or exists and is neither empty nor a previous ingest.
         InputError: the work folder cannot be created.
     """
-    out = resolved(out)
     inputs = list(inputs)
     check_outputs([out], inputs)
     check_work_dir(work_dir, outputs=[out], inputs=inputs)
+    out = resolved(out)
     check_replaceable(out, force=True, marker=REPORT_NAME)
     staging = make_work_folder("ingest", work_dir) / _FOLDER
     (staging / "rejects").mkdir(parents=True)

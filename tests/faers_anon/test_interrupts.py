@@ -1,0 +1,110 @@
+"""Real signals sent to a running ``faers-anon release --demo``: nothing is left behind (issue 12, bullet 2).
+
+Each run works in its own temporary folders: ``--work-dir`` (and ``TMPDIR``) inside ``tmp_path``, so
+every folder the run could leave is visible to the test. The moment of each signal is chosen by
+reading the run's progress lines (``[ingest] …``, ``[anonymize] …``, ``[signals] …``), not by sleeping.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from faers_anon.io.ingest import demo_source
+
+FAERS_ANON = Path(sys.executable).with_name("faers-anon")
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _start(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp"), "FAERS_ANON_KEY_FILE": str(tmp_path / "key")}
+    return subprocess.Popen(
+        [str(FAERS_ANON), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+
+
+def _release(tmp_path: Path) -> subprocess.Popen[str]:
+    (tmp_path / "work").mkdir(exist_ok=True)
+    (tmp_path / "pub").mkdir(exist_ok=True)
+    return _start(tmp_path, "release", "--demo", "-o", str(tmp_path / "pub" / "out"),
+                  "--work-dir", str(tmp_path / "work"), "--theta", "0.4")  # fmt: skip
+
+
+def _wait_for(process: subprocess.Popen[str], line: str) -> list[str]:
+    """Read progress lines until ``line`` (the stage has started); fail if the run ends first."""
+    assert process.stdout is not None
+    seen = []
+    for got in process.stdout:
+        seen.append(got.rstrip("\n"))
+        if got.startswith(line):
+            return seen
+    _, err = process.communicate()
+    pytest.fail(f"the run ended before {line!r}: {seen} {err}")
+
+
+def _leftovers(tmp_path: Path) -> list[str]:
+    """Everything the run could have left: beside OUT, in the work dir, in TMPDIR."""
+    return sorted(
+        str(p.relative_to(tmp_path))
+        for folder in ("pub", "work", "tmp")
+        for p in (tmp_path / folder).iterdir()
+    )
+
+
+@pytest.mark.parametrize(
+    ("stage", "signum"),
+    [
+        ("[ingest] …", signal.SIGINT),
+        ("[anonymize] …", signal.SIGTERM),
+        ("[signals] …", signal.SIGTERM),
+    ],
+)
+def test_signal_leaves_nothing(tmp_path: Path, stage: str, signum: int) -> None:
+    demo = _digest(demo_source())
+    process = _release(tmp_path)
+    _wait_for(process, stage)
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 128 + signum, err
+    name = signal.Signals(signum).name
+    assert [line for line in err.splitlines() if line.startswith("Error:")] == [
+        f"Error: interrupted by {name}: stopped; its temporary folders were removed"
+    ]
+    assert "Traceback" not in err
+    assert _leftovers(tmp_path) == []  # no release, no hidden staging or work folder anywhere
+    assert _digest(demo_source()) == demo
+
+
+def test_sigkill_leaves_a_work_folder_the_next_run_removes(tmp_path: Path) -> None:
+    process = _release(tmp_path)
+    _wait_for(process, "[anonymize] …")
+    process.kill()
+    process.communicate(timeout=30)
+    (stale,) = (tmp_path / "work").iterdir()  # the killed run's private folder, raw data inside
+    assert stale.name.startswith("faers-anon-release-") and (stale / "ingested" / "reports.parquet").is_file()
+    assert stale.stat().st_mode & 0o777 == 0o700
+    assert int((stale / "owner.pid").read_text()) == process.pid
+    assert list((tmp_path / "pub").iterdir()) == []  # nothing beside the public folder
+    rerun = _start(tmp_path, "ingest", "--demo", "-o", str(tmp_path / "ingested"),
+                   "--work-dir", str(tmp_path / "work"))  # fmt: skip
+    _, err = rerun.communicate(timeout=60)
+    assert rerun.returncode == 0, err
+    assert list((tmp_path / "work").iterdir()) == []
+    assert (tmp_path / "ingested" / "ingest_report.json").is_file()
