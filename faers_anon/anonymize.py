@@ -262,8 +262,8 @@ def knowledge_table(ingested: Path, /, *, sensitive: Sequence[str], knowledge: P
         return with_combinations(matched, keys).select(list(E_SCHEMA))
     for name in ("drug.parquet", "indi.parquet"):
         if not (ingested / name).is_file():
-            raise InputError(
-                "missing ingested table needed to mine E (or pass --knowledge)", path=ingested / name
+            raise InputError(  # ingest writes every table (empty when not in the source)
+                "missing ingested table (run `faers-anon ingest` first)", path=ingested / name
             )
     mined = mine_from_indications(
         pl.scan_parquet(ingested / "drug.parquet"), pl.scan_parquet(ingested / "indi.parquet")
