@@ -117,12 +117,17 @@ class SignalsRun:
 def run_signals(data: Path, output: Path, /, *, config: SignalConfig | None = None) -> SignalsRun:
     """Compute the signal table of ``data`` and write it to ``output`` (``.csv``, else Parquet).
 
+    With ``measures="all"`` the MGPS prior used (fitted or given) is printed in the summary and, in
+    a Parquet output, stored in the key-value metadata under ``ebgm_prior`` as JSON
+    ``{"alpha1", "beta1", "alpha2", "beta2", "p"}`` (read it with ``pyarrow.parquet.read_metadata``).
+
     Raises:
         InputError: unreadable input (see :func:`read_case_tables`) or an unwritable output.
         SignalsError: bad options.
     """
     table = signal_table(read_case_tables(data), config=config or SignalConfig())
-    _write(table.frame, output)
+    prior = table.ebgm_prior
+    _write(table.frame, output, metadata=None if prior is None else {"ebgm_prior": prior.to_json()})
     return SignalsRun(table=table, output=output)
 
 
@@ -183,12 +188,12 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _write(frame: pl.DataFrame, path: Path) -> None:
+def _write(frame: pl.DataFrame, path: Path, *, metadata: dict[str, str] | None = None) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.suffix.lower() == ".csv":
             frame.write_csv(path)
         else:
-            frame.write_parquet(path, compression="zstd")
+            frame.write_parquet(path, compression="zstd", metadata=metadata)
     except OSError as exc:
         raise InputError(f"cannot write ({exc.strerror})", path=path) from exc

@@ -28,7 +28,7 @@ from faers_anon.risk import parse_items as risk_items
 from faers_anon.verify import VerifyConfig
 from hierarchies.errors import HierarchyError
 from knowledge.errors import KnowledgeError
-from signals import CompareConfig, SignalConfig
+from signals import CompareConfig, GammaMixture, SignalConfig
 from signals.errors import SignalsError
 
 __all__ = ["cli", "main", "USER_ERRORS"]
@@ -277,6 +277,12 @@ def _numbers(ctx: click.Context, param: click.Parameter, value: str | None) -> t
         raise click.BadParameter(f"expected comma-separated numbers, e.g. 18,45,65; got {value!r}") from None
 
 
+def _prior(ctx: click.Context, param: click.Parameter, value: str | None) -> GammaMixture | None:
+    if value is None:
+        return None
+    return GammaMixture.parse(value)  # a SignalsError: the group prints it as one Error line
+
+
 def signal_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by ``signals`` and ``compare``; unset ones keep the command's defaults."""
     options = [
@@ -294,6 +300,18 @@ def signal_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "--role", type=click.Choice(["ps", "suspect", "any"]), default=None, help="Drug roles [ps]."
         ),
         click.option("--age-bands", callback=_numbers, help="Inner age-band edges in years [18,45,65]."),
+        click.option(
+            "--measures",
+            type=click.Choice(["basic", "all"]),
+            default=None,
+            help="basic: PRR, ROR, IC, chi2; all: also EBGM/EB05/EB95, Fisher p + BH q, and with "
+            "--stratify the Mantel-Haenszel ROR and Breslow-Day [signals basic; compare all].",
+        ),
+        click.option(
+            "--ebgm-prior",
+            callback=_prior,
+            help="Fix the MGPS prior alpha1,beta1,alpha2,beta2,p instead of fitting it (--measures all).",
+        ),
     ]
     for option in reversed(options):
         command = option(command)
@@ -333,7 +351,14 @@ def signals_command(data: Path, output: Path, **options: Any) -> None:
     "-o", "--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Output folder."
 )
 @signal_options
-@click.option("--criterion", type=click.Choice(["evans", "ror", "ic"]), default="evans", show_default=True)
+@click.option(
+    "--criterion",
+    type=click.Choice(["evans", "ror", "ic", "eb"]),
+    default="evans",
+    show_default=True,
+    help="Headline criterion: evans (PRR>=2, chi2>=4, a>=3), ror (ROR025>1, a>=3), ic (IC025>0), "
+    "eb (EB05>=2).",
+)
 @click.option(
     "--reference",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),

@@ -21,17 +21,20 @@ Prior fit (maximum marginal likelihood, DuMouchel 1999 §4): over the pairs **re
 times**, where N\\* is the smallest whole count the table keeps (``ceil(min_a)``, 1 by default), the
 likelihood is **truncated at N\\***, f(n)/(1 − Σ_{k<N\\*} f(k)), as openEBGM's ``negLLsquash`` does with
 ``N_star``: pairs never reported together are not in the table, and conditioning on N ≥ N\\* keeps the
-fit unbiased. Pairs with n = 1…4 are *squashed* before fitting (DuMouchel, Pregibon 2001; openEBGM's
-``autoSquash`` defaults): within each count, pairs sorted by E are pooled into bins of 50, 15, 5, 3
-pairs (bin mean E, weight = bin size), the 100, 75, 50, 25 largest E left as they are, and a count
-with fewer than 500 pairs is left whole. The fit minimizes the weighted mean negative log
-likelihood over (ln α1, ln β1, ln α2, ln β2, logit p) with BFGS and its analytic gradient, from
-openEBGM's first three starting points, keeping the best. Fewer than 3 distinct points cannot
-identify five parameters: the fit then falls back to :data:`DEFAULT_PRIOR` (DuMouchel's published
-FDA prior). Under truncation a component whose mass sits near λ = 0 is barely identified (its pairs
-are rarely in the table): the fit may then end with α1 → 0 and p → 1, which scores every reported
-pair as the other gamma alone would (Q_n ≈ 0 for n ≥ 1). That is the maximum, not a failure; the
-fitted prior is printed and stored (``ebgm_prior``) so that a reader sees it.
+fit unbiased. Pairs with n = 1…4 are *squashed* before fitting (DuMouchel & Pregibon 2001, as
+openEBGM's ``squashData``): within each count, pairs sorted by E are pooled into bins (bin mean E,
+weight = bin size) of 50 pairs for n = 1 with the 100 largest E left whole (``squashData``'s
+defaults), and — our choice, shrinking with the count as openEBGM's ``autoSquash`` does — bins of 15,
+5, 3 pairs with 75, 50, 25 kept for n = 2, 3, 4; a count with fewer than 500 pairs is not squashed
+(``min_pts``). The fit minimizes the weighted mean negative log likelihood over
+(ln α1, ln β1, ln α2, ln β2, logit p) with BFGS and its analytic gradient, from openEBGM's first
+three starting points, keeping the best. Fewer than 20 pairs (four per parameter), or a single
+distinct count, cannot identify five parameters: the fit then falls back to :data:`DEFAULT_PRIOR`
+(PhViD's starting prior: DuMouchel's FDA estimate, rounded). Under truncation a component whose
+mass sits near λ = 0 is barely identified (its pairs are rarely in the table): the fit may then end
+with α1 → 0 and p → 1, which scores every reported pair as the other gamma alone would (Q_n ≈ 0
+for n ≥ 1). That is the maximum, not a failure; the fitted prior is printed and stored
+(``ebgm_prior``) so that a reader sees it.
 
 Edges: n = 0 (a panel pair never reported) gives the posterior of an unreported pair, with its
 upper bound EB95; E = 0 (the drug or the event has no case in the stratum) makes the posterior the
@@ -96,11 +99,13 @@ class GammaMixture:
         )
 
 
-# DuMouchel 1999, Table 2 (the FDA SRS fit): the fallback when the data cannot identify a prior
-DEFAULT_PRIOR = GammaMixture(alpha1=0.2041, beta1=0.05816, alpha2=1.415, beta2=1.838, p=0.0969)
+# PhViD's GPS starting prior (Ahmed & Poncet, R package PhViD, PRIOR.INIT), DuMouchel 1999's FDA SRS
+# estimate rounded: the fallback when the data cannot identify a prior
+DEFAULT_PRIOR = GammaMixture(alpha1=0.2, beta1=0.06, alpha2=1.4, beta2=1.8, p=0.1)
 _STARTS = ((0.2, 0.1, 2.0, 4.0, 1 / 3), (0.1, 0.1, 10.0, 10.0, 0.2), (0.5, 0.3, 6.0, 6.0, 0.5))
 _SQUASH = {1: (50, 100), 2: (15, 75), 3: (5, 50), 4: (3, 25)}  # count: (bin size, points kept whole)
 _SQUASH_MIN = 500
+_MIN_PAIRS = 20  # four pairs per parameter, at least
 
 
 def squash(n: np.ndarray, e: np.ndarray, /) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -188,7 +193,7 @@ def fit_prior(a: np.ndarray, expected: np.ndarray, /, *, n_star: int = 1) -> Gam
         raise SignalsError(f"ebgm: n_star must be >= 1; got {n_star!r}")
     keep = (a >= n_star) & (expected > 0) & np.isfinite(expected)
     n, e, w = squash(a[keep].astype(np.float64), expected[keep].astype(np.float64))
-    if n.size < 3 or np.unique(n).size < 2:
+    if int(keep.sum()) < _MIN_PAIRS or np.unique(n).size < 2:
         return DEFAULT_PRIOR
     best = None
     log_fact = gammaln(n + 1.0)
@@ -211,10 +216,15 @@ def fit_prior(a: np.ndarray, expected: np.ndarray, /, *, n_star: int = 1) -> Gam
 
 
 def _posterior_weight(n: np.ndarray, e: np.ndarray, prior: GammaMixture) -> np.ndarray:
-    """Q_n = p·f_1(n) / (p·f_1(n) + (1 − p)·f_2(n)), the posterior weight of the first gamma."""
+    """Q_n = p·f_1(n) / (p·f_1(n) + (1 − p)·f_2(n)), the posterior weight of the first gamma.
+
+    n > 0 at E = 0 has probability 0 under both components; Q is then p (the data tell nothing).
+    """
     l1 = np.log(prior.p) + _component_terms(n, e, prior.alpha1, prior.beta1)[0]
     l2 = np.log1p(-prior.p) + _component_terms(n, e, prior.alpha2, prior.beta2)[0]
-    return np.exp(l1 - np.logaddexp(l1, l2))
+    total = np.logaddexp(l1, l2)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(total), np.exp(l1 - total), prior.p)
 
 
 def _mixture_cdf(

@@ -97,7 +97,8 @@ def test_signals_mistakes_print_one_line(tmp_path: Path, args: list[str], messag
 
 
 def test_not_a_data_folder(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["signals", str(tmp_path), "-o", str(tmp_path / "s.parquet")])
+    (tmp_path / "empty").mkdir()
+    result = CliRunner().invoke(cli, ["signals", str(tmp_path / "empty"), "-o", str(tmp_path / "s.parquet")])
     assert result.exit_code == 1
     assert result.output.startswith("Error: ") and result.output.count("\n") == 1
     assert (
@@ -119,3 +120,41 @@ def test_help(command: str) -> None:
     result = CliRunner().invoke(cli, [command, "--help"])
     assert result.exit_code == 0
     assert "Example: faers-anon " + command in result.output
+
+
+def test_signals_all_measures_store_the_prior(tmp_path: Path) -> None:
+    data = _folder(tmp_path / "raw", release=False)
+    out = tmp_path / "signals.parquet"
+    result = CliRunner().invoke(
+        cli,
+        ["signals", str(data), "-o", str(out), "--measures", "all", "--stratify", "sex",
+         "--ebgm-prior", "0.2,0.1,2,4,0.3"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "EBGM prior: alpha1=0.2 beta1=0.1 alpha2=2 beta2=4 p=0.3" in result.output
+    stored = json.loads(pl.read_parquet_metadata(out)["ebgm_prior"])
+    assert stored == {"alpha1": 0.2, "beta1": 0.1, "alpha2": 2.0, "beta2": 4.0, "p": 0.3}
+    frame = pl.read_parquet(out)
+    assert {"ebgm", "eb05", "eb95", "fisher_p", "fisher_q", "ror_mh", "breslow_day_p"} <= set(frame.columns)
+    # X-NAUSEA over sex F (cases 1: X+N; 4: Y+R) and M (2, 3: X+N): no stratum has b*c > 0, so MH
+    # is corrected; it stays finite and the pair's crude table (3, 0, 0, 1) too
+    overall = frame.filter((pl.col("stratum") == "all") & (pl.col("drug") == "X")).row(0, named=True)
+    assert overall["ror_mh_corrected"] is True and overall["ror_mh"] > 1
+
+
+def test_signals_default_has_no_prior_metadata(tmp_path: Path) -> None:
+    data = _folder(tmp_path / "raw", release=False)
+    out = tmp_path / "signals.parquet"
+    assert CliRunner().invoke(cli, ["signals", str(data), "-o", str(out)]).exit_code == 0
+    assert "ebgm_prior" not in pl.read_parquet_metadata(out)
+    assert "ebgm" not in pl.read_parquet(out).columns
+
+
+def test_bad_ebgm_prior_is_one_error_line(tmp_path: Path) -> None:
+    data = _folder(tmp_path / "raw", release=False)
+    result = CliRunner().invoke(
+        cli,
+        ["signals", str(data), "-o", str(tmp_path / "s.parquet"), "--measures", "all", "--ebgm-prior", "1,2"],
+    )
+    assert result.exit_code == 1
+    assert result.output == "Error: ebgm prior: expected 5 numbers alpha1,beta1,alpha2,beta2,p; got '1,2'\n"

@@ -134,3 +134,29 @@ def test_raw_with_ranges_is_refused(planted_release: CaseTables) -> None:
         compare(planted_release, planted_release)
     with pytest.raises(SignalsError, match="criterion must be one of evans, ror, ic, eb; got 'prr'"):
         CompareConfig(criterion="prr")
+
+
+def test_every_criterion_survives_and_the_panel_has_the_adjusted_ror() -> None:
+    assert CompareConfig().signals.measures == "all"  # compare runs the whole battery by default
+    config = CompareConfig(signals=SignalConfig(stratify=("age", "sex"), min_a=3, measures="all"))
+    result = compare(_warfarin(False), _warfarin(True), config=config)
+    assert result.criteria == ("evans", "ror", "ic", "eb")
+    assert set(result.survival.get_column("criterion")) == {"evans", "ror", "ic", "eb"}
+    overview = result.as_dict()
+    assert set(overview["overall"]) == {"evans", "ror", "ic", "eb"}
+    assert overview["criteria"]["ror"] == {
+        "rule": "ROR025 > 1, a >= 3", "min_a": 3, "source": "EMA/849944/2016 (EudraVigilance screening)"
+    }  # fmt: skip
+    assert set(overview["ebgm_prior"]["raw"]) == {"alpha1", "beta1", "alpha2", "beta2", "p"}
+    json.dumps(overview, allow_nan=False)
+    warfarin = result.panel.filter(pl.col("drug") == "WARFARIN").row(0, named=True)
+    # age >= 60 holds the 40 women aged 70, one band: MH = that table's OR = 10*19 / (10*1) = 19
+    assert warfarin["ror_mh_raw"] == pytest.approx(19.0) and warfarin["ror_raw"] == pytest.approx(19.0)
+    assert warfarin["ror_mh_lo_raw"] < 19.0 < warfarin["ror_mh_hi_raw"]
+    assert {f"survived_{c}" for c in result.criteria} <= set(result.panel.columns)
+    assert warfarin["survived_evans"] == warfarin["survived"]  # the headline criterion is evans
+
+
+def test_eb_criterion_needs_all_measures() -> None:
+    with pytest.raises(SignalsError, match="criterion eb needs measures 'all'"):
+        CompareConfig(criterion="eb", signals=SignalConfig())
