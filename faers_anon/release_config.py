@@ -77,8 +77,9 @@ class ReleaseConfig:
         ingest: demo quarter and drug-name lookup.
         compare: signal options for the raw-vs-release comparison and the reference panel.
         force: replace an existing release folder.
-        work: where the intermediate (raw, ingested) tables go; default a temporary folder beside
-            the release, removed at the end. It holds raw data: never inside the release.
+        work: the parent of the private (0700) work folder holding the intermediate (raw,
+            ingested) tables; default the system temp folder. Removed at the end (on an error or
+            an interrupt too); never inside the release (:mod:`faers_anon._workspace`).
         keep_work: keep ``work`` after the run (for audits; it is raw data).
     """
 

@@ -161,7 +161,7 @@ def test_cli_happy_path_mistakes_and_help(
     )
     assert "Traceback" not in bad.output
     numbers = runner.invoke(cli, ["evaluate", ingested, "-o", str(tmp_path / "g"), "--k", "five"])
-    assert numbers.exit_code == 2 and "expected comma-separated integers" in numbers.output
+    assert numbers.exit_code == 1 and "expected comma-separated integers" in numbers.output
     helped = runner.invoke(cli, ["evaluate", "--help"])
     assert helped.exit_code == 0 and "--theta-setting" in helped.output and "Example:" in helped.output
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from faers_anon import _workspace
 from faers_anon.io.ingest import demo_source
 
 FAERS_ANON = Path(sys.executable).with_name("faers-anon")
@@ -108,3 +109,49 @@ def test_sigkill_leaves_a_work_folder_the_next_run_removes(tmp_path: Path) -> No
     assert rerun.returncode == 0, err
     assert list((tmp_path / "work").iterdir()) == []
     assert (tmp_path / "ingested" / "ingest_report.json").is_file()
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", ""])
+    child.wait()
+    return child.pid
+
+
+def test_publishing_removes_what_killed_runs_left_beside_out(tmp_path: Path) -> None:
+    dead, live = _dead_pid(), os.getppid()
+    out = tmp_path / "out"
+    stale = [".out.work-ab_12cd/ingested", f".out.staging-{dead}", f"..out.staging-{dead}.tmp-{dead}"]
+    left = [*stale, f".out.old-{dead}", f".out.tmp-{dead}", f".out.staging-{live}", f".other.staging-{dead}"]
+    for name in left:
+        (tmp_path / name).mkdir(parents=True)
+        (tmp_path / name / "reports.parquet").write_bytes(b"raw")
+    built = tmp_path / "built"
+    built.mkdir()
+    (built / "manifest.json").write_text("{}")
+    _workspace.publish_folder(built, out)
+    # a live run's staging folder and another release's folders are kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        f".other.staging-{dead}",
+        f".out.staging-{live}",
+        "out",
+    ]
+    assert (out / "manifest.json").read_text() == "{}"
+
+
+def test_failed_rename_puts_the_earlier_release_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out, built = tmp_path / "out", tmp_path / "built"
+    for folder, text in ((out, "earlier"), (built, "new")):
+        folder.mkdir()
+        (folder / "manifest.json").write_text(text)
+    rename = os.rename
+
+    def failing(src: str | Path, dst: str | Path) -> None:
+        if Path(dst) == out and ".staging-" in Path(src).name:
+            raise OSError(5, "Input/output error")
+        rename(src, dst)
+
+    monkeypatch.setattr(_workspace.os, "rename", failing)
+    with pytest.raises(OSError, match="Input/output"):
+        _workspace.publish_folder(built, out)
+    assert (out / "manifest.json").read_text() == "earlier"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
