@@ -16,8 +16,9 @@ from the methods. What each method guarantees, and so what is checked:
 * ``ra``, ``enhanced-ra``, ``meds``, ``mews``: no group-size guarantee; the verdict's label carries the
   recorded privacy figure (``method_privacy``: probabilistic anonymity Pa, swap disclosure), and DR is
   reported as for every release; the structure rules (``case_split``, ``integrity``) decide.
-* ``disassociation``: ``km`` and ``disassociated`` on the released form, with the method's own reader
-  and checker (:mod:`faers_anon._verify_disassociation`), no QID group size; DR on one reconstruction.
+* ``disassociation``: ``km`` and ``disassociated`` on the released form, read and checked by the
+  verifier's own code (:mod:`faers_anon._verify_disassociation`), no QID group size; DR on each
+  case's possible items.
 
 Models (``parameters.model``) are dispatched to :mod:`faers_anon._verify_models` unchanged.
 """
@@ -31,12 +32,12 @@ from typing import Any
 
 import polars as pl
 
-from faers_anon._verify_disassociation import KM_LABEL, km_m, km_violations, with_reconstruction
+from faers_anon._verify_disassociation import KM_LABEL, km_m, km_violations, with_possible_items
 from faers_anon._verify_models import ModelCheck, Reader, check_for, model_violations
 from faers_anon.errors import ConfigError, InputError
 
 __all__ = ["METHOD_CHECKS", "SEARCH_LIMIT", "check_for_release", "kl_violations", "release_violations",
-           "with_reconstruction"]  # fmt: skip
+           "with_possible_items"]  # fmt: skip
 
 SEARCH_LIMIT = 200_000
 """Steps of the exhaustive search for l completely different cases, per group."""

@@ -68,6 +68,10 @@ def verify(release: Path, /, *, config: VerifyConfig | None = None) -> Verdict:
         qids=cfg.qids,
         tolerance=cfg.tolerance,
         check_hashes=cfg.check_hashes,
+        public_key=cfg.public_key,
+        thresholds=cfg.thresholds,
+        knowledge=cfg.knowledge,
+        policy=cfg.policy,
     )
 
 

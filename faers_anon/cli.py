@@ -21,6 +21,7 @@ from faers_anon.anonymize import AnonymizeConfig
 from faers_anon.errors import FaersAnonError, Interrupted, VerificationError
 from faers_anon.fetch import FDA_BASE_URL, FetchConfig
 from faers_anon.io.ingest import IngestConfig
+from faers_anon.keys import load_key, read_public_key
 from faers_anon.method_release import RELEASE_METHODS
 from faers_anon.models import MODELS
 from faers_anon.risk import RiskConfig
@@ -223,6 +224,13 @@ _MODEL_OPTIONS = [
     click.option(
         "--seed", type=int, default=0, show_default=True, help="Seed of the run's random generator."
     ),
+    click.option(
+        "--key-file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Agency key for the pseudonymous ids and the certificate (created 0600 on first use; "
+        "docs/keys.md) [default: $FAERS_ANON_KEY_FILE].",
+    ),
 ]
 
 
@@ -249,15 +257,36 @@ def anonymize(ingested: Path, out: Path, theta_rule: str | None, **options: Any)
 @cli.command()
 @click.argument("release", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--k", type=int, default=None, help="Minimum distinct cases per group [default: manifest's].")
-@click.option("--no-hashes", is_flag=True, help="Skip the SHA-256 check of the files manifest.json lists.")
-def verify(release: Path, k: int | None, no_hashes: bool) -> None:
-    """Re-check a release against MS(k,θ*)-bounding from its files alone; exit 1 when it fails.
+@click.option("--no-hashes", is_flag=True,
+              help="Skip the integrity checks (certificate, SHA-256, counts, ascii = parquet).")
+@click.option("--public-key", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="The agency's published public key (.pub); the certificate must verify under it.")
+@click.option("--key-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="The agency key file: its public key is trusted [$FAERS_ANON_KEY_FILE].")
+@click.option("--thresholds", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="The θ* the agency states (value,theta CSV), not the release's own.")
+@click.option("--knowledge", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="The E the agency states (drug_key,disease,weight CSV), not the release's.")
+@click.option("--policy", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="The column policy the agency states (JSON, as manifest.json's policy).")
+def verify(
+    release: Path, k: int | None, no_hashes: bool, public_key: Path | None, key_file: Path | None,
+    **stated: Path | None,
+) -> None:  # fmt: skip
+    """Re-check a release from its files alone: its privacy model, its certificate, its integrity.
 
-    Prints DR, the group-size distribution and the violating groups (first 20, then a count).
+    Exit 1 when it fails. What the agency states (--k, --thresholds, --knowledge, --policy) overrides
+    what the release says about itself; each difference is named. Prints DR, the group-size
+    distribution and the violations (first 20, then a count).
 
-    Example: faers-anon verify out/release-24Q1 --k 5
+    Example: faers-anon verify out/release-24Q1 --public-key agency.key.pub --k 5
     """
-    verdict = api.verify(release, config=VerifyConfig(k=k, check_hashes=not no_hashes))
+    trusted = (
+        read_public_key(public_key) if public_key is not None
+        else load_key(key_file, create=False).public_key if key_file is not None else None
+    )  # fmt: skip
+    config = VerifyConfig(k=k, check_hashes=not no_hashes, public_key=trusted, **stated)  # type: ignore[arg-type]
+    verdict = api.verify(release, config=config)
     click.echo(verdict.summary(limit=20))
     if not verdict.ok:
         count = verdict.violations.height

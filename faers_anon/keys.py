@@ -40,7 +40,15 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from faers_anon.errors import ConfigError
 
-__all__ = ["AgencyKey", "KEY_ENV", "load_key", "public_key_id", "read_public_key", "resolve_key_file"]
+__all__ = [
+    "AgencyKey",
+    "KEY_ENV",
+    "default_public_key",
+    "load_key",
+    "public_key_id",
+    "read_public_key",
+    "resolve_key_file",
+]
 
 log = logging.getLogger(__name__)
 
@@ -107,14 +115,17 @@ def resolve_key_file(path: Path | None) -> Path:
     )
 
 
-def load_key(path: Path | None) -> AgencyKey:
-    """Read the agency key file (creating it on first use) and derive its keys.
+def load_key(path: Path | None, *, create: bool = True) -> AgencyKey:
+    """Read the agency key file (creating it on first use unless ``create`` is False) and derive its keys.
 
     Raises:
-        ConfigError: no key file given, or it is a folder, unreadable, malformed, or open to others.
+        ConfigError: no key file given, or it is missing (``create=False``), a folder, unreadable,
+            malformed, or open to others.
     """
     path = resolve_key_file(path)
     if not path.exists() and not path.is_symlink():
+        if not create:
+            raise ConfigError(f"{path}: key file not found")
         _create(path)
     if path.is_dir():
         raise ConfigError(f"{path}: key file is a folder")
@@ -156,6 +167,18 @@ def _create(path: Path) -> None:
         path,
         pub,
     )
+
+
+def default_public_key() -> bytes | None:
+    """The public key of ``$FAERS_ANON_KEY_FILE`` when that file exists (the agency's own machine), else None.
+
+    Raises:
+        ConfigError: the file exists but is unreadable, malformed or open to others.
+    """
+    env = os.environ.get(KEY_ENV)
+    if not env or not Path(env).exists():
+        return None
+    return load_key(Path(env), create=False).public_key
 
 
 def read_public_key(path: Path) -> bytes:

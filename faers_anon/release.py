@@ -49,11 +49,13 @@ from faers_anon._release_report import build_report, report_inputs
 from faers_anon._targets import check_release_target, check_work_dir, resolved
 from faers_anon._workspace import publish_folder, signals_raise, work_folder
 from faers_anon.anonymize import AnonymizeConfig, AnonymizeResult, anonymize_folder
+from faers_anon.certificate import seal
 from faers_anon.disassociation_release import signal_inputs
 from faers_anon.errors import InputError, VerificationError
 from faers_anon.io.ingest import demo_source, ingest_quarters
 from faers_anon.io.ingest_report import IngestResult
 from faers_anon.io.release_writer import restricted_path
+from faers_anon.keys import load_key
 from faers_anon.manifest import (
     MANIFEST_NAME,
     TIMINGS_FIELD,
@@ -202,7 +204,7 @@ def _run(
         f"DR {anonymized.dr:.4f} ({seconds['anonymize']:.1f} s)"
     )
     with _stage("verify", seconds, say):
-        verdict = verify_release(built)
+        verdict = verify_release(built, public_key=load_key(config.anonymize.key_file).public_key)
     say(
         f"[verify] {'OK' if verdict.ok else 'FAILED'}: {verdict.n_groups:,} QID-groups, "
         f"DR {verdict.dr:.4f} ({seconds['verify']:.1f} s)"
@@ -235,6 +237,7 @@ def _run(
         (built / "report.html").write_text(page, encoding="utf-8")
         seconds["report"] = time.perf_counter() - report_start
         _rehash(built, sources=_sources_hashes(sources, config.ingest.demo), timings=seconds)
+        seal(built, load_key(config.anonymize.key_file))  # the manifest changed: sign it again
         _publish(built, out)
     say(f"[report] written ({seconds['report']:.1f} s)")
     return ReleaseResult(

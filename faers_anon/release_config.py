@@ -17,6 +17,7 @@ The TOML file uses the flags' names (dashes or underscores), either at the top l
     seed = 7
     stratify = ["age", "sex"]
     conditions = ["age>=18", "age>=60", "age<18", "sex=F"]
+    key-file = "/secure/faers-anon/agency.key"   # the agency key (docs/keys.md); never in the release
 
 Unknown keys are an error naming the file and the key, so a typo never silently falls back to a
 default.
@@ -53,6 +54,7 @@ RELEASE_OPTIONS: Mapping[str, tuple[str, str, str]] = {
     "qids": ("anonymize", "qids", "list"),
     "candidates": ("anonymize", "candidates", "int"),
     "scan_limit": ("anonymize", "scan_limit", "int"),
+    "key_file": ("anonymize", "key_file", "path"),
     "demo": ("ingest", "demo", "bool"),
     "drug_names": ("ingest", "drug_names", "path"),
     "role": ("signals", "role", "str"),

@@ -1,9 +1,13 @@
 """Independent re-check of a written release against its privacy model (SPEC §5, §7, §8, §10).
 
 The verifier reads only the release's files (``parquet/<table>.parquet``, or the ``ascii/`` files when
-a parquet table is absent; ``knowledge.csv``; ``thresholds.csv``; ``manifest.json``) and recomputes
-everything itself, sharing no code with the clustering engine or the release writer, so a bug there
-cannot hide here. Rules checked:
+a parquet table is absent; ``knowledge.csv``; ``thresholds.csv``; ``manifest.json``;
+``certificate.json``) and recomputes everything itself, importing nothing of the anonymizer, the
+engine or the writer (only :mod:`faers_anon.errors`, and :mod:`faers_anon.keys` for the agency's own
+trusted key; ``tests/faers_anon/test_verify_independence.py`` enforces it), so a bug there cannot
+hide here. What the agency states separately (``k``, ``thresholds``, ``knowledge``, ``policy``)
+overrides what the release says about itself, and each difference is a violation
+(:mod:`faers_anon._verify_stated`). Rules checked:
 
 * ``k``: every QID-group, a distinct released tuple (``age_group``, ``age_min``, ``age_max``, ``sex``,
   ``wt_min``, ``wt_max`` and any extra QID columns), holds at least k distinct caseids (SPEC §4: k
@@ -14,11 +18,14 @@ cannot hide here. Rules checked:
   s is among the case's indications (``indi_pt``) or reactions (``pt``), as far as the manifest's
   ``parameters.sensitive`` makes them sensitive (default both), else max over the case's drugs d
   (``drug_key``) of w(d, s) from ``knowledge.csv``, 0 if none (SPEC §5). The case's values are the union
-  over all its released reports (its super-record). Values outside ``thresholds.csv`` have θ = 1 and
-  can never fail. Terms, diseases, drug keys and threshold values are compared by the canonical key
+  over all its released reports (its super-record). A value of a sensitive attribute missing from
+  ``thresholds.csv`` is a violation of its own (``unlisted``): its decision must be stated. Terms,
+  diseases, drug keys and threshold values are compared by the canonical key
   upper(strip(collapse whitespace(term))); a value listed twice keeps its smallest θ.
-* ``integrity``: every file the manifest lists in ``outputs`` exists with that SHA-256 (skipped
-  without a manifest or with ``check_hashes=False``; files the manifest does not list are ignored).
+* ``unlisted``, ``policy``, ``stated``: :mod:`faers_anon._verify_stated`.
+* ``manifest``, ``certificate``, ``integrity``, ``counts``, ``ascii``: the release is the one the
+  agency signed, whole, its counts as the manifest says and its ascii copy equal to its Parquet copy
+  (:mod:`faers_anon._verify_integrity`; skipped with ``check_hashes=False``).
 
 These are the rules of MS(k, θ*)-bounding, the default. Another model (``parameters.model``) has its
 own (:mod:`faers_anon._verify_models`): k in rows for k-anonymity and (α,k)-anonymity, no ``case_split``
@@ -30,19 +37,19 @@ DR = dangerous groups / groups, a group being dangerous when some s has conf > �
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
-from faers_anon._verify_methods import check_for_release, release_violations, with_reconstruction
+from faers_anon._verify_integrity import integrity_violations, read_manifest_json
+from faers_anon._verify_methods import check_for_release, release_violations, with_possible_items
+from faers_anon._verify_stated import canonical, checked_inputs, policy_violations
 from faers_anon.errors import ConfigError, InputError
-from faers_anon.manifest import read_manifest
+from faers_anon.keys import default_public_key
 
 __all__ = ["VerifyConfig", "Verdict", "verify_release", "STANDARD_QIDS"]
 
@@ -66,7 +73,11 @@ class VerifyConfig:
             the ``columns.demo.qid`` list the release writer records; the names ``age``, ``sex``,
             ``weight`` stand for the standard columns).
         tolerance: slack when comparing conf with θ (floating-point sums).
-        check_hashes: check the manifest's SHA-256 of every listed output file.
+        check_hashes: check the integrity rules (certificate, SHA-256, counts, ascii = parquet).
+        public_key: the trusted raw Ed25519 public key (default: that of ``$FAERS_ANON_KEY_FILE``
+            when the file exists; the key the release names is never trusted).
+        thresholds, knowledge, policy: the agency's own thresholds.csv, E (knowledge.csv) and column
+            policy (JSON) to check against instead of the release's copies.
     """
 
     k: int | None = None
@@ -74,6 +85,10 @@ class VerifyConfig:
     qids: tuple[str, ...] | None = None
     tolerance: float = 1e-9
     check_hashes: bool = True
+    public_key: bytes | None = None
+    thresholds: Path | None = None
+    knowledge: Path | None = None
+    policy: Path | None = None
 
     def __post_init__(self) -> None:
         if self.k is not None and (isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1):
@@ -142,13 +157,17 @@ def verify_release(
     qids: Sequence[str] | None = None,
     tolerance: float = 1e-9,
     check_hashes: bool = True,
+    public_key: bytes | None = None,
+    thresholds: Path | None = None,
+    knowledge: Path | None = None,
+    policy: Path | None = None,
 ) -> Verdict:
     """Re-check a release from its files alone (rules in the module docstring).
 
     Args:
         release: the release folder.
-        k, sensitive, qids, tolerance, check_hashes: see :class:`VerifyConfig`; given values override
-            the manifest.
+        k, sensitive, qids, tolerance, check_hashes, public_key, thresholds, knowledge, policy: see
+            :class:`VerifyConfig`; given values override the manifest and the release's own files.
 
     Returns:
         The verdict; ``ok`` is False when any rule fails (the function does not raise for that).
@@ -163,10 +182,14 @@ def verify_release(
         qids=tuple(qids) if qids is not None else None,
         tolerance=tolerance,
         check_hashes=check_hashes,
+        public_key=public_key,
+        thresholds=thresholds,
+        knowledge=knowledge,
+        policy=policy,
     )
     if not release.is_dir():
         raise InputError("not a release folder", path=release)
-    manifest = read_manifest(release) or {}
+    manifest = read_manifest_json(release)
     if not isinstance(manifest.get("parameters", {}), dict):
         raise InputError("parameters: expected a JSON object", path=release / "manifest.json")
     params = manifest.get("parameters") or {}
@@ -191,17 +214,18 @@ def verify_release(
     members = reports.select("caseid", "group").unique()
     sizes = members.group_by("group").agg(pl.len().alias("cases"))
 
-    def thresholds() -> pl.DataFrame:
-        frame = _read_csv(release / "thresholds.csv", "theta", ["value"])
-        return frame.group_by("value").agg(pl.col("theta").min())
-
+    thetas, know, stated = checked_inputs(
+        release, params, k=config.k, thresholds=config.thresholds, knowledge=config.knowledge
+    )
     found = release_violations(
         check, partial(_table, release), reports=reports, members=members, tables=sorted(tables), k=k_used,
-        thresholds=thresholds, tolerance=config.tolerance, params=params, release=release,
+        thresholds=lambda: thetas, tolerance=config.tolerance, params=params, release=release,
     )  # fmt: skip
+    found += [stated, policy_violations(release, manifest, config.policy)]
     if check.case_split:
         found.append(_splits(members))
-    conf = _conf(release, members, sizes, tables)
+    conf, unlisted = _conf(release, members, sizes, tables, thetas, know)
+    found.append(unlisted)
     dangerous = conf.filter(pl.col("conf") > pl.col("theta") + config.tolerance)
     if check.theta:
         found.append(
@@ -213,13 +237,15 @@ def verify_release(
                 ),  # fmt: skip
             )
         )
+    n_cases = members.select(pl.col("caseid").n_unique()).item()
+    if config.check_hashes:
+        trusted = config.public_key if config.public_key is not None else default_public_key()
+        found.append(integrity_violations(release, trusted=trusted, n_cases=n_cases))
     violations = (
         pl.concat(found)
         .join(groups.select("group", "qid"), on="group", how="left")
         .select("group", "qid", "rule", "detail")
     )
-    if config.check_hashes:
-        violations = pl.concat([violations, _integrity(release, manifest)])
     violations = violations.cast(_VIOLATIONS).sort("group", "rule", "detail", nulls_last=True)  # type: ignore[arg-type]
     n_groups = groups.height
     n_dangerous = dangerous.select(pl.col("group").n_unique()).item()
@@ -227,7 +253,7 @@ def verify_release(
         release=release,
         ok=violations.height == 0,
         k=k_used,
-        n_cases=members.select(pl.col("caseid").n_unique()).item(),
+        n_cases=n_cases,
         n_reports=demo.height,
         n_groups=n_groups,
         n_dangerous=n_dangerous,
@@ -237,12 +263,6 @@ def verify_release(
         model=str(params.get("model") or "ms-k-theta"),
         label=check.label.format(k=k_used),
     )
-
-
-def _canonical(expr: pl.Expr) -> pl.Expr:
-    """upper(strip(collapse whitespace(term))); empty → null."""
-    key = expr.cast(pl.String).str.replace_all(r"\s+", " ").str.strip_chars().str.to_uppercase()
-    return pl.when(key.str.len_chars() > 0).then(key)
 
 
 def _sensitive_tables(names: Sequence[str]) -> frozenset[str]:
@@ -268,7 +288,7 @@ def _label(qid_cols: Sequence[str]) -> pl.Expr:
     return pl.concat_str(parts, separator=", ").alias("qid")
 
 
-@with_reconstruction  # DRUG and REAC of a disassociation release: one reconstruction (_verify_methods)
+@with_possible_items  # DRUG and REAC of a disassociation release: its possible items (_verify_disassociation)
 def _table(release: Path, table: str, columns: Sequence[str]) -> pl.LazyFrame:
     """One release table (parquet, else the ascii files of every quarter), ``caseid`` as text."""
     parquet = release / "parquet" / f"{table}.parquet"
@@ -292,64 +312,45 @@ def _table(release: Path, table: str, columns: Sequence[str]) -> pl.LazyFrame:
     return frame.select(columns).with_columns(pl.col("caseid").cast(pl.String))
 
 
-def _read_csv(path: Path, numeric: str, text: Sequence[str]) -> pl.DataFrame:
-    """A release CSV with text columns ``text`` and a number in [0, 1] in ``numeric``; line = 1-based."""
-    if not path.is_file():
-        raise InputError("missing file", path=path)
-    try:
-        frame = pl.read_csv(path, infer_schema=False, row_index_name="line", row_index_offset=2)
-    except pl.exceptions.PolarsError as exc:
-        raise InputError(f"unreadable CSV ({str(exc).splitlines()[0]})", path=path) from exc
-    for name in (*text, numeric):
-        if name not in frame.columns:
-            raise InputError("missing column", path=path, field=name)
-    frame = frame.with_columns(pl.col(numeric).cast(pl.Float64, strict=False).alias("_num"))
-    bad = frame.filter(pl.col("_num").is_null() | pl.col("_num").is_nan() | ~pl.col("_num").is_between(0, 1))
-    if bad.height:
-        raise InputError(
-            f"{bad[numeric][0]!r} is not a number in [0, 1]",
-            path=path,
-            line=int(bad["line"][0]),
-            field=numeric,
-        )
-    return frame.select(*(_canonical(pl.col(c)).alias(c) for c in text), pl.col("_num").alias(numeric))
+def _conf(
+    release: Path,
+    members: pl.DataFrame,
+    sizes: pl.DataFrame,
+    tables: frozenset[str],
+    thetas: pl.DataFrame,
+    knowledge: pl.DataFrame,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """conf(q → s, E) and θ_s for every group q and listed s some case reaches; rule ``unlisted``.
 
-
-def _conf(release: Path, members: pl.DataFrame, sizes: pl.DataFrame, tables: frozenset[str]) -> pl.DataFrame:
-    """conf(q → s, E) and θ_s for every group q and every s of thresholds.csv that some case reaches."""
-    thetas = (
-        _read_csv(release / "thresholds.csv", "theta", ["value"])
-        .drop_nulls("value")
-        .group_by("value")
-        .agg(pl.col("theta").min())
-    )
-    knowledge = _read_csv(release / "knowledge.csv", "weight", ["drug_key", "disease"]).rename(
-        {"disease": "value"}
-    )
+    ``knowledge`` is E as (drug_key, value, weight), canonical; ``thetas`` (value, theta).
+    """
     parts = [pl.DataFrame(schema={"caseid": pl.String, "value": pl.String, "p": pl.Float64}).lazy()]
     own = {"indi": "indi_pt", "reac": "pt"}
     for table in sorted(tables):
         parts.append(
             _table(release, table, ["caseid", own[table]]).select(
-                "caseid", _canonical(pl.col(own[table])).alias("value"), pl.lit(1.0).alias("p")
+                "caseid", canonical(pl.col(own[table])).alias("value"), pl.lit(1.0).alias("p")
             )
         )
     if knowledge.height:
         parts.append(
             _table(release, "drug", ["caseid", "drug_key"])
-            .select("caseid", _canonical(pl.col("drug_key")).alias("drug_key"))
+            .select("caseid", canonical(pl.col("drug_key")).alias("drug_key"))
             .join(knowledge.lazy(), on="drug_key")
             .select("caseid", "value", pl.col("weight").alias("p"))
         )
-    p_case = (
-        pl.concat(parts)
-        .join(thetas.lazy().select("value"), on="value", how="semi")
-        .group_by("caseid", "value")
-        .agg(pl.col("p").max())
-    )
-    return (
+    reached = pl.concat(parts).drop_nulls("value").collect()
+    missing = reached.select("value").unique().join(thetas, on="value", how="anti").sort("value")
+    unlisted = missing.select(
+        pl.lit(None, pl.Int64).alias("group"),
+        pl.lit("unlisted").alias("rule"),
+        pl.format("value {} of a sensitive attribute is not in the thresholds: its decision is not stated",
+                  "value").alias("detail"),
+    )  # fmt: skip
+    p_case = reached.lazy().join(thetas.lazy().select("value"), on="value", how="semi")
+    conf = (
         members.lazy()
-        .join(p_case, on="caseid")
+        .join(p_case.group_by("caseid", "value").agg(pl.col("p").max()), on="caseid")
         .group_by("group", "value")
         .agg(pl.col("p").sum().alias("sigma"))
         .join(sizes.lazy(), on="group")
@@ -357,6 +358,7 @@ def _conf(release: Path, members: pl.DataFrame, sizes: pl.DataFrame, tables: fro
         .with_columns((pl.col("sigma") / pl.col("cases")).alias("conf"))
         .collect()
     )
+    return conf, unlisted
 
 
 def _splits(members: pl.DataFrame) -> pl.DataFrame:
@@ -376,24 +378,3 @@ def _splits(members: pl.DataFrame) -> pl.DataFrame:
             ).alias("detail"),
         )
     )
-
-
-def _integrity(release: Path, manifest: dict[str, Any]) -> pl.DataFrame:
-    details: list[str] = []
-    outputs = manifest.get("outputs") or {}
-    for rel, digest in sorted(outputs.items()):
-        path = release / rel
-        if not path.is_file():
-            details.append(f"{rel}: listed in manifest.json but missing")
-            continue
-        digest_now = hashlib.sha256()
-        with path.open("rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                digest_now.update(chunk)
-        if digest_now.hexdigest() != digest:
-            details.append(f"{rel}: SHA-256 differs from manifest.json")
-    return pl.DataFrame(
-        {"group": [None] * len(details), "qid": [None] * len(details), "rule": ["integrity"] * len(details),
-         "detail": details},
-        schema=_VIOLATIONS,
-    )  # fmt: skip

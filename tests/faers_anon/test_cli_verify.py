@@ -12,8 +12,10 @@ from faers_anon.cli import cli
 
 
 def _release(root: Path, *, theta: float, groups: int = 1) -> Path:
-    """Cases 1, 2 in one group (plus a two-case group per extra group); case 2 has indication Headache,
-    case 1 takes D with E(D) = {Headache, Fever}: conf(HEADACHE) = (0.5 + 1) / 2 = 0.75 in group 0."""
+    """A hand-built folder (no certificate, counts or ascii copy: checked with --no-hashes; the
+    integrity rules are tested in test_forgeries.py). Cases 1, 2 in one group (plus a two-case group
+    per extra group); case 2 has indication Headache, case 1 takes D with E(D) = {Headache, Fever}:
+    conf(HEADACHE) = (0.5 + 1) / 2 = 0.75 in group 0."""
     (root / "parquet").mkdir(parents=True)
     rows = [(11, 1, "Adult", "F"), (21, 2, "Adult", "F")]
     rows += [(100 + c, c, f"G{c // 2}", "M") for c in range(4, 4 + 2 * (groups - 1))]
@@ -28,13 +30,14 @@ def _release(root: Path, *, theta: float, groups: int = 1) -> Path:
     pl.DataFrame({"caseid": [2], "indi_pt": ["Headache"]}).write_parquet(root / "parquet" / "indi.parquet")
     pl.DataFrame({"caseid": [1], "pt": ["Nausea"]}).write_parquet(root / "parquet" / "reac.parquet")
     (root / "knowledge.csv").write_text("drug_key,disease,weight\nD,Headache,0.5\nD,Fever,0.5\n")
-    (root / "thresholds.csv").write_text(f"value,theta\nHEADACHE,{theta}\n")
+    (root / "thresholds.csv").write_text(f"value,theta\nFEVER,1\nHEADACHE,{theta}\nNAUSEA,1\n")
     (root / "manifest.json").write_text(json.dumps({"parameters": {"k": 2, "seed": 0}}))
     return root
 
 
 def test_verify_happy_path_prints_dr_and_group_sizes(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["verify", str(_release(tmp_path / "r", theta=0.8, groups=2))])
+    release = _release(tmp_path / "r", theta=0.8, groups=2)
+    result = CliRunner().invoke(cli, ["verify", str(release), "--no-hashes"])
     assert result.exit_code == 0, result.output
     assert "OK MS(k=2, θ*)-bounding" in result.output
     assert "DR = 0.0000 (0 dangerous of 2 groups)" in result.output
@@ -44,22 +47,23 @@ def test_verify_happy_path_prints_dr_and_group_sizes(tmp_path: Path) -> None:
 
 def test_verify_failing_release_lists_the_violation_and_exits_1(tmp_path: Path) -> None:
     release = _release(tmp_path / "r", theta=0.6)
-    result = CliRunner().invoke(cli, ["verify", str(release), "--k", "3"])
+    result = CliRunner().invoke(cli, ["verify", str(release), "--k", "3", "--no-hashes"])
     assert result.exit_code == 1
     lines = result.output.splitlines()
     assert "DR = 1.0000 (1 dangerous of 1 groups)" in lines
     assert any(line.endswith("k: 2 distinct cases < k = 3") for line in lines)
     assert any(line.endswith("theta: conf(HEADACHE) = 0.75 > theta 0.6") for line in lines)
-    assert lines[-1] == f"Error: {release}: fails MS(k=3, θ*)-bounding (2 violation(s))"
+    assert any(line.endswith("stated: k: the release says 2, the agency states 3") for line in lines)
+    assert lines[-1] == f"Error: {release}: fails MS(k=3, θ*)-bounding (3 violation(s))"
     assert sum(line.startswith("Error:") for line in lines) == 1
 
 
 def test_verify_lists_the_first_20_violations_then_a_count(tmp_path: Path) -> None:
     release = _release(tmp_path / "r", theta=0.8, groups=25)
-    result = CliRunner().invoke(cli, ["verify", str(release), "--k", "3"])
+    result = CliRunner().invoke(cli, ["verify", str(release), "--k", "3", "--no-hashes"])
     assert result.exit_code == 1
     assert result.output.count(": k: 2 distinct cases < k = 3") == 20
-    assert "  … and 5 more" in result.output
+    assert "  … and 6 more" in result.output  # 5 more groups and the named k mismatch
 
 
 def test_verify_missing_folder_is_one_error_line(tmp_path: Path) -> None:
