@@ -16,6 +16,7 @@ import click
 
 from faers_anon import __version__, api
 from faers_anon._evaluate_cli import evaluate_command
+from faers_anon._targets import check_outputs
 from faers_anon._workspace import signals_raise
 from faers_anon.anonymize import AnonymizeConfig
 from faers_anon.errors import FaersAnonError, Interrupted, VerificationError
@@ -484,6 +485,7 @@ def release_command(
         and value is not None
         and value != ()
     }
+    check_outputs([out], [config_file])
     config = api.release_config(config_file, given)
     click.echo(api.release(list(sources), out, config=config, progress=click.echo).summary())
 

@@ -46,7 +46,7 @@ from typing import Any
 
 from faers_anon import __version__
 from faers_anon._release_report import build_report, report_inputs
-from faers_anon._targets import check_release_target, check_work_dir, resolved
+from faers_anon._targets import check_release_target, check_replaceable, check_work_dir, resolved
 from faers_anon._workspace import publish_folder, signals_raise, work_folder
 from faers_anon.anonymize import AnonymizeConfig, AnonymizeResult, anonymize_folder
 from faers_anon.certificate import seal
@@ -238,7 +238,7 @@ def _run(
         seconds["report"] = time.perf_counter() - report_start
         _rehash(built, sources=_sources_hashes(sources, config.ingest.demo), timings=seconds)
         seal(built, load_key(config.anonymize.key_file))  # the manifest changed: sign it again
-        _publish(built, out)
+        _publish(built, out, force=config.force)
     say(f"[report] written ({seconds['report']:.1f} s)")
     return ReleaseResult(
         path=out,
@@ -251,8 +251,12 @@ def _run(
     )
 
 
-def _publish(built: Path, out: Path) -> None:
-    """Move the restricted folder (if any) and then the release into place, each in one rename."""
+def _publish(built: Path, out: Path, *, force: bool) -> None:
+    """Move the restricted folder (if any) and then the release into place, each in one rename.
+
+    ``out`` is checked again: another run may have written it since the start.
+    """
+    check_replaceable(out, force=force)
     restricted = restricted_path(built)
     if restricted.exists():
         publish_folder(restricted, restricted_path(out))

@@ -59,6 +59,7 @@ def publish(staging: Path, out: Path, /) -> None:
     """Remove the scratch folder, move the complete staging folder to ``out``, remove the work folder."""
     shutil.rmtree(staging / "_work", ignore_errors=True)
     out = resolved(out)
+    check_replaceable(out, force=True, marker=REPORT_NAME)  # again: another run may have written it
     out.parent.mkdir(parents=True, exist_ok=True)
     publish_folder(staging, out)
     discard(staging)

@@ -69,6 +69,9 @@ def test_release_into_its_source_is_refused(par: Path) -> None:
     shutil.copyfile(par / "names.tsv", out / "names.tsv")  # an option's file inside OUT
     args = ["release", str(raw), "-o", str(out), "--force", "--drug-names", str(out / "names.tsv")]
     _refused(par.parent, args, "contains the input")
+    (out / "release.toml").write_text("[release]\nk = 5\n")
+    args = ["release", str(raw), "-o", str(out), "--force", "--config", str(out / "release.toml")]
+    _refused(par.parent, args, "contains the input", "release.toml")
 
 
 def test_symlinked_output_is_resolved(par: Path) -> None:
