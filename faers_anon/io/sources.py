@@ -184,8 +184,9 @@ def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
         yield chunk
 
 
-def _is_utf8(path: Path) -> bool:
-    decoder = codecs.getincrementaldecoder("utf-8")()
+def _decodes(path: Path, encoding: str) -> bool:
+    """True when the whole file is valid in ``encoding`` (read chunk by chunk)."""
+    decoder = codecs.getincrementaldecoder(encoding)()
     try:
         with path.open("rb") as stream:
             for chunk in _chunks(stream):
@@ -220,18 +221,6 @@ def _has_utf8_sequences(path: Path) -> bool:
     return bool(_MULTIBYTE.search(decoder.decode(b"", final=True)))
 
 
-def _single_byte_encoding(path: Path) -> str:
-    """``cp1252`` when every byte of the file is defined in cp1252, else ``latin-1``."""
-    decoder = codecs.getincrementaldecoder("cp1252")()
-    try:
-        with path.open("rb") as stream:
-            for chunk in _chunks(stream):
-                decoder.decode(chunk)
-    except UnicodeDecodeError:
-        return "latin-1"
-    return "cp1252"
-
-
 def _transcode(path: Path, target: Path, encoding: str) -> None:
     with path.open("rb") as src, target.open("wb") as dst:
         for chunk in _chunks(src):
@@ -264,11 +253,11 @@ def materialize(file: SourceFile, workdir: Path, /) -> LocalFile:
                 f"{file.origin.name}:{file.member}: cannot extract ({exc}; expected a sound zip member)"
             ) from exc
         path = target
-    if _is_ascii(path) or _is_utf8(path):
+    if _is_ascii(path) or _decodes(path, "utf-8"):
         return LocalFile(source=file, path=path, encoding="utf-8")
     if _has_utf8_sequences(path):
         return LocalFile(source=file, path=path, encoding="utf-8", invalid_bytes=True)
-    encoding = _single_byte_encoding(path)
+    encoding = "cp1252" if _decodes(path, "cp1252") else "latin-1"  # latin-1: a byte cp1252 lacks
     utf8 = workdir / f"{len(list(workdir.iterdir()))}_utf8_{file.name}"
     _transcode(path, utf8, encoding)
     return LocalFile(source=file, path=utf8, encoding=encoding)
