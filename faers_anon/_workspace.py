@@ -9,9 +9,10 @@ Decisions:
     * **Cleanup.** The folder is removed on success and on any exception; :func:`signals_raise`
       turns SIGINT, SIGTERM and SIGHUP into :class:`~faers_anon.errors.Interrupted` so the same
       ``finally`` blocks run (a second signal during cleanup is ignored, so the cleanup finishes).
-      A SIGKILL cannot be caught: each work folder holds ``owner.pid`` and every later run removes
-      the work folders of the same user, under the same parent, whose owner is no longer alive
-      (a reused pid only delays that removal: the folder is kept while the pid is alive).
+      A SIGKILL cannot be caught: each work folder holds ``owner.pid`` (the pid and, on Linux, the
+      process's start time) and every later run removes the work folders of the same user, under
+      the same parent, whose owner is no longer running (a pid now held by a process that started
+      at another time counts as gone; without a start time a reused pid keeps the folder).
     * **Publication.** A finished folder is first moved to a hidden ``.<OUT>.staging-<pid>`` beside
       ``OUT`` (a rename on the same filesystem, else a copy: a rename across filesystems is not
       possible), then renamed to ``OUT``: a rename within one folder is atomic, so ``OUT`` is always
@@ -57,9 +58,23 @@ OWNER_FILE = "owner.pid"
 _SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists (unknown counts as alive: a folder is then kept)."""
-    if os.name != "posix" or pid == os.getpid():
+def _started(pid: int) -> str:
+    """When process ``pid`` started, in clock ticks since boot (Linux ``/proc``), or "" if unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+        return stat.rsplit(")", 1)[1].split()[19]  # field 22, counted after the command name
+    except (OSError, IndexError):
+        return ""
+
+
+def _alive(pid: int, started: str = "") -> bool:
+    """Whether process ``pid`` (started at ``started``, if recorded) still runs.
+
+    A recorded start time that differs from the running process's means the pid was reused (a new
+    container's pid 1, a wrapped-around pid): the owner is gone. Unknown counts as alive (the
+    folder is then kept).
+    """
+    if os.name != "posix":
         return True
     try:
         os.kill(pid, 0)
@@ -67,12 +82,15 @@ def _alive(pid: int) -> bool:
         return False
     except OSError:  # EPERM: another user's live process
         return True
-    return True
+    now = _started(pid)
+    return not (started and now and now != started)
 
 
-def _owner(folder: Path) -> int | None:
+def _owner(folder: Path) -> tuple[int, str] | None:
+    """The pid and start time ``owner.pid`` records (``"<pid> <start ticks>"``)."""
     try:
-        return int((folder / OWNER_FILE).read_text(encoding="ascii").split()[0])
+        fields = (folder / OWNER_FILE).read_text(encoding="ascii").split()
+        return int(fields[0]), fields[1] if len(fields) > 1 else ""
     except (OSError, ValueError, IndexError):
         return None
 
@@ -88,8 +106,8 @@ def remove_stale(parent: Path, /) -> list[Path]:
     """Remove this user's work folders under ``parent`` whose owner process is gone; return them."""
     removed = []
     for folder in parent.glob(f"{PREFIX}*"):
-        pid = _owner(folder)
-        if pid is not None and folder.is_dir() and _mine(folder) and not _alive(pid):
+        owner = _owner(folder)
+        if owner is not None and folder.is_dir() and _mine(folder) and not _alive(*owner):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     return removed
@@ -108,7 +126,7 @@ def make_work_folder(what: str, base: Path | None = None, /) -> Path:
         parent.mkdir(parents=True, exist_ok=True)
         remove_stale(parent)
         folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{what}-", dir=parent))
-        (folder / OWNER_FILE).write_text(f"{os.getpid()}\n", encoding="ascii")
+        (folder / OWNER_FILE).write_text(f"{os.getpid()} {_started(os.getpid())}\n", encoding="ascii")
     except OSError as exc:
         raise InputError(f"cannot create a work folder ({exc.strerror or exc})", path=parent) from exc
     return folder

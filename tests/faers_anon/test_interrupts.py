@@ -101,7 +101,7 @@ def test_sigkill_leaves_a_work_folder_the_next_run_removes(tmp_path: Path) -> No
     (stale,) = (tmp_path / "work").iterdir()  # the killed run's private folder, raw data inside
     assert stale.name.startswith("faers-anon-release-") and (stale / "ingested" / "reports.parquet").is_file()
     assert stale.stat().st_mode & 0o777 == 0o700
-    assert int((stale / "owner.pid").read_text()) == process.pid
+    assert int((stale / "owner.pid").read_text().split()[0]) == process.pid
     assert list((tmp_path / "pub").iterdir()) == []  # nothing beside the public folder
     rerun = _start(tmp_path, "ingest", "--demo", "-o", str(tmp_path / "ingested"),
                    "--work-dir", str(tmp_path / "work"))  # fmt: skip
@@ -155,3 +155,13 @@ def test_failed_rename_puts_the_earlier_release_back(tmp_path: Path, monkeypatch
         _workspace.publish_folder(built, out)
     assert (out / "manifest.json").read_text() == "earlier"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="process start times from /proc")
+def test_a_reused_pid_does_not_keep_a_stale_work_folder(tmp_path: Path) -> None:
+    ours = _workspace.make_work_folder("release", tmp_path)  # records this process's pid and start
+    reused = tmp_path / "faers-anon-release-reused"  # same pid, another start: a killed run's folder
+    reused.mkdir()
+    (reused / "owner.pid").write_text(f"{os.getpid()} 1\n")
+    assert _workspace.remove_stale(tmp_path) == [reused]
+    assert sorted(tmp_path.iterdir()) == [ours]
