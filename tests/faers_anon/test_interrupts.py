@@ -7,6 +7,7 @@ reading the run's progress lines (``[ingest] …``, ``[anonymize] …``, ``[sign
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import signal
@@ -165,3 +166,23 @@ def test_a_reused_pid_does_not_keep_a_stale_work_folder(tmp_path: Path) -> None:
     (reused / "owner.pid").write_text(f"{os.getpid()} 1\n")
     assert _workspace.remove_stale(tmp_path) == [reused]
     assert sorted(tmp_path.iterdir()) == [ours]
+
+
+def test_publishing_across_filesystems_copies_then_renames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out, built = tmp_path / "pub" / "out", tmp_path / "work" / "built"
+    (built / "parquet").mkdir(parents=True)
+    (built / "parquet" / "demo.parquet").write_bytes(b"public")
+    out.parent.mkdir()
+    rename = os.rename
+
+    def no_cross_device(src: str | Path, dst: str | Path) -> None:
+        if Path(src).parent != Path(dst).parent:  # as between the temp folder and another disk
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        rename(src, dst)
+
+    monkeypatch.setattr(_workspace.os, "rename", no_cross_device)
+    _workspace.publish_folder(built, out)
+    assert (out / "parquet" / "demo.parquet").read_bytes() == b"public"
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out"]
