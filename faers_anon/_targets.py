@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from faers_anon.errors import OutputError
+from faers_anon.keys import KEY_ENV
 
 __all__ = ["resolved", "check_outputs", "check_work_dir", "check_replaceable", "is_release", "RELEASE_MARKER"]
 
@@ -121,6 +122,16 @@ def _restricted_of(out: Path) -> str | None:
     restricted = manifest.get("restricted") if isinstance(manifest, dict) else None
     folder = restricted.get("folder") if isinstance(restricted, dict) else None
     return folder if isinstance(folder, str) else None
+
+
+def key_inputs(key_file: Path | None, /) -> list[Path]:
+    """The agency key file a run uses (``key_file``, else ``$FAERS_ANON_KEY_FILE``) and its ``.pub``.
+
+    Inputs of the guard: a key inside the output would be deleted with an earlier release, or
+    created inside (and published with) the new one.
+    """
+    key = key_file or os.environ.get(KEY_ENV)
+    return [] if not key else [Path(key), Path(key).with_name(Path(key).name + ".pub")]
 
 
 def check_work_dir(work: Path | None, /, *, outputs: Iterable[Path], inputs: Iterable[Path | None]) -> None:

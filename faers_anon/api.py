@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from faers_anon._targets import check_outputs, check_release_target, resolved
+from faers_anon._targets import check_outputs, check_release_target, key_inputs, resolved
 from faers_anon.analysis import ComparisonRun, SignalsRun, run_compare, run_signals
 from faers_anon.anonymize import AnonymizeConfig, AnonymizeResult, anonymize_folder
 from faers_anon.evaluate import EvaluateConfig, EvaluationResult, evaluate_sources
@@ -97,7 +97,8 @@ def compare(raw: Path, release: Path, out: Path, /, *, config: CompareConfig | N
 def anonymize(ingested: Path, out: Path, /, *, config: AnonymizeConfig | None = None) -> AnonymizeResult:
     """Anonymize an ingested folder into the release ``out`` (:func:`.anonymize.anonymize_folder`)."""
     cfg = config or AnonymizeConfig()
-    check_release_target(out, force=cfg.force, inputs=[ingested, cfg.theta_file, cfg.knowledge])
+    inputs = [ingested, cfg.theta_file, cfg.knowledge, *key_inputs(cfg.key_file)]
+    check_release_target(out, force=cfg.force, inputs=inputs)
     return anonymize_folder(ingested, resolved(out), config=cfg)
 
 

@@ -46,7 +46,13 @@ from typing import Any
 
 from faers_anon import __version__
 from faers_anon._release_report import build_report, report_inputs
-from faers_anon._targets import check_release_target, check_replaceable, check_work_dir, resolved
+from faers_anon._targets import (
+    check_release_target,
+    check_replaceable,
+    check_work_dir,
+    key_inputs,
+    resolved,
+)
 from faers_anon._workspace import publish_folder, signals_raise, work_folder
 from faers_anon.anonymize import AnonymizeConfig, AnonymizeResult, anonymize_folder
 from faers_anon.certificate import seal
@@ -142,7 +148,7 @@ def _check_target(sources: Sequence[Path], out: Path, config: ReleaseConfig) -> 
     """The shared output guard (:mod:`faers_anon._targets`) for the release, restricted folder, work."""
     inputs = [*sources, demo_source() if config.ingest.demo else None, config.ingest.drug_names,
               config.anonymize.theta_file, config.anonymize.knowledge, config.compare.reference,
-              config.compare.outcome_groups]  # fmt: skip
+              config.compare.outcome_groups, *key_inputs(config.anonymize.key_file)]  # fmt: skip
     check_release_target(out, force=config.force, inputs=inputs)
     check_work_dir(config.work, outputs=[out, restricted_path(out)], inputs=inputs)
     out = resolved(out)

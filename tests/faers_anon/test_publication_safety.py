@@ -29,10 +29,10 @@ def _tree(root: Path) -> dict[str, str]:
     }
 
 
-def _refused(root: Path, args: list[str], *named: str) -> str:
+def _refused(root: Path, args: list[str], *named: str, env: dict[str, str] | None = None) -> str:
     """Run ``args``; assert exit 1, one Error line naming ``named``, and an unchanged tree."""
     before = _tree(root)
-    result = CliRunner().invoke(cli, args)
+    result = CliRunner().invoke(cli, args, env=env)
     lines = [line for line in result.output.splitlines() if line.startswith("Error:")]
     assert result.exit_code == 1, result.output
     assert len(lines) == 1 and "Traceback" not in result.output, result.output
@@ -72,6 +72,16 @@ def test_release_into_its_source_is_refused(par: Path) -> None:
     (out / "release.toml").write_text("[release]\nk = 5\n")
     args = ["release", str(raw), "-o", str(out), "--force", "--config", str(out / "release.toml")]
     _refused(par.parent, args, "contains the input", "release.toml")
+
+
+def test_the_agency_key_is_an_input(par: Path) -> None:
+    out = par.parent / "out"
+    key = out / "agency.key"  # not created yet: it would be created inside (and published with) OUT
+    _refused(par.parent, ["release", str(par / "raw"), "-o", str(out), "--key-file", str(key)], str(key))
+    (par.parent / "ing").mkdir()
+    env = {"FAERS_ANON_KEY_FILE": str(par / "keys" / "agency.key")}
+    args = ["anonymize", str(par.parent / "ing"), "-o", str(par / "keys"), "--force"]
+    _refused(par.parent, args, "contains the input", "agency.key", env=env)
 
 
 def test_symlinked_output_is_resolved(par: Path) -> None:
