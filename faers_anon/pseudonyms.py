@@ -31,7 +31,6 @@ with more than 1,000 reports is an InputError.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -49,7 +48,7 @@ SLOTS = 1000
 
 
 def _digest(key: bytes, text: str) -> bytes:
-    return hmac.digest(key, text.encode("ascii"), hashlib.sha256)
+    return hmac.digest(key, text.encode("ascii"), "sha256")
 
 
 def _value(digest: bytes, bits: int) -> int:
@@ -72,10 +71,14 @@ def case_pseudonyms(
     ids = sorted(set(caseids))
     if len(ids) > (1 << bits):
         raise InputError(f"{len(ids)} cases do not fit in {bits}-bit pseudonyms")
-    digests = {c: _digest(key, f"case:{c}") for c in ids}
+    digests = {c: hmac.digest(key, b"case:%d" % c, "sha256") for c in ids}
+    shift, base = 64 - bits, 1 << bits
+    values = [base + (int.from_bytes(d[:8], "big") >> shift) for d in digests.values()]
+    if len(set(values)) == len(values):  # no collision: the usual case, no grouping needed
+        return dict(zip(ids, values, strict=True)), 0
     by_value: dict[int, list[int]] = {}
-    for c in ids:
-        by_value.setdefault(_value(digests[c], bits), []).append(c)
+    for c, v in zip(ids, values, strict=True):
+        by_value.setdefault(v, []).append(c)
     mapping: dict[int, int] = {}
     losers: list[int] = []
     for value, owners in by_value.items():
@@ -171,17 +174,25 @@ def pseudonymize_ids(reports: pl.DataFrame, key: bytes, *, bits: int = CASE_BITS
     frame = frame.with_columns(
         pl.when(pl.col("caseversion").is_between(0, SLOTS - 1)).then("caseversion").otherwise(0).alias("want")
     )
-    tied = frame.select(pl.struct("caseid", "want", "fda_dt").is_duplicated()).to_series()
-    ties = [
-        _digest(key, f"report:{p}").hex() if t else ""
-        for p, t in zip(frame["primaryid"].to_list(), tied.to_list(), strict=True)
-    ]
-    frame = frame.with_columns(pl.Series("tie", ties, dtype=pl.String)).sort(
-        "caseid", "want", "fda_dt", "tie", nulls_last=False
-    )
-    index = pl.int_range(pl.len()).over("caseid")
+    frame = frame.sort("caseid", "want", "fda_dt", nulls_last=False).with_row_index("_row")
+    same = [pl.col(c).eq_missing(pl.col(c).shift(1)) for c in ("caseid", "want", "fda_dt")]
+    frame = frame.with_columns(pl.all_horizontal(same).fill_null(False).alias("_dup"))
+    frame = frame.with_columns((pl.col("_dup") | pl.col("_dup").shift(-1).fill_null(False)).alias("_tied"))
+    tied = frame.filter("_tied")
+    digests = [_digest(key, f"report:{p}").hex() for p in tied["primaryid"]]
+    ties = tied.select("_row", pl.Series("tie", digests, dtype=pl.String))
+    frame = frame.join(ties, on="_row", how="left").sort("caseid", "want", "fda_dt", "tie", nulls_last=False)
+    # slot_i = max(want_i, slot_{i-1} + 1) within a case = i + max_{j<=i}(want_j - j), i the index in the
+    # case; one global cum_max, kept inside each case by adding rank(case) * 2^32 (want - i > -2^32).
+    row = pl.int_range(pl.len(), dtype=pl.Int64)
+    first = pl.col("caseid") != pl.col("caseid").shift(1)
     frame = frame.with_columns(
-        ((pl.col("want") - index).cum_max().over("caseid") + index).alias("slot")
+        first.fill_null(True).cum_sum().cast(pl.Int64).alias("_case"),
+        pl.when(first.fill_null(True)).then(row).forward_fill().alias("_start"),
+    ).with_columns((row - pl.col("_start")).alias("_i"))
+    lift = pl.col("_case") * (1 << 32)
+    frame = frame.with_columns(
+        ((pl.col("want") - pl.col("_i") + lift).cum_max() - lift + pl.col("_i")).alias("slot")
     )
     if frame.height and frame["slot"].max() >= SLOTS:  # type: ignore[operator]
         raise InputError(f"a case has more than {SLOTS} reports (its report pseudonyms would overflow)")

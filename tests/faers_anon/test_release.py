@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import polars as pl
@@ -13,6 +14,7 @@ from faers_anon import release as release_module
 from faers_anon.api import release_config
 from faers_anon.cli import cli
 from faers_anon.errors import ConfigError, InputError, VerificationError
+from faers_anon.io.ingest import demo_source, ingest_quarters
 from faers_anon.manifest import fingerprint, read_manifest, sha256_file
 from faers_anon.release import release
 from faers_anon.release_config import ReleaseConfig, build_release_config, load_toml
@@ -87,12 +89,39 @@ def test_demo_manifest_hashes_every_file_and_the_sources(demo_release: tuple[Pat
     out, _ = demo_release
     manifest = read_manifest(out)
     assert manifest is not None
-    files = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} - {"manifest.json"}
+    files = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    files -= {"manifest.json", "certificate.json"}  # the certificate signs the manifest (docs/keys.md)
     assert set(manifest["outputs"]) == files
     assert manifest["outputs"]["report.html"] == sha256_file(out / "report.html")
     assert list(manifest["sources"]) == ["faers_ascii_2025q1.zip"]
     assert manifest["parameters"]["seed"] == 3
     assert set(manifest["timings"]) == {"ingest", "anonymize", "verify", "signals", "report"}
+
+
+def test_no_raw_id_in_any_file_of_a_whole_release(demo_release: tuple[Path, str], tmp_path: Path) -> None:
+    """Every digit run of every released file (ascii, Parquet cells, rejects, manifest, certificate,
+    report.json, report.html) against every raw primaryid and caseid of the demo quarter (issue 17)."""
+    out, _ = demo_release
+    ingested = ingest_quarters([demo_source()], tmp_path / "ingested").out
+    raw: set[str] = set()
+    for path in ingested.glob("*.parquet"):
+        frame = pl.read_parquet(path)
+        raw |= {str(v) for c in ("primaryid", "caseid") if c in frame.columns for v in frame[c].drop_nulls()}
+    assert len(raw) > 6000
+    leaks = {}
+    for path in (p for p in out.rglob("*") if p.is_file()):
+        if path.suffix == ".parquet":
+            frame = pl.read_parquet(path)
+            text = " ".join(" ".join(frame[c].cast(pl.String).drop_nulls()) for c in frame.columns)
+        else:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        found = set(re.findall(r"\d+", text)) & raw
+        if found:
+            leaks[path.relative_to(out).as_posix()] = sorted(found)[:3]
+    assert {"report.json", "report.html", "manifest.json", "certificate.json"} <= {
+        p.name for p in out.iterdir()
+    }
+    assert leaks == {}
 
 
 def test_same_inputs_same_release(small_quarter: Path, tmp_path: Path) -> None:
@@ -123,8 +152,8 @@ def test_failed_verification_publishes_nothing(
 ) -> None:
     real = release_module.verify_release
 
-    def strict(path: Path) -> object:
-        return real(path, k=10_000)
+    def strict(path: Path, **options: object) -> object:
+        return real(path, k=10_000, **options)  # type: ignore[arg-type]
 
     monkeypatch.setattr(release_module, "verify_release", strict)
     with pytest.raises(VerificationError, match="nothing was published"):
