@@ -32,12 +32,15 @@ with more than 1,000 reports is an InputError.
 from __future__ import annotations
 
 import hmac
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import polars as pl
 
 from faers_anon.errors import InputError
+
+log = logging.getLogger(__name__)
 
 __all__ = ["CASE_BITS", "SLOTS", "IdMap", "case_pseudonyms", "pseudonymize_ids", "release_id_map"]
 
@@ -219,4 +222,7 @@ def release_id_map(tables: Mapping[str, pl.DataFrame], key: bytes) -> IdMap:
     known = demo.select(
         pl.col("primaryid").cast(pl.Int64), pl.col("caseid").cast(pl.Int64), *extra
     ).unique(["primaryid", "caseid"])
-    return pseudonymize_ids(pairs.join(known, on=["primaryid", "caseid"], how="left"), key)
+    ids = pseudonymize_ids(pairs.join(known, on=["primaryid", "caseid"], how="left"), key)
+    if ids.collisions:
+        log.warning("%d case pseudonym collision(s) resolved (manifest: pseudonyms)", ids.collisions)
+    return ids

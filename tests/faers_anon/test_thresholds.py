@@ -9,7 +9,13 @@ import polars as pl
 import pytest
 
 from faers_anon.errors import ConfigError, InfeasibleThetaError, InputError
-from faers_anon.thresholds import build_thresholds, frequency_thetas, load_level_file, value_shares
+from faers_anon.thresholds import (
+    build_thresholds,
+    frequency_thetas,
+    load_level_file,
+    value_shares,
+    with_declared_values,
+)
 
 # 4 cases: A in 3 of them (share 0.75), B with p 0.5 in 2 (share 0.25), C in 1 (0.25)
 PROBS = pl.DataFrame(
@@ -105,3 +111,32 @@ def test_bad_options() -> None:
         build_thresholds(PROBS, 4, on_infeasible="ignore")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=r"theta must be in \(0, 1\]"):
         build_thresholds(PROBS, 4, theta=0.0)
+
+
+def test_every_value_of_the_sensitive_attributes_is_listed_with_its_decision() -> None:
+    # 4 cases; P(s | c) reached only HEADACHE (case 1's indication) and FEVER (E through case 2's drug)
+    probabilities = pl.DataFrame({"caseid": [1, 2], "value": ["HEADACHE", "FEVER"], "p": [1.0, 0.5]})
+    thresholds = build_thresholds(probabilities, 4, theta=0.6)
+    cases = pl.DataFrame(
+        {
+            "caseid": [1, 2, 3, 4],
+            "indications": [["HEADACHE", "PRODUCT USED FOR UNKNOWN INDICATION"], [], None,
+                            ["PRODUCT USED FOR UNKNOWN INDICATION"]],
+            "reactions": [["OFF LABEL USE"], [], [], []],
+        }
+    )  # fmt: skip
+    knowledge = pl.DataFrame({"drug": ["D", "D"], "disease": ["Fever", "Rare disease"], "weight": [0.5, 0.5]})
+    listed = with_declared_values(thresholds, cases, knowledge, sensitive=("indications", "diseases"))
+    assert listed.frame.rows() == [
+        ("FEVER", 0.6, 0.125, "protected", None),
+        ("HEADACHE", 0.6, 0.25, "protected", None),
+        ("PRODUCT USED FOR UNKNOWN INDICATION", 1.0, 0.5, "not-sensitive", "filler term: names no condition"),
+        ("RARE DISEASE", 1.0, 0.0, "unreached", "no case reaches it (P(s) = 0)"),
+    ]  # reactions are not sensitive here: OFF LABEL USE is not a value of a sensitive attribute
+    assert listed.thetas == thresholds.thetas == {"FEVER": 0.6, "HEADACHE": 0.6}
+    both = ("indications", "reactions")
+    with_reactions = with_declared_values(thresholds, cases, knowledge, sensitive=both)
+    assert ("OFF LABEL USE", 1.0, 0.25, "not-sensitive", "filler term: names no condition") in (
+        with_reactions.frame.rows()
+    )
+    assert "RARE DISEASE" not in with_reactions.frame["value"].to_list()

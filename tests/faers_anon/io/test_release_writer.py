@@ -18,8 +18,8 @@ from faers_anon.io import release_writer
 from faers_anon.io.column_policy import DEFAULT_POLICY, QID_COLUMNS, ColumnPolicy
 from faers_anon.io.release_writer import restricted_path, write_release
 from faers_anon.keys import load_key
-from faers_anon.pseudonyms import case_pseudonyms
 from faers_anon.manifest import fingerprint, hash_tree, sha256_file
+from faers_anon.pseudonyms import case_pseudonyms
 
 D = dt.date
 TABLE_FILES = {"demo": "reports", "drug": "drug", "reac": "reac", "indi": "indi", "outc": "outc",
@@ -243,8 +243,9 @@ def test_ascii_layout_parses_back_to_the_parquet_values(release: Path) -> None:
     ]  # fmt: skip
     case = _pseudo()
     first = min(case[10], case[20])
-    assert demo_q1.row(0) == (str(first * 1000 + 1), str(first), "1", "F", "20240110", "20240115", "EXP", "ACME", "Adult", "19",
-                              "79.08333333333333", "*", "Y", None, None, None, "MD")  # fmt: skip
+    assert demo_q1.row(0) == (str(first * 1000 + 1), str(first), "1", "F", "20240110", "20240115", "EXP",
+                              "ACME", "Adult", "19", "79.08333333333333", "*", "Y", None, None, None,
+                              "MD")  # fmt: skip
     parquet = pl.read_parquet(release / "parquet" / "demo.parquet").filter(pl.col("quarter") == "2024Q1")
     assert demo_q1["age_max"].cast(pl.Float64).equals(parquet["age_max"])
     drug_q1 = pl.read_csv(
@@ -414,3 +415,18 @@ def test_property_every_version_of_a_case_lands_in_its_group(
     assert per_case["n"].max() == 1
     expected = partition.select("caseid", pl.col("age_group").alias("want"))
     assert per_case.join(expected, on="caseid").filter(pl.col("age_group") != pl.col("want")).height == 0
+
+
+def test_kept_rejects_lose_their_raw_ids(tmp_path: Path) -> None:
+    ingested = make_ingested(tmp_path / "ingested", _reports(REPORTS))
+    pl.DataFrame(
+        {"source_file": ["DRUG24Q1.txt"], "line": [4], "reason": ["report_unknown"], "primaryid": ["999001"],
+         "caseid": ["999"], "drugname": ["X"]}
+    ).write_parquet(ingested / "rejects" / "drug.parquet")  # fmt: skip
+    written = _write(ingested, tmp_path / "release", policy=ColumnPolicy(columns=DEFAULT_POLICY.columns,
+                                                                         rejects="keep"))  # fmt: skip
+    kept = pl.read_parquet(written.path / "rejects" / "drug.parquet")
+    assert kept.columns == ["source_file", "line", "reason", "drugname"]
+    assert pl.read_parquet(written.path / "rejects" / "demo.parquet").columns == [
+        "source_file", "line", "reason", "age", "sex"
+    ]  # fmt: skip
