@@ -222,7 +222,7 @@ def release_id_map(tables: Mapping[str, pl.DataFrame], key: bytes) -> IdMap:
     known = demo.select(
         pl.col("primaryid").cast(pl.Int64), pl.col("caseid").cast(pl.Int64), *extra
     ).unique(["primaryid", "caseid"])
-    ids = pseudonymize_ids(pairs.join(known, on=["primaryid", "caseid"], how="left"), key)
-    if ids.collisions:
-        log.warning("%d case pseudonym collision(s) resolved (manifest: pseudonyms)", ids.collisions)
-    return ids
+    mapped = pseudonymize_ids(pairs.join(known, on=["primaryid", "caseid"], how="left"), key)
+    if mapped.collisions:
+        log.warning("%d case pseudonym collision(s) resolved (manifest: pseudonyms)", mapped.collisions)
+    return mapped
