@@ -126,9 +126,15 @@ def make_work_folder(what: str, base: Path | None = None, /) -> Path:
         parent.mkdir(parents=True, exist_ok=True)
         remove_stale(parent)
         folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{what}-", dir=parent))
-        (folder / OWNER_FILE).write_text(f"{os.getpid()} {_started(os.getpid())}\n", encoding="ascii")
     except OSError as exc:
         raise InputError(f"cannot create a work folder ({exc.strerror or exc})", path=parent) from exc
+    try:
+        (folder / OWNER_FILE).write_text(f"{os.getpid()} {_started(os.getpid())}\n", encoding="ascii")
+    except BaseException as exc:  # a full disk, an interrupt: no folder without its owner stays behind
+        shutil.rmtree(folder, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise InputError(f"cannot write in the work folder ({exc.strerror or exc})", path=folder) from exc
+        raise
     return folder
 
 
