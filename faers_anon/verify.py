@@ -37,6 +37,7 @@ DR = dangerous groups / groups, a group being dangerous when some s has conf > �
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -127,6 +128,7 @@ class Verdict:
     violations: pl.DataFrame
     model: str = "ms-k-theta"
     label: str = "MS(k, θ*)-bounding"  # the model and its k as text, e.g. "MS(k=5, θ*)-bounding"
+    integrity: str = "integrity not checked"  # what the integrity rules were checked against
 
     def summary(self, *, limit: int = 20) -> str:
         """DR, the group-size distribution and the first ``limit`` violations, as text."""
@@ -135,6 +137,7 @@ class Verdict:
             f"release {self.release}: {state} {self.label}",
             f"cases {self.n_cases}, reports {self.n_reports}, QID-groups {self.n_groups}",
             f"DR = {self.dr:.4f} ({self.n_dangerous} dangerous of {self.n_groups} groups)",
+            self.integrity,
         ]
         sizes = [f"{s}: {g}" for s, g in self.group_sizes.iter_rows()]
         shown = ", ".join(sizes[:15]) + (f", … ({len(sizes) - 15} more sizes)" if len(sizes) > 15 else "")
@@ -238,9 +241,13 @@ def verify_release(
             )
         )
     n_cases = members.select(pl.col("caseid").n_unique()).item()
+    integrity = "integrity not checked (check_hashes off): certificate, SHA-256, counts, ascii = parquet"
     if config.check_hashes:
         trusted = config.public_key if config.public_key is not None else default_public_key()
         found.append(integrity_violations(release, trusted=trusted, n_cases=n_cases))
+        integrity = "integrity checked: certificate under " + (
+            f"the trusted key {hashlib.sha256(trusted).hexdigest()[:16]}" if trusted else "no trusted key"
+        ) + ", SHA-256 of every file, counts, ascii = parquet"
     violations = (
         pl.concat(found)
         .join(groups.select("group", "qid"), on="group", how="left")
@@ -262,6 +269,7 @@ def verify_release(
         violations=violations,
         model=str(params.get("model") or "ms-k-theta"),
         label=check.label.format(k=k_used),
+        integrity=integrity,
     )
 
 

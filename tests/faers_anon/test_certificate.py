@@ -46,6 +46,7 @@ def test_anonymize_creates_the_key_signs_and_only_that_key_verifies(ingested: Pa
     assert "key_file" not in manifest["parameters"]
     ok = CliRunner().invoke(cli, ["verify", str(tmp_path / "r"), "--key-file", str(key_file)])
     assert ok.exit_code == 0 and "OK" in ok.output
+    assert f"integrity checked: certificate under the trusted key {key.key_id}" in ok.output
     pub = CliRunner().invoke(cli, ["verify", str(tmp_path / "r"), "--public-key", str(key_file) + ".pub"])
     assert pub.exit_code == 0
     other = tmp_path / "other.key"
