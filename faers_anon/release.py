@@ -264,9 +264,14 @@ def _publish(built: Path, out: Path, *, force: bool) -> None:
     """
     check_replaceable(out, force=force)
     restricted = restricted_path(built)
-    if restricted.exists():
-        publish_folder(restricted, restricted_path(out))
-    publish_folder(built, out)
+    try:
+        if restricted.exists():
+            publish_folder(restricted, restricted_path(out))
+        publish_folder(built, out)
+    except OSError as exc:
+        raise InputError(
+            f"cannot publish the release ({exc.strerror or exc}); nothing was published", path=out
+        ) from exc
 
 
 def _with_force(config: ReleaseConfig) -> AnonymizeConfig:

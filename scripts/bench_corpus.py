@@ -60,6 +60,7 @@ def _link(
     chosen = old.filter(pl.Series(rng.random(old.len()) < share))
     if chosen.is_empty() or seen.is_empty():
         return tables
+    chosen = chosen.head(seen.height)  # each earlier case is linked at most once
     target = seen.sample(n=chosen.len(), with_replacement=False, seed=seed)
     mapping = pl.DataFrame({"caseid": chosen, "new_caseid": target["caseid"], "offset": target["version"]})
     keys = demo.select("primaryid", "caseid", "caseversion").join(mapping, on="caseid", how="inner")

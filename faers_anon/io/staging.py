@@ -21,6 +21,7 @@ from pathlib import Path
 
 from faers_anon._targets import check_outputs, check_replaceable, check_work_dir, resolved
 from faers_anon._workspace import make_work_folder, publish_folder, remove_work_folder
+from faers_anon.errors import InputError
 
 __all__ = ["REPORT_NAME", "open_staging", "publish", "discard"]
 
@@ -49,6 +50,12 @@ def open_staging(out: Path, /, *, inputs: Iterable[Path | None] = (), work_dir: 
     check_work_dir(work_dir, outputs=[out], inputs=inputs)
     out = resolved(out)
     check_replaceable(out, force=True, marker=REPORT_NAME)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(
+            f"cannot create the output's folder ({exc.strerror or exc})", path=out.parent
+        ) from exc
     staging = make_work_folder("ingest", work_dir) / _FOLDER
     (staging / "rejects").mkdir(parents=True)
     (staging / "_work").mkdir()
@@ -60,8 +67,10 @@ def publish(staging: Path, out: Path, /) -> None:
     shutil.rmtree(staging / "_work", ignore_errors=True)
     out = resolved(out)
     check_replaceable(out, force=True, marker=REPORT_NAME)  # again: another run may have written it
-    out.parent.mkdir(parents=True, exist_ok=True)
-    publish_folder(staging, out)
+    try:
+        publish_folder(staging, out)
+    except OSError as exc:
+        raise InputError(f"cannot write the ingested folder ({exc.strerror or exc})", path=out) from exc
     discard(staging)
 
 

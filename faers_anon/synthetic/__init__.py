@@ -1,8 +1,12 @@
 """Synthetic FAERS quarters in the modern (2014Q3+) ASCII layout, and the bundled demo quarter.
 
-``make_quarter(n_cases, seed=..., quarter="2025Q1")`` draws a quarter in memory (string frames in FAERS
-column order); ``write_quarter(tables, out_dir, zip=True)`` writes it as FDA does
-(``ASCII/DEMO25Q1.txt`` …, ``Deleted/DELETE25Q1.txt``, optionally inside ``faers_ascii_2025q1.zip``).
+``make_quarter(n_cases, seed=..., quarter="2025Q1", shape="small")`` draws a quarter in memory (string
+frames in FAERS column order); ``shape="realistic"`` draws one whose vocabularies (7,500 drugs, 7,300
+PTs, 2,000 indications, 670 senders), Zipf–Mandelbrot laws, per-report counts, follow-ups,
+missingness and dates are fitted to real FAERS (``_shape.REALISTIC``; docs/synthetic.md,
+``scripts/fit_synthetic.py``). The shapes below are the default small shape's.
+``write_quarter(tables, out_dir, zip=True)`` writes a quarter as FDA does (``ASCII/DEMO25Q1.txt`` …,
+``Deleted/DELETE25Q1.txt``, optionally inside ``faers_ascii_2025q1.zip``).
 The same seed gives byte-identical files. ``demo_zip()`` is the bundled demo quarter
 (``faers_anon/data/demo``, zip and ``demo_readme`` text, made by ``scripts/make_demo_quarter.py``).
 Decision: the brief's "~4.5 drug and ~3.4 reaction rows" are per *case* (the totals it names for
@@ -60,6 +64,7 @@ from faers_anon.synthetic._check import check_signals, latest_cases
 from faers_anon.synthetic._plan import MALFORMED_KINDS, PLANTED_SIGNALS, PlantedSignal, Quarter
 from faers_anon.synthetic._quarter import TABLES, make_quarter
 from faers_anon.synthetic._readme import demo_readme
+from faers_anon.synthetic._shape import REALISTIC, SHAPES, SMALL, Shape
 from faers_anon.synthetic._write import quarter_files, write_quarter, zip_name
 
 __all__ = [
@@ -71,6 +76,10 @@ __all__ = [
     "TABLES",
     "PlantedSignal",
     "Quarter",
+    "REALISTIC",
+    "SHAPES",
+    "SMALL",
+    "Shape",
     "check_signals",
     "demo_readme",
     "demo_zip",

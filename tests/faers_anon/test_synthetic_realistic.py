@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
 import numpy as np
 import polars as pl
 import pytest
+from click.testing import CliRunner
 
 from faers_anon.synthetic import make_quarter
 from faers_anon.synthetic._cases import weekday
@@ -98,3 +103,38 @@ def test_realistic_keeps_planted_signals_and_unknown_shape_fails() -> None:
     assert tables["REAC"].filter(pl.col("pt") == "Progressive multifocal leukoencephalopathy").height > 0
     with pytest.raises(ValueError, match="shape must be one of small, realistic"):
         make_quarter(100, shape="huge")
+
+
+def _script(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[2] / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_make_synthetic_quarter_takes_a_shape(tmp_path: Path) -> None:
+    main = _script("make_synthetic_quarter").main
+    argv = ["--cases", "300", "-o", str(tmp_path), "--shape", "realistic", "--no-malformed"]
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 0, result.output
+    demo = pl.read_csv(tmp_path / "ASCII" / "DEMO25Q1.txt", separator="$", infer_schema=False)
+    fda_dt = demo["fda_dt"].str.to_date("%Y%m%d")
+    assert (fda_dt.dt.weekday() <= 5).all()  # realistic: weekday receipts only
+    bad = CliRunner().invoke(main, ["--cases", "60", "-o", str(tmp_path), "--shape", "huge"])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
+
+
+def test_corpus_links_follow_ups_to_earlier_cases() -> None:
+    link = _script("bench_corpus")._link
+    tables = make_quarter(400, seed=2, quarter="2021Q2", shape="realistic", malformed=False)
+    seen = pl.DataFrame({"caseid": ["7000001", "7000002", "7000003"], "version": [4, 1, 2]})
+    linked = link(tables, seen, 1.0, seed=0)
+    demo = linked["DEMO"].filter(pl.col("caseid").is_in(seen["caseid"].implode()))
+    assert demo["caseid"].n_unique() == 3  # three follow-ups took the three earlier caseids
+    versions = demo.join(seen, on="caseid").with_columns(pl.col("caseversion").cast(pl.Int64))
+    assert (versions["caseversion"] > versions["version"]).all()  # moved above the earlier version
+    assert (demo["primaryid"] == demo["caseid"] + demo["caseversion"]).all()
+    moved = set(demo["primaryid"])
+    assert moved <= set(linked["DRUG"]["primaryid"]) and moved <= set(linked["REAC"]["primaryid"])
+    assert linked["DEMO"].height == tables["DEMO"].height and linked["DRUG"].height == tables["DRUG"].height
