@@ -53,9 +53,7 @@ def open_staging(out: Path, /, *, inputs: Iterable[Path | None] = (), work_dir: 
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise InputError(
-            f"cannot create the output's folder ({exc.strerror or exc})", path=out.parent
-        ) from exc
+        raise InputError(f"{out.parent}: cannot create the output's folder ({exc.strerror or exc})") from exc
     staging = make_work_folder("ingest", work_dir) / _FOLDER
     (staging / "rejects").mkdir(parents=True)
     (staging / "_work").mkdir()
@@ -70,7 +68,7 @@ def publish(staging: Path, out: Path, /) -> None:
     try:
         publish_folder(staging, out)
     except OSError as exc:
-        raise InputError(f"cannot write the ingested folder ({exc.strerror or exc})", path=out) from exc
+        raise InputError(f"{out}: cannot write the ingested folder ({exc.strerror or exc})") from exc
     discard(staging)
 
 
