@@ -347,16 +347,9 @@ def _conf(
             .join(knowledge.lazy(), on="drug_key")
             .select("caseid", "value", pl.col("weight").alias("p"))
         )
-    reached = pl.concat(parts).drop_nulls("value").collect()
-    missing = reached.select("value").unique().join(thetas, on="value", how="anti").sort("value")
-    unlisted = missing.select(
-        pl.lit(None, pl.Int64).alias("group"),
-        pl.lit("unlisted").alias("rule"),
-        pl.format("value {} of a sensitive attribute is not in the thresholds: its decision is not stated",
-                  "value").alias("detail"),
-    )  # fmt: skip
-    p_case = reached.lazy().join(thetas.lazy().select("value"), on="value", how="semi")
-    conf = (
+    reached = pl.concat(parts).drop_nulls("value")
+    p_case = reached.join(thetas.lazy().select("value"), on="value", how="semi")
+    conf_plan = (
         members.lazy()
         .join(p_case.group_by("caseid", "value").agg(pl.col("p").max()), on="caseid")
         .group_by("group", "value")
@@ -364,8 +357,15 @@ def _conf(
         .join(sizes.lazy(), on="group")
         .join(thetas.lazy(), on="value")
         .with_columns((pl.col("sigma") / pl.col("cases")).alias("conf"))
-        .collect()
     )
+    missing_plan = reached.select("value").unique().join(thetas.lazy(), on="value", how="anti").sort("value")
+    conf, missing = pl.collect_all([conf_plan, missing_plan])
+    unlisted = missing.select(
+        pl.lit(None, pl.Int64).alias("group"),
+        pl.lit("unlisted").alias("rule"),
+        pl.format("value {} of a sensitive attribute is not in the thresholds: its decision is not stated",
+                  "value").alias("detail"),
+    )  # fmt: skip
     return conf, unlisted
 
 
