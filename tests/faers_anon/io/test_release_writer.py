@@ -430,3 +430,18 @@ def test_kept_rejects_lose_their_raw_ids(tmp_path: Path) -> None:
     assert pl.read_parquet(written.path / "rejects" / "demo.parquet").columns == [
         "source_file", "line", "reason", "age", "sex"
     ]  # fmt: skip
+
+
+def test_a_follow_up_in_a_later_quarter_keeps_its_case_pseudonym(tmp_path: Path) -> None:
+    first = make_ingested(tmp_path / "q1", _reports([(101, 10, "2024Q1", 34.0, "F", 60.0),
+                                                     (201, 20, "2024Q1", 70.0, "M", None)]))  # fmt: skip
+    later = make_ingested(tmp_path / "q2", _reports([(102, 10, "2024Q2", 35.0, "F", 62.5),
+                                                     (301, 30, "2024Q2", None, None, None)]))  # fmt: skip
+    one = _write(first, tmp_path / "r1", partition=PARTITION.filter(pl.col("caseid") != 30))
+    two = _write(later, tmp_path / "r2", partition=PARTITION.filter(pl.col("caseid") != 20))
+    demo1 = pl.read_parquet(one.path / "parquet" / "demo.parquet")
+    demo2 = pl.read_parquet(two.path / "parquet" / "demo.parquet")
+    case = _pseudo()
+    assert set(demo1["caseid"]) == {case[10], case[20]} and set(demo2["caseid"]) == {case[10], case[30]}
+    assert set(demo1["primaryid"]) & set(demo2["primaryid"]) == set()  # versions 1 and 2: other reports
+    assert case[10] * 1000 + 2 in set(demo2["primaryid"])
