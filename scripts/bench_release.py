@@ -27,7 +27,8 @@ from faers_anon.release import release
 from faers_anon.release_config import build_release_config
 source, out = Path(sys.argv[1]), Path(sys.argv[2])
 config = build_release_config(flag_options={"k": 5, "theta": 0.4, "on_infeasible": "raise-theta",
-                                            "seed": 0, "force": True})
+                                            "seed": 0, "force": True,
+                                            "key_file": out.parent / "bench-agency.key"})
 start = time.perf_counter()
 result = release([source], out, config=config)
 seconds = time.perf_counter() - start
