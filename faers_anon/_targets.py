@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -135,23 +136,23 @@ def key_inputs(key_file: Path | None, /) -> list[Path]:
 
 
 def check_work_dir(work: Path | None, /, *, outputs: Iterable[Path], inputs: Iterable[Path | None]) -> None:
-    """Refuse a work folder parent that is or lies inside an output or an input folder.
+    """Refuse a work folder parent (None: the system temp folder) inside an output or an input folder.
 
     A work folder may hold outputs and inputs (it only gets a new private subfolder), but inside an
     output it would be deleted when that output is replaced, and inside a source folder it would be
     read (and hashed) as part of the source.
 
     Raises:
-        OutputError: naming the work folder and the path it lies in.
+        OutputError: naming the work folder and the path it is or lies in.
     """
-    if work is None:
-        return
-    real = resolved(work)
+    given = work if work is not None else Path(tempfile.gettempdir())
+    real = resolved(given)
     for path in [*outputs, *(p for p in inputs if p is not None and Path(p).is_dir())]:
         if _relation(real, resolved(path)) in ("is", "lies inside"):
+            option = "--work-dir" if work is not None else "the system temp folder (set --work-dir)"
             raise OutputError(
-                f"work folder {work} is or lies inside {path}: choose a work folder outside the "
-                "output and every input (nothing was written)"
+                f"work folder {given} ({option}) is or lies inside {path}: choose a work folder "
+                "outside the output and every input (nothing was written)"
             )
 
 

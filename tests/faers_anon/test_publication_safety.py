@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -110,10 +111,14 @@ def test_force_replaces_only_an_earlier_release(par: Path) -> None:
         _refused(par.parent, [*command, "-o", str(notes), "--force"], "not a faers-anon release")
 
 
-def test_work_dir_inside_the_output_is_refused(par: Path) -> None:
-    out = par.parent / "out"
-    _refused(par.parent, ["release", str(par / "raw"), "-o", str(out), "--work-dir", str(out / "w")],
-             f"work folder {out / 'w'} is or lies inside {out}")  # fmt: skip
+def test_work_dir_inside_the_output_or_a_source_is_refused(
+    par: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out, work = par.parent / "out", par.parent / "out" / "w"
+    args = ["release", str(par / "raw"), "-o", str(out), "--work-dir", str(work)]
+    _refused(par.parent, args, f"work folder {work} (--work-dir) is or lies inside {out}")
+    monkeypatch.setattr(tempfile, "tempdir", str(par / "raw"))  # $TMPDIR inside the source folder
+    _refused(par.parent, ["release", str(par), "-o", str(out)], f"work folder {par / 'raw'} (the system temp")
 
 
 @pytest.fixture(scope="module")
