@@ -275,7 +275,7 @@ def _publish(built: Path, out: Path, *, force: bool) -> None:
 
 
 def _with_force(config: ReleaseConfig) -> AnonymizeConfig:
-    """The anonymize options with ``force`` set: the staging folder is ours to replace."""
+    """The anonymize options with ``force`` set: the folder it writes is inside our private work folder."""
     return replace(config.anonymize, force=True)
 
 
