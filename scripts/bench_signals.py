@@ -1,6 +1,9 @@
-"""Benchmark: PRR/ROR/IC/χ² for every drug–event pair of a 400,000-case quarter; the same input in vigipy.
+"""Benchmark: every measure for every drug–event pair of a 400,000-case quarter; the same counts in vigipy.
 
-Target (issue "signals", item 5): all pairs of a 400,000-case quarter in at most 20 s and 4 GB.
+Target (issue 19, item 1): all measures (``--measures all``: PRR, ROR, IC, χ², EBGM/EB05/EB95 with
+the prior fitted on all pairs, Fisher p + BH q) for all pairs of a 400,000-case quarter in at most
+20 s and 4 GB; vigipy's GPS (``vigipy.gps``, its own prior fit and EBGM) on the same pair counts is
+the reference to beat. The machine's load average is printed with the figures.
 
 Sources of the quarter:
 
@@ -16,7 +19,9 @@ install vigipy``) gets the same co-reported pairs as a (drug, event, count of ca
 polars from the same case tables and timed apart, since vigipy cannot count cases itself; its
 ``convert`` builds a dense drugs × events table, so it is skipped when that table would exceed
 ``--vigipy-max-gb``. vigipy takes its margins from the pair counts (its N is the number of pairs), we
-count cases, so the two PRRs differ by design; the comparison here is one of time only.
+count cases, so the two PRRs and EBGMs differ by design; the comparison here is one of time only.
+vigipy's GPS fits its prior by Nelder–Mead over every pair of its table with a ≥ 1 (``min_events=1``,
+truncated at 1 as ours), then scores them; we report its time apart from its PRR/ROR.
 
 Usage: .venv/bin/python scripts/bench_signals.py [--cases 400000] [--source synthetic|zipf] [--workdir DIR]
 """
@@ -128,6 +133,7 @@ def _signals_step(folder: str, options: dict[str, Any], queue: Any) -> None:
     read, cpu = time.perf_counter(), _cpu_s()
     table = signal_table(tables, config=SignalConfig(**options))
     done = time.perf_counter()
+    frame = table.frame
     queue.put(
         {
             "read_s": read - started,
@@ -137,8 +143,10 @@ def _signals_step(folder: str, options: dict[str, Any], queue: Any) -> None:
             "cases": table.n_cases,
             "drug_rows": tables.drugs.height,
             "event_rows": tables.events.height,
-            "rows": table.frame.height,
-            "evans": int(table.frame.get_column("signal_evans").sum()),
+            "rows": frame.height,
+            "evans": int(frame.get_column("signal_evans").sum()),
+            "eb": int(frame.get_column("signal_eb").sum()) if "signal_eb" in frame.columns else None,
+            "prior": None if table.ebgm_prior is None else str(table.ebgm_prior),
         }
     )
 
@@ -174,9 +182,16 @@ def _vigipy_step(folder: str, role: str, max_gb: float, queue: Any) -> None:
     vigipy.prr(container, min_events=1, decision_metric="signals", decision_thres=2.0, ranking_statistic="CI")
     vigipy.ror(container, min_events=1, decision_metric="signals", decision_thres=2.0, ranking_statistic="CI")
     done = time.perf_counter()
+    gps_cpu = _cpu_s()
+    vigipy.gps(
+        container, min_events=1, decision_metric="rank", decision_thres=1.0, ranking_statistic="quantile"
+    )
+    gps_s, gps_cpu = time.perf_counter() - done, _cpu_s() - gps_cpu
     queue.put(
         {
             "vigipy_s": done - started,
+            "gps_s": gps_s,
+            "gps_cpu_s": gps_cpu,
             "prep_s": prep_s,
             "vigipy_cpu_s": _cpu_s() - cpu,
             "peak_gb": _peak_gb(),
@@ -204,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--role", choices=["ps", "suspect", "any"], default="any", help="any: every drug row")
     parser.add_argument("--stratify", default="", help="e.g. age,sex (default: overall only)")
     parser.add_argument("--condition", action="append", default=[], help='e.g. "age>=18" (repeatable)')
+    parser.add_argument("--measures", choices=["basic", "all"], default="all")
     parser.add_argument("--no-vigipy", action="store_true")
     parser.add_argument("--vigipy-max-gb", type=float, default=1.0)
     args = parser.parse_args(argv)
@@ -213,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = prepare(args.cases, args.workdir)
     options: dict[str, Any] = {"role": args.role, "stratify": tuple(v for v in args.stratify.split(",") if v)}
     options["conditions"] = tuple(args.condition)
+    options["measures"] = args.measures
 
     ours = _run(_signals_step, str(folder), options)
     total = ours["read_s"] + ours["signals_s"]
@@ -224,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         f"faers-anon signals: read {ours['read_s']:.2f} s + signals {ours['signals_s']:.2f} s"
         f" = {total:.2f} s (signals CPU {ours['signals_cpu_s']:.2f} s), peak RSS {ours['peak_gb']:.2f} GB;"
         f" {ours['rows']:,} drug-event rows, {ours['evans']:,} Evans signals"
+        + ("" if ours["eb"] is None else f", {ours['eb']:,} EB05 >= 2; prior {ours['prior']}")
     )
     ok = total <= TARGET_SECONDS and ours["peak_gb"] <= TARGET_GB
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
@@ -244,6 +262,12 @@ def main(argv: list[str] | None = None) -> int:
                 f" peak RSS {theirs['peak_gb']:.2f} GB; "
                 f"vigipy / faers-anon signals time = {ratio:.2f}"
                 f" ({with_prep:.2f} counting the {theirs['prep_s']:.2f} s polars step building its input)"
+            )
+            print(
+                f"vigipy gps (prior fit + EBGM) on the same counts: {theirs['gps_s']:.2f} s"
+                f" (CPU {theirs['gps_cpu_s']:.2f} s); faers-anon signals with every measure: "
+                f"{ours['signals_s']:.2f} s, {theirs['gps_s'] / ours['signals_s']:.2f}x faster"
+                f" (load average {', '.join(f'{v:.1f}' for v in os.getloadavg())})"
             )
     return 0 if ok else 1
 

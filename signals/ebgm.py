@@ -21,20 +21,20 @@ Prior fit (maximum marginal likelihood, DuMouchel 1999 §4): over the pairs **re
 times**, where N\\* is the smallest whole count the table keeps (``ceil(min_a)``, 1 by default), the
 likelihood is **truncated at N\\***, f(n)/(1 − Σ_{k<N\\*} f(k)), as openEBGM's ``negLLsquash`` does with
 ``N_star``: pairs never reported together are not in the table, and conditioning on N ≥ N\\* keeps the
-fit unbiased. Pairs with n = 1…4 are *squashed* before fitting (DuMouchel & Pregibon 2001, as
-openEBGM's ``squashData``): within each count, pairs sorted by E are pooled into bins (bin mean E,
-weight = bin size) of 50 pairs for n = 1 with the 100 largest E left whole (``squashData``'s
-defaults), and — our choice, shrinking with the count as openEBGM's ``autoSquash`` does — bins of 15,
-5, 3 pairs with 75, 50, 25 kept for n = 2, 3, 4; a count with fewer than 500 pairs is not squashed
-(``min_pts``). The fit minimizes the weighted mean negative log likelihood over
-(ln α1, ln β1, ln α2, ln β2, logit p) with BFGS and its analytic gradient, from openEBGM's first
-three starting points, keeping the best. Fewer than 20 pairs (four per parameter), or a single
-distinct count, cannot identify five parameters: the fit then falls back to :data:`DEFAULT_PRIOR`
-(PhViD's starting prior: DuMouchel's FDA estimate, rounded). Under truncation a component whose
-mass sits near λ = 0 is barely identified (its pairs are rarely in the table): the fit may then end
-with α1 → 0 and p → 1, which scores every reported pair as the other gamma alone would (Q_n ≈ 0
-for n ≥ 1). That is the maximum, not a failure; the fitted prior is printed and stored
-(``ebgm_prior``) so that a reader sees it.
+fit unbiased. Pairs are *squashed* before fitting (DuMouchel & Pregibon 2001, as openEBGM's
+``autoSquash``): within each count n held by at least 500 pairs, the pairs sorted by E are pooled
+into equal-size bins (bin mean E, weight = bin size) — 50 bins up to 1,000 pairs, 75 up to 10,000,
+150 up to 100,000, 500 up to 500,000, 750 up to 10⁶, 1,000 up to 5·10⁶, else 2,000 — after leaving
+the largest E whole (100 pairs for n = 1, 75 for n = 2, 50 for n = 3, 25 above); rarer counts stay
+whole. The likelihood then costs a few thousand points instead of every pair. The fit minimizes the
+weighted mean negative log likelihood over (ln α1, ln β1, ln α2, ln β2, logit p) with BFGS and its
+analytic gradient, from openEBGM's first three starting points, keeping the best. Fewer than 20
+pairs (four per parameter), or a single distinct count, cannot identify five parameters: the fit
+then falls back to :data:`DEFAULT_PRIOR` (PhViD's starting prior: DuMouchel's FDA estimate,
+rounded). Under truncation a component whose mass sits near λ = 0 is barely identified (its pairs
+are rarely in the table): the fit may then end with α1 → 0 and p → 1, which scores every reported
+pair as the other gamma alone would (Q_n ≈ 0 for n ≥ 1). That is the maximum, not a failure; the
+fitted prior is printed and stored (``ebgm_prior``) so that a reader sees it.
 
 Edges: n = 0 (a panel pair never reported) gives the posterior of an unreported pair, with its
 upper bound EB95; E = 0 (the drug or the event has no case in the stratum) makes the posterior the
@@ -103,28 +103,31 @@ class GammaMixture:
 # estimate rounded: the fallback when the data cannot identify a prior
 DEFAULT_PRIOR = GammaMixture(alpha1=0.2, beta1=0.06, alpha2=1.4, beta2=1.8, p=0.1)
 _STARTS = ((0.2, 0.1, 2.0, 4.0, 1 / 3), (0.1, 0.1, 10.0, 10.0, 0.2), (0.5, 0.3, 6.0, 6.0, 0.5))
-_SQUASH = {1: (50, 100), 2: (15, 75), 3: (5, 50), 4: (3, 25)}  # count: (bin size, points kept whole)
+_KEEP = {1: 100, 2: 75, 3: 50}  # the largest E left whole per count; 25 for higher counts
 _SQUASH_MIN = 500
+# pairs with one count → bins (openEBGM autoSquash's cut_offs and num_super_pts)
+_BINS = ((1_000, 50), (10_000, 75), (100_000, 150), (500_000, 500), (1_000_000, 750), (5_000_000, 1_000))
 _MIN_PAIRS = 20  # four pairs per parameter, at least
 
 
 def squash(n: np.ndarray, e: np.ndarray, /) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Squash (n, E) to (n, E, weight) as described in the module docstring."""
-    frame = pl.DataFrame({"n": n, "e": e}).with_columns(
-        rank=pl.col("e").rank("ordinal", descending=True).over("n") - 1, size=pl.len().over("n")
-    )
-    spec = pl.DataFrame(
-        {"n": [float(k) for k in _SQUASH], "bin": [v[0] for v in _SQUASH.values()],
-         "keep": [v[1] for v in _SQUASH.values()]},
-    )  # fmt: skip
+    bins = pl.lit(2_000)
+    for limit, count in reversed(_BINS):
+        bins = pl.when(pl.col("size") <= limit).then(count).otherwise(bins)
+    keep = pl.col("n").cast(pl.Int64).replace_strict(_KEEP, default=25)
     squashed = (
-        frame.join(spec, on="n", how="left")
+        pl.DataFrame({"n": n, "e": e})
         .with_columns(
-            group=pl.when(
-                pl.col("bin").is_null() | (pl.col("size") < _SQUASH_MIN) | (pl.col("rank") < pl.col("keep"))
-            )
+            rank=pl.col("e").rank("ordinal", descending=True).over("n") - 1, size=pl.len().over("n")
+        )
+        .with_columns(keep=keep, bins=bins)
+        .with_columns(
+            group=pl.when((pl.col("size") < _SQUASH_MIN) | (pl.col("rank") < pl.col("keep")))
             .then(-1 - pl.col("rank").cast(pl.Int64))
-            .otherwise((pl.col("rank") - pl.col("keep")) // pl.col("bin"))
+            .otherwise(
+                (pl.col("rank") - pl.col("keep")) * pl.col("bins") // (pl.col("size") - pl.col("keep"))
+            )
         )
         .group_by("n", "group")
         .agg(pl.col("e").mean(), pl.len().alias("w"))
