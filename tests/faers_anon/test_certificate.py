@@ -95,3 +95,14 @@ def test_config_key_file_is_relative_to_the_toml_and_never_a_parameter(tmp_path:
     config = build_release_config(file_options=load_toml(tmp_path / "release.toml"))
     assert config.anonymize.key_file == (tmp_path / "keys" / "agency.key").resolve()
     assert "key_file" not in config.parameters() and "key-file" not in json.dumps(config.parameters())
+
+
+def test_without_a_trusted_key_verify_fails_and_says_how_to_give_one(
+    ingested: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _anonymize(ingested, tmp_path / "r", tmp_path / "agency.key")[0] == 0
+    monkeypatch.delenv("FAERS_ANON_KEY_FILE")
+    result = CliRunner().invoke(cli, ["verify", str(tmp_path / "r")])
+    assert result.exit_code == 1
+    assert "certificate: no trusted public key given: pass --public-key" in result.output
+    assert "integrity checked: certificate under no trusted key" in result.output
