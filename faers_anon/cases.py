@@ -7,9 +7,11 @@ For the versions V of a case:
 
 * ``primaryids`` / ``caseversions``: every kept report, ordered oldest → latest by the version order
   below; ``n_reports`` = |V|.
-* ``latest_primaryid``: the last version in the order (highest ``caseversion``, then latest
-  ``fda_dt``, then latest ``quarter``, then highest ``primaryid``). A missing ``caseversion``
-  (legacy AERS) or ``fda_dt`` ranks below every present one.
+* ``latest_primaryid``: the last version in the order — FDA's rule: highest ``caseversion``, then
+  latest ``fda_dt``, then highest ``primaryid``; the quarter a version came in plays no part (the
+  same primaryid in two quarters is one report, kept once by ingest). A missing ``caseversion``
+  (legacy AERS) or ``fda_dt`` ranks below every present one, so a FAERS version supersedes every
+  AERS version of the case (:mod:`faers_anon.io.cumulative`).
 * ``age_min``/``age_max``, ``wt_min``/``wt_max``: [min, max] of the versions' *known* ``age_years`` /
   ``weight_kg`` — the smallest numeric generalization covering them.
 * ``sex``: the one known code when the versions agree, ``*`` (the root of the sex tree, their lowest
@@ -44,7 +46,7 @@ __all__ = [
 ]
 
 #: Version order within a case, ascending: the last one is the latest (FORMAT.md §6).
-VERSION_ORDER: tuple[str, ...] = ("caseversion", "fda_dt", "quarter", "primaryid")
+VERSION_ORDER: tuple[str, ...] = ("caseversion", "fda_dt", "primaryid")
 
 _TERMS = pl.List(pl.Utf8)
 

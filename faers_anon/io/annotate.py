@@ -119,15 +119,15 @@ def _with_is_latest(frame: pl.LazyFrame) -> pl.LazyFrame:
     """Add ``is_latest``: the row's primaryid is its caseid's latest version (as
     :func:`faers_anon.cases.latest_primaryid`: :data:`~faers_anon.cases.VERSION_ORDER`, nulls lowest).
 
-    The lexicographic maximum is found key by key: the rows of a case tied at the maximum of
-    ``caseversion`` (all rows when it is missing in all), then among them at the maximum
-    ``fda_dt``, then quarter (its code sorts like the quarter); the latest is the highest primaryid
-    of the rows still tied. Only kept rows take part, so a quarantined (or deleted) newer row never
-    leaves a case's kept reports without a latest one; other rows get ``False``. One window per key
-    costs less than ordering the rows by all four.
+    The lexicographic maximum is found key by key (FDA's rule): the rows of a case tied at the
+    maximum of ``caseversion`` (all rows when it is missing in all), then among them at the maximum
+    ``fda_dt``; the latest is the highest primaryid of the rows still tied. The quarter plays no
+    part (:mod:`faers_anon.io.cumulative`). Only kept rows take part, so a quarantined (or
+    deleted) newer row never leaves a case's kept reports without a latest one; other rows get
+    ``False``. One window per key costs less than ordering the rows by all three.
     """
     tied = pl.col(STATUS) == KEPT  # only kept rows compete: a quarantined newer row is no version
-    for i, key in enumerate((pl.col("caseversion"), pl.col("fda_dt"), pl.col(rules.QUARTER_CODE))):
+    for i, key in enumerate((pl.col("caseversion"), pl.col("fda_dt"))):
         top = pl.when(tied).then(key).max().over("caseid")
         frame = frame.with_columns((tied & key.eq_missing(top)).alias(f"_tied_{i}"))
         tied = pl.col(f"_tied_{i}")

@@ -11,7 +11,9 @@ fails, else *kept*. Kept rows go to ``<table>.parquet``; the others to ``rejects
 with ``source_file``, ``line``, ``reason`` and their raw text. DEMO is done first; child rows are
 matched to its kept (or deleted) reports by (quarter, primaryid), and legacy child rows take their
 caseid from there. Then ``cases.parquet`` (:func:`faers_anon.cases.merge_versions`) and
-``ingest_report.json``.
+``ingest_report.json``. Several quarters make one cumulative database (latest version across them,
+every DELETE list applied to every quarter, AERS cases linked to FAERS across 2012Q3/Q4, an
+accounting per quarter in ``by_quarter``): :mod:`faers_anon.io.cumulative`.
 
 Decisions: drug keys are computed once per distinct name; quarter and file are carried as small
 integer codes inside the chain (lookups, windows and counts on integers) and as the contract's Utf8
@@ -56,6 +58,7 @@ from faers_anon.io.annotate import (
     report_rules,
     typed_rows,
 )
+from faers_anon.io.cumulative import check_quarters, quarter_accounting
 from faers_anon.io.faers_ascii import scan_deleted, scan_table
 from faers_anon.io.ingest_report import FILE_CODE, KEPT, QUARANTINED, STATUS, IngestResult
 from faers_anon.io.outputs import (
@@ -202,11 +205,13 @@ def _report_status(frame: pl.DataFrame, n_quarters: int) -> pl.DataFrame:
 
 
 def _finish_reports(
-    frame: pl.DataFrame, scans: list[Scan], out: Path
+    frame: pl.DataFrame, scans: list[Scan], out: Path, quarters: list[str]
 ) -> tuple[dict[str, Any], dict[str, Any], pl.DataFrame]:
-    """Write DEMO; return its report entry, the normalization counts and the version summary."""
+    """Write DEMO; return its report entry (with ``by_quarter``, :func:`quarter_accounting`), the
+    normalization counts and the version summary."""
     written = write_split(frame, "demo", out, report_rules(), columns=_REPORT_ORDER)
     report = table_report(frame, "demo", written, _meta(scans))
+    report["by_quarter"] = quarter_accounting(frame, quarters)
     normalization = normalization_counts(frame, report["values_nulled"])
     return report, normalization, version_summary(kept_columns(frame, _VERSION_COLUMNS))
 
@@ -255,7 +260,7 @@ def _run(
         if demo_scans:
             frame = annotated_reports(demo_scans, deleted_ids).collect()
             report_status = _report_status(frame, len(quarters))
-            demo = pool.submit(_finish_reports, frame, demo_scans, out)
+            demo = pool.submit(_finish_reports, frame, demo_scans, out, quarters)
             del frame
         feeding = [t for t in present if t in _LISTS]
         done: dict[str, Future[tuple[dict[str, Any], pl.DataFrame | None]]] = {}
@@ -267,15 +272,17 @@ def _run(
         del first
         tables: dict[str, Any] = {}
         normalization: dict[str, Any] = {}
+        by_quarter: list[dict[str, Any]] = []
         if demo is not None:
             tables["reports"], normalization, _ = demo.result()
+            by_quarter = tables["reports"].pop("by_quarter")
         tables |= {table: future.result()[0] for table, future in done.items()}
         cases = merged.result() if merged is not None else _NO_CASES
     tables["deleted"] = deleted_report
     for table in CHILD_TABLES:
         _note_absence(tables[table], [m["quarter"] for m in missing if m["table"] == table])
-    return {"tables": tables, "missing_tables": missing, "deleted_caseids": deleted_ids.len(),
-            "normalization": normalization, "cases": cases}  # fmt: skip
+    return {"tables": tables, "by_quarter": by_quarter, "missing_tables": missing,
+            "deleted_caseids": deleted_ids.len(), "normalization": normalization, "cases": cases}  # fmt: skip
 
 
 _NO_CASES = {"cases": 0, "with_several_versions": 0}
@@ -351,7 +358,7 @@ def ingest_quarters(
     try:
         files = [materialize(f, staging / "_work") for f in found]
         done = _run(files, staging, lookup, quarters)
-        done["warnings"] = _encoding_warnings(files)
+        done["warnings"] = check_quarters(quarters) + _encoding_warnings(files)
         write_rejects_csv(staging / "rejects")
         report = {
             "tool_version": __version__,

@@ -156,6 +156,12 @@ class IngestResult:
                 f"quarantined {table['quarantined']:>7,}  deleted {table['deleted']:>7,}"
                 + (f"  ({name.upper()} {note})" if note else "")
             )
+        for q in self.report.get("by_quarter", []) if len(self.report.get("by_quarter", [])) > 1 else []:
+            lines.append(
+                f"  {q['quarter']} ({q['era']}) read {q['read']:>9,}  latest {q['latest']:>9,}  "
+                f"superseded {q['superseded']:>7,}  deleted {q['deleted']:>7,}  "
+                f"quarantined {q['quarantined']:>7,}"
+            )
         cases = self.report["cases"]
         lines.append(
             f"  cases    {cases['cases']:,} ({cases['with_several_versions']:,} with several versions)"

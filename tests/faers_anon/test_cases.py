@@ -40,7 +40,7 @@ REPORTS = _reports([
     # case 2: legacy, no caseversion: the latest fda_dt wins
     (2, 21, None, D(2005, 6, 1), "2005Q2", None, None, None),
     (2, 22, None, D(2005, 3, 1), "2005Q3", None, None, None),
-    # case 3: same version and date in two quarters: the later quarter wins, then the higher primaryid
+    # case 3: same version and date in two quarters: the higher primaryid wins (FDA's rule)
     (3, 31, 4, D(2013, 1, 1), "2012Q4", None, "F", None),
     (3, 32, 4, D(2013, 1, 1), "2013Q1", 7.0, "F", None),
     # case 4: one report
@@ -54,6 +54,14 @@ REPORTS = _reports([
 def test_latest_version_rule() -> None:
     latest = dict(latest_versions(REPORTS).collect().rows())
     assert latest == {1: 13, 2: 21, 3: 32, 4: 41, 5: 52}
+
+
+def test_latest_version_ignores_the_quarter() -> None:
+    # same version and date; the higher primaryid came in the EARLIER quarter: it is the latest
+    versions = _reports([(6, 62, 2, D(2023, 5, 1), "2023Q1", None, None, None),
+                         (6, 61, 2, D(2023, 5, 1), "2023Q2", None, None, None)])  # fmt: skip
+    assert latest_versions(versions).collect().rows() == [(6, 62)]
+    assert version_summary(versions).get_column("latest_primaryid").to_list() == [62]
 
 
 def test_super_records() -> None:

@@ -1,0 +1,95 @@
+"""Cumulative ingest: a hand-built three-quarter series across the AERS → FAERS boundary.
+
+2012Q3 is legacy AERS (ISR/CASE, rows ending with a stray ``$``), 2012Q4 and 2013Q1 are FAERS; the
+2013Q1 DELETE list removes a case of 2012Q4. Worked answers (FDA's rule: highest caseversion, then
+latest fda_dt, then highest primaryid; a legacy version has no caseversion and ranks lowest):
+
+* case 100: ISRs 8000001 (2012-07-01, age 40) and 8000002 (2012-08-15, age 41) in 2012Q3, FAERS
+  version 3 (primaryid 1003, age 42) in 2012Q4 → latest 1003; both ISRs superseded by a later quarter.
+* case 200: ISR 8000010 only → latest.
+* case 300: version 1 (3001) in 2012Q4, version 2 (3002) in 2013Q1 → latest 3002.
+* case 400: 4001 in 2012Q4, on the 2013Q1 DELETE list → deleted.
+* case 500: version 2 on the same fda_dt in 2012Q4 (primaryid 5009) and 2013Q1 (5005) → the higher
+  primaryid 5009 is latest although it came in the earlier quarter.
+* 2013Q1 has one row whose primaryid is not a number → quarantined.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from faers_anon.io.cumulative import quarter_gaps
+from faers_anon.io.ingest import ingest_quarters
+
+MODERN = "primaryid$caseid$caseversion$fda_dt$age$age_cod$sex"
+LEGACY = "ISR$CASE$I_F_COD$FOLL_SEQ$FDA_DT$AGE$AGE_COD$GNDR_COD"
+
+
+def _write(folder: Path, name: str, lines: list[str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def series(tmp_path: Path) -> dict[str, Path]:
+    q3, q4, q1 = tmp_path / "aers12q3", tmp_path / "faers12q4", tmp_path / "faers13q1"
+    _write(q3, "DEMO12Q3.TXT", [LEGACY, "8000001$100$I$$20120701$40$YR$F$",
+                                "8000002$100$F$1$20120815$41$YR$F$",
+                                "8000010$200$I$$20120901$60$YR$M$"])  # fmt: skip
+    _write(q3, "REAC12Q3.TXT", ["ISR$PT", "8000001$PYREXIA$", "8000010$NAUSEA$"])
+    _write(q4, "DEMO12Q4.txt", [MODERN, "1003$100$3$20121101$42$YR$F", "3001$300$1$20121005$30$YR$M",
+                                "4001$400$1$20121010$50$YR$F", "5009$500$2$20121201$70$YR$M"])  # fmt: skip
+    _write(q4, "REAC12Q4.txt", ["primaryid$caseid$pt", "1003$100$Pyrexia", "1003$100$Rash", "3001$300$Cough"])
+    _write(q1, "DEMO13Q1.txt", [MODERN, "3002$300$2$20130210$31$YR$M", "5005$500$2$20121201$71$YR$M",
+                                "X9$900$1$20130101$$$"])  # fmt: skip
+    _write(q1, "REAC13Q1.txt", ["primaryid$caseid$pt", "3002$300$Fever"])
+    _write(q1, "DELETE13Q1.txt", ["400"])
+    return {"2012Q3": q3, "2012Q4": q4, "2013Q1": q1}
+
+
+def _quarter(report: dict[str, object], quarter: str) -> dict[str, object]:
+    rows = [q for q in report["by_quarter"] if q["quarter"] == quarter]  # type: ignore[attr-defined]
+    assert len(rows) == 1
+    return {k: v for k, v in rows[0].items() if k != "quarter"}
+
+
+def test_three_quarters_across_the_era_boundary(series: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    # any order on the command line
+    report = ingest_quarters([series["2013Q1"], series["2012Q3"], series["2012Q4"]], out).report
+    assert report["quarters"] == ["2012Q3", "2012Q4", "2013Q1"]
+    assert _quarter(report, "2012Q3") == {"era": "AERS", "read": 3, "latest": 1, "superseded": 2,
+        "superseded_by_later_quarter": 2, "deleted": 0, "quarantined": 0, "cases": 2,
+        "cases_spanning_eras": 1}  # fmt: skip
+    assert _quarter(report, "2012Q4") == {"era": "FAERS", "read": 4, "latest": 2, "superseded": 1,
+        "superseded_by_later_quarter": 1, "deleted": 1, "quarantined": 0, "cases": 3,
+        "cases_spanning_eras": 1}  # fmt: skip
+    assert _quarter(report, "2013Q1") == {"era": "FAERS", "read": 3, "latest": 1, "superseded": 1,
+        "superseded_by_later_quarter": 0, "deleted": 0, "quarantined": 1, "cases": 2,
+        "cases_spanning_eras": 0}  # fmt: skip
+    assert not report["warnings"]
+    reports = pl.read_parquet(out / "reports.parquet")
+    latest = reports.filter(pl.col("is_latest")).sort("caseid")
+    assert latest.select("caseid", "primaryid", "quarter").rows() == [
+        (100, 1003, "2012Q4"), (200, 8000010, "2012Q3"), (300, 3002, "2013Q1"), (500, 5009, "2012Q4")
+    ]  # fmt: skip
+    assert 400 not in reports.get_column("caseid").to_list()
+    cases = {c["caseid"]: c for c in pl.read_parquet(out / "cases.parquet").to_dicts()}
+    assert sorted(cases) == [100, 200, 300, 500]
+    spanning = cases[100]
+    assert spanning["primaryids"] == [8000001, 8000002, 1003] and spanning["latest_primaryid"] == 1003
+    assert (spanning["age_min"], spanning["age_max"]) == (40.0, 42.0)
+    assert spanning["reactions"] == ["PYREXIA", "RASH"]  # legacy child row linked through its ISR
+    assert cases[500]["primaryids"] == [5005, 5009]
+
+
+def test_a_gap_in_the_quarters_is_named(series: dict[str, Path], tmp_path: Path) -> None:
+    report = ingest_quarters([series["2012Q3"], series["2013Q1"]], tmp_path / "out").report
+    assert report["warnings"] == [
+        "quarters not consecutive: 2012Q4 missing between 2012Q3 and 2013Q1 "
+        "(their follow-ups and DELETE lists are not applied)"
+    ]
+    assert quarter_gaps(["2012Q3", "2013Q2", "2012Q4"]) == ["2013Q1"]
