@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from faers_anon._report_html import worst_stratum
 from faers_anon.disassociation_release import SIGNALS_NOTE
 from faers_anon.method_release import json_data
 from faers_anon.report import ReportInputs
@@ -74,6 +75,7 @@ def build_report(
     anonymized: AnonymizeResult,
     verdict: Verdict,
     comparison: Comparison,
+    risk: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Everything report.json holds; see the module docstring."""
     reports = ingested.report["tables"]["reports"]
@@ -144,6 +146,11 @@ def build_report(
             "panel_raw_signals": overview["panel"]["raw_signals"],
             "panel_survived": overview["panel"]["survived"].get(_PANEL_READING, {}).get("yes", 0),
             "per_stratum": _rows(survival),
+            "worst_stratum": worst_stratum(
+                _rows(
+                    survival.filter((pl.col("stratum") != "overall") & (pl.col("reading") == _PANEL_READING))
+                )
+            ),
             "panel": _rows(panel),
             "new_signals": _rows(new.head(100)),
         },
@@ -154,6 +161,7 @@ def build_report(
             "violations": verdict.violations.height,
         },
         "rejects": _rejects(ingested),
+        **({"risk": risk} if risk is not None else {}),
     }
 
 
@@ -175,7 +183,8 @@ def report_inputs(
     )
     criterion = comparison.as_dict()["criterion"]
     panel = (
-        comparison.panel.filter(pl.col("reading") == _PANEL_READING)
+        # a rule with no raw report of the pair is "not in this quarter": listed, never plotted
+        comparison.panel.filter((pl.col("reading") == _PANEL_READING) & (pl.col("a_raw").fill_null(0) > 0))
         .sort("drug", "event", "condition")
         .select(
             pl.concat_str(["drug", "event", "condition"], separator=" / ").alias("label"),

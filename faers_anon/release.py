@@ -72,6 +72,7 @@ from faers_anon.manifest import (
 )
 from faers_anon.release_config import ReleaseConfig
 from faers_anon.report import build_figures, render_html, write_json
+from faers_anon.risk import RiskConfig, assess_risk
 from faers_anon.verify import Verdict, verify_release
 from signals import Comparison, compare
 
@@ -117,10 +118,17 @@ class ReleaseResult:
                 f"NIL {utility['nil']:.4f}",
                 f"  signals ({signals['criterion']}): {share} of raw signals survive overall, "
                 f"{signals['n_new_overall']} new; panel {signals['panel_survived']} of "
-                f"{signals['panel_raw_signals']} raw rules survive",
+                f"{signals['panel_raw_signals']} raw rules survive{_worst(signals.get('worst_stratum'))}",
                 f"  report: {self.path / 'report.html'}",
             ]
         )
+
+
+def _worst(stratum: dict[str, Any] | None) -> str:
+    """"; worst stratum age<18: 0 of 5" (never a bare overall share beside a failing stratum)."""
+    if not stratum:
+        return ""
+    return f"; worst stratum {stratum['stratum']}: {stratum['n_survived']} of {stratum['n_raw']}"
 
 
 @contextlib.contextmanager
@@ -225,6 +233,9 @@ def _run(
         raw_tables, released_tables, compare_config = signal_inputs(ingested.out, built, config)
         comparison = compare(raw_tables, released_tables, config=compare_config)
     say(f"[signals] {comparison.summary().splitlines()[1].strip()} ({seconds['signals']:.1f} s)")
+    with _stage("risk", seconds, say):  # SPEC §11: what an attacker who knows X can learn
+        risk = assess_risk(built, config=RiskConfig(raw=ingested.out))
+    say(f"[risk] {len(risk.figures['reidentification'])} knowledge sets measured ({seconds['risk']:.1f} s)")
     with _stage("report", seconds, say):
         report_start = time.perf_counter()
         report = build_report(
@@ -234,6 +245,7 @@ def _run(
             anonymized=anonymized,
             verdict=verdict,
             comparison=comparison,
+            risk=risk.figures,
         )
         figures = build_figures(report_inputs(ingested.out, built, verdict, comparison, config))
         report_json = write_json(report)

@@ -2,7 +2,7 @@
 
 SPEC §1, §8, §10 and the release issue: a reviewer reads parameters; privacy (DR, k achieved, the
 group-size histogram); utility (NIL overall and per QID; raw vs released age and weight
-distributions); signals (the reference panel as a forest plot of raw vs released PRR and ROR with
+distributions); signals (the reference panel as a forest plot of raw vs released PRR with
 their CIs; survival overall and per stratum; new signals); and the rejects summary. The HTML holds
 the same figures as the JSON, with the plots inlined as base64 PNG so the page needs nothing else.
 
@@ -18,7 +18,7 @@ import base64
 import html
 import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+
+from faers_anon._report_html import render_page  # noqa: E402
 
 __all__ = ["ReportInputs", "build_figures", "render_html", "write_json"]
 
@@ -197,45 +199,9 @@ def build_figures(inputs: ReportInputs) -> dict[str, str]:
     }
     if inputs.panel.height:
         figures["panel_prr"] = _forest_plot(inputs.panel, "prr")
-        figures["panel_ror"] = _forest_plot(inputs.panel, "ror")
     if inputs.survival.height:
         figures["survival"] = _survival_plot(inputs.survival)
     return figures
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return "–" if not np.isfinite(value) else f"{value:.4g}"
-    if value is None:
-        return "–"
-    return html.escape(str(value))
-
-
-_FIRST_COLUMNS = (
-    "table", "stratum", "criterion", "drug", "event", "condition", "reading", "survived",
-    "a_raw", "a_release", "prr_raw", "prr_release", "ror_raw", "ror_release",
-)  # fmt: skip
-
-
-def _table(rows: Sequence[Mapping[str, Any]], *, limit: int = 50) -> str:
-    if not rows:
-        return "<p><em>none</em></p>"
-    keys = list(rows[0].keys())
-    columns = [c for c in _FIRST_COLUMNS if c in keys] + [c for c in keys if c not in _FIRST_COLUMNS]
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{_fmt(row.get(c))}</td>" for c in columns) + "</tr>" for row in rows[:limit]
-    )
-    more = f"<p>… and {len(rows) - limit} more rows (see report.json)</p>" if len(rows) > limit else ""
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
-
-
-def _kv(mapping: Mapping[str, Any]) -> str:
-    def cell(value: Any) -> str:
-        return html.escape(json.dumps(value)) if isinstance(value, dict | list) else _fmt(value)
-
-    rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{cell(v)}</td></tr>" for k, v in mapping.items())
-    return f"<table class='kv'>{rows}</table>"
 
 
 def _img(figures: Mapping[str, str], name: str, alt: str) -> str:
@@ -244,60 +210,12 @@ def _img(figures: Mapping[str, str], name: str, alt: str) -> str:
     return f"<img alt='{html.escape(alt)}' src='data:image/png;base64,{figures[name]}'/>"
 
 
-_STYLE = """
-body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222}
-h1{font-size:1.6em} h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
-table{border-collapse:collapse;margin:.5em 0;font-size:.9em}
-td,th{border:1px solid #ddd;padding:.2em .5em;text-align:left}
-.kv th{background:#f6f6f6;width:18em}
-.verdict-ok{color:#0a6b2f;font-weight:bold} .verdict-bad{color:#a00;font-weight:bold}
-img{max-width:100%;display:block;margin:.5em 0}
-"""
-
-
 def render_html(report: Mapping[str, Any], figures: Mapping[str, str]) -> str:
-    """Render ``report`` (the dict written to report.json) and the figures as one HTML page."""
-    privacy = report.get("privacy", {})
-    utility = report.get("utility", {})
-    signals = report.get("signals", {})
-    verdict = report.get("verification", {})
-    ok = bool(verdict.get("ok"))
-    parts = [
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>faers-anon release report</title><style>{_STYLE}</style></head><body>",
-        "<h1>faers-anon release report</h1>",
-        f"<p>Tool version {_fmt(report.get('tool', {}).get('version'))}. Verification: "
-        f"<span class='{'verdict-ok' if ok else 'verdict-bad'}'>{'PASSED' if ok else 'FAILED'}</span></p>",
-        "<h2>Parameters</h2>",
-        _kv(report.get("parameters", {})),
-        "<h2>Counts</h2>",
-        _kv({k: v for k, v in report.get("counts", {}).items() if k != "tables"}),
-        _table(
-            [{"table": name, **counts} for name, counts in report.get("counts", {}).get("tables", {}).items()]
-        ),
-        "<h2>Privacy</h2>",
-        _kv({k: v for k, v in privacy.items() if k != "group_sizes"}),
-        _img(figures, "group_sizes", "group size histogram"),
-        "<h2>Utility</h2>",
-        _kv({k: v for k, v in utility.items() if not isinstance(v, list)}),
-        _img(figures, "age", "age distribution raw vs released"),
-        _img(figures, "weight", "weight distribution raw vs released"),
-        "<h2>Signals</h2>",
-        _kv({k: v for k, v in signals.items() if not isinstance(v, list)}),
-        _img(figures, "survival", "signal survival per stratum"),
-        "<h3>Reference panel</h3>",
-        _img(figures, "panel_prr", "forest plot of PRR"),
-        _img(figures, "panel_ror", "forest plot of ROR"),
-        _table(signals.get("panel", [])),
-        "<h3>Survival per stratum</h3>",
-        _table(signals.get("per_stratum", [])),
-        "<h3>Signals only on the release</h3>",
-        _table(signals.get("new_signals", []), limit=30),
-        "<h2>Rejects</h2>",
-        _table(report.get("rejects", [])),
-        "</body></html>",
-    ]
-    return "\n".join(parts)
+    """Render ``report`` (the dict written to report.json) and the figures as one HTML page.
+
+    The page is laid out for a reviewer (:mod:`faers_anon._report_html`).
+    """
+    return render_page(report, figures, _img)
 
 
 def write_json(report: Mapping[str, Any]) -> bytes:

@@ -189,24 +189,18 @@ def _record(ks: KnowledgeSet, sizes: pl.DataFrame, k: int, journalist: pl.DataFr
 def _reidentify(
     data: CaseData, raw: CaseData | None, sets: list[KnowledgeSet], k: int
 ) -> list[dict[str, Any]]:
-    lists = {
-        "drugs": (data.drugs, raw.drugs if raw else None),
-        "reactions": (data.reactions, raw.reactions if raw else None),
-    }
+    lists = {"drugs": data.drugs, "reactions": data.reactions}
     records = []
     for ks in sets:
         targets, tuples = _tuples(data.view, ks.knows)
-        t_items = p_items = None
+        t_items = None
         if ks.items is not None:
-            released_items, _ = lists[ks.items]
-            (t_items,) = encode_items(released_items)
-            p_items = t_items.rename({"caseid": "p"})
-        members = targets.select("kt", pl.col("caseid").alias("p"))
-        sizes = class_sizes(targets, members, items=ks.count, target_items=t_items, population_items=p_items)
+            (t_items,) = encode_items(lists[ks.items])
+        sizes, exact = class_sizes(targets, items=ks.count, target_items=t_items)
         journalist = None
         if raw is not None and ks.items is None:
             journalist = _journalist(data.view, raw.view, ks.knows)
-        records.append(_record(ks, sizes, k, journalist))
+        records.append({**_record(ks, sizes, k, journalist), "exact": exact})
     return records
 
 
@@ -220,7 +214,7 @@ def _journalist(view: pl.DataFrame, raw: pl.DataFrame, knows: tuple[str, ...]) -
     members = journalist_members(tuples, raw, extended)
     if members is None:
         return None
-    return class_sizes(targets, members)
+    return class_sizes(targets, members)[0]
 
 
 def _manifest_value(release: Path, name: str) -> Any:

@@ -24,6 +24,7 @@ import polars as pl
 __all__ = ["class_sizes"]
 
 Items = int | str | None
+CANDIDATE_BUDGET = 20_000_000  # rows of (set, candidate) before "all" falls back to equal lists
 
 
 def _k_sizes(targets: pl.LazyFrame, members: pl.LazyFrame) -> pl.LazyFrame:
@@ -54,89 +55,149 @@ def _pairs(items: pl.LazyFrame, key: str) -> pl.LazyFrame:
 
 
 def _double(
-    targets: pl.LazyFrame, members: pl.LazyFrame, t_items: pl.LazyFrame, p_items: pl.LazyFrame
+    targets: pl.LazyFrame, members: pl.LazyFrame, t_items: pl.LazyFrame, p_items: pl.LazyFrame, *, same: bool
 ) -> pl.LazyFrame:
-    """min over the target's item pairs of the population cases holding both (cases with ≥ 2 items)."""
-    counts = members.join(_pairs(p_items, "p"), on="p").group_by("kt", "a", "b").agg(pl.len().alias("n"))
+    """min over the target's item pairs of the population cases holding both (cases with ≥ 2 items).
+
+    ``same``: the population is the targets themselves (prosecutor risk): the pairs are built once.
+    """
+    own = targets.join(_pairs(t_items, "caseid"), on="caseid").collect()
+    if same:
+        counts = own.lazy().group_by("kt", "a", "b").agg(pl.len().alias("n"))
+    else:
+        counts = members.join(_pairs(p_items, "p"), on="p").group_by("kt", "a", "b").agg(pl.len().alias("n"))
     return (
-        targets.join(_pairs(t_items, "caseid"), on="caseid")
+        own.lazy()
         .join(counts, on=["kt", "a", "b"], how="left")
         .group_by("caseid")
         .agg(pl.col("n").fill_null(0).min().alias("size"))
     )
 
 
-def _whole(
+def _same(
     targets: pl.LazyFrame, members: pl.LazyFrame, t_items: pl.LazyFrame, p_items: pl.LazyFrame
 ) -> pl.LazyFrame:
-    """|{p in members(kt) : I(t) ⊆ I(p)}| per target with items, via the rarest item's holders."""
+    """|{p in members(kt) : I(p) = I(t)}|: a lower bound of the superset class (upper bound of risk)."""
+    signature = pl.col("item").sort().cast(pl.String).str.join(",").alias("sig")
+    population = members.join(p_items.group_by("p").agg(signature), on="p")
+    counts = population.group_by("kt", "sig").agg(pl.len().alias("size"))
+    own = targets.join(t_items.group_by("caseid").agg(signature), on="caseid")
+    return own.join(counts, on=["kt", "sig"], how="left").select("caseid", pl.col("size").fill_null(0))
+
+
+def _whole(
+    targets: pl.LazyFrame, members: pl.LazyFrame, t_items: pl.LazyFrame, p_items: pl.LazyFrame
+) -> pl.LazyFrame | None:
+    """|{p in members(kt) : I(t) ⊆ I(p)}| per target with items.
+
+    One item: the holders of it. Several: the candidates are the holders of the target's two rarest
+    items (a pair's posting list is far shorter than an item's); then, item by item in order of
+    rarity, the candidates not holding the next item are dropped (a loop over item positions, at
+    most the longest list; each step a semi-join), so the candidate list only shrinks.
+
+    Returns:
+        None when the first candidate list would exceed :data:`CANDIDATE_BUDGET` rows (item lists
+        drawn from a small vocabulary, where every pair is common); the caller then counts the
+        cases with the same list (:func:`_same`), a lower bound of the class.
+    """
     sets = (
         targets.join(t_items, on="caseid")
         .group_by("caseid", "kt")
         .agg(pl.col("item").sort())
         .with_columns(pl.col("item").cast(pl.List(pl.String)).list.join(",").alias("sig"))
+        .collect()
+        .lazy()
     )
-    distinct = sets.unique(["kt", "sig"]).select("kt", "sig", "item").with_row_index("sid")
-    exploded = distinct.select("sid", "kt", "item").explode("item")
-    frequency = p_items.group_by("item").agg(pl.len().alias("df"))
-    rarest = (
-        exploded.join(frequency, on="item", how="left")
+    # collected once: a lazy unique() has no fixed order, and the ids must agree wherever they are used
+    distinct = sets.unique(["kt", "sig"]).select("kt", "sig", "item").collect().with_row_index("sid").lazy()
+    frequency = p_items.group_by("item").agg(pl.len().alias("df")).collect()
+    ranked = (
+        distinct.select("sid", "kt", "item")
+        .explode("item")
+        .join(frequency.lazy(), on="item", how="left")
         .sort("df", "item", nulls_last=False)
         .group_by("sid")
-        .agg(pl.col("kt").first(), pl.col("item").first().alias("rare"), pl.len().alias("need"))
+        .agg(pl.col("kt").first(), pl.col("item").alias("order"), pl.col("df").first().alias("rarest"))
+        .collect()
     )
+    multi = ranked.filter(pl.col("order").list.len() > 1)
+    # a pair's holders are at most its rarer item's: Σ df(rarest) bounds the first candidate list
+    if (multi.select(pl.col("rarest").sum()).item() or 0) > CANDIDATE_BUDGET:
+        return None
+    single = (
+        ranked.lazy()
+        .filter(pl.col("order").list.len() == 1)
+        .select("sid", "kt", pl.col("order").list.first().alias("item"))
+        .join(
+            members.join(p_items, on="p").group_by("kt", "item").agg(pl.len().alias("size")),
+            on=["kt", "item"],
+        )
+        .select("sid", "size")
+    )
+    first_two = pl.col("order").list.head(2)
+    seeds = multi.lazy().select("sid", "kt", first_two.list.min().alias("a"), first_two.list.max().alias("b"))
     candidates = (
-        rarest.join(p_items.rename({"item": "rare"}), on="rare")
+        seeds.join(p_items.rename({"item": "a"}), on="a")
+        .join(p_items.rename({"item": "b"}), on=["p", "b"], how="semi")
         .join(members, on=["kt", "p"], how="semi")
-        .select("sid", "p", "need")
+        .select("sid", "p")
+        .collect()
     )
-    held = (
-        candidates.join(exploded.select("sid", "item"), on="sid")
-        .join(p_items, on=["p", "item"], how="semi")
-        .group_by("sid", "p", "need")
-        .agg(pl.len().alias("hits"))
-        .filter(pl.col("hits") == pl.col("need"))
-        .group_by("sid")
-        .agg(pl.len().alias("size"))
-    )
+    longest = int(multi.select(pl.col("order").list.len().max()).item() or 0)
+    for position in range(2, longest):
+        step = multi.filter(pl.col("order").list.len() > position).select(
+            "sid", pl.col("order").list.get(position).alias("item")
+        )
+        checked = candidates.join(step, on="sid")
+        kept = checked.lazy().join(p_items, on=["p", "item"], how="semi").select("sid", "p").collect()
+        candidates = pl.concat([candidates.join(step, on="sid", how="anti"), kept])
+    several = candidates.lazy().group_by("sid").agg(pl.len().alias("size"))
     return (
         sets.join(distinct.select("kt", "sig", "sid"), on=["kt", "sig"])
-        .join(held, on="sid", how="left")
+        .join(pl.concat([single, several]), on="sid", how="left")
         .select("caseid", pl.col("size").fill_null(0))
     )
 
 
 def class_sizes(
     targets: pl.DataFrame,
-    members: pl.DataFrame,
+    members: pl.DataFrame | None = None,
     *,
     items: Items = None,
     target_items: pl.DataFrame | None = None,
     population_items: pl.DataFrame | None = None,
-) -> pl.DataFrame:
+) -> tuple[pl.DataFrame, bool]:
     """The class size of every target (module docstring).
 
     Args:
         targets: ``caseid``, ``kt`` (the id of the target's values on K).
-        members: ``kt``, ``p``: population case p agrees with tuple kt on K.
+        members: ``kt``, ``p``: population case p agrees with tuple kt on K; None: the population
+            is the targets themselves (prosecutor risk; ``population_items`` = ``target_items``).
         items: None (K only), m ≥ 1 (m-subsets; 1 and 2 are computed), or ``"all"``.
         target_items: ``caseid``, ``item`` of the targets; population_items: ``p``, ``item``.
 
     Returns:
-        ``caseid``, ``size`` (UInt32/Int64 ≥ 0; 0 only when a journalist population lacks the target).
+        ``caseid``, ``size`` (Int64 ≥ 0; 0 only when a journalist population lacks the target), and
+        whether the sizes are exact (False: "all" counted equal lists, a lower bound).
     """
+    same = members is None
+    if members is None:
+        members = targets.select("kt", pl.col("caseid").alias("p"))
+        population_items = None if target_items is None else target_items.rename({"caseid": "p"})
     t, pop = targets.lazy().select("caseid", "kt"), members.lazy().select("kt", "p")
     base = _k_sizes(t, pop)
     if items is None or target_items is None or population_items is None:
-        return base.collect()
+        return base.collect(), True
     t_items, p_items = target_items.lazy(), population_items.lazy().select("p", "item")
+    whole = None
     if items == "all":
-        steps = [_whole(t, pop, t_items, p_items)]
+        whole = _whole(t, pop, t_items, p_items)
+        steps = [whole if whole is not None else _same(t, pop, t_items, p_items)]
     elif items == 1:
         steps = [_single(t, pop, t_items, p_items)]
     elif items == 2:
         # a target with one item is known by that item; one with none by K alone
-        steps = [_double(t, pop, t_items, p_items), _single(t, pop, t_items, p_items)]
+        steps = [_double(t, pop, t_items, p_items, same=same), _single(t, pop, t_items, p_items)]
     else:
         raise ValueError(f"items must be None, 1, 2 or 'all'; got {items!r}")
     frames = [base.rename({"size": "size_k"})] + [
@@ -146,4 +207,5 @@ def class_sizes(
     for frame in frames[1:]:
         joined = joined.join(frame, on="caseid", how="left")
     order = [f"size_{i}" for i in range(len(steps))] + ["size_k"]
-    return joined.select("caseid", pl.coalesce(order).cast(pl.Int64).alias("size")).collect()
+    exact = not (items == "all" and whole is None)
+    return joined.select("caseid", pl.coalesce(order).cast(pl.Int64).alias("size")).collect(), exact

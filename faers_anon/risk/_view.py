@@ -82,11 +82,11 @@ def _terms(folder: Path, name: str, columns: tuple[str, ...]) -> pl.DataFrame:
     present = [c for c in columns if c in frame.collect_schema().names()]
     if not present:
         return empty
-    parts = [
-        frame.select(pl.col("caseid").cast(pl.Int64), value_key_expr(pl.col(c)).alias("term"))
-        for c in present
-    ]
-    return pl.concat(parts).drop_nulls().unique().collect()
+    parts = [frame.select(pl.col("caseid").cast(pl.Int64), pl.col(c).alias("verbatim")) for c in present]
+    pairs = pl.concat(parts).drop_nulls().unique().collect()
+    # the canonical key is a regex per string: computed once per distinct spelling, then joined
+    keys = pairs.select("verbatim").unique().with_columns(value_key_expr(pl.col("verbatim")).alias("term"))
+    return pairs.join(keys.drop_nulls(), on="verbatim").select("caseid", "term").unique()
 
 
 def read_cases(folder: Path, *, keep: tuple[str, ...] | None = None) -> CaseData:

@@ -1,0 +1,336 @@
+"""report.html for a release reviewer: the verdict and the guarantee first, then the figures, each defined.
+
+Layout (issue 15): the first screen holds the verdict and what is guaranteed, in one sentence; the
+figures that matter, each with its definition beside it; what an attacker who knows more than the
+guarantee assumes can learn (``risk``); what changed from the raw data. Then the signals, headed by
+the survival per stratum and the worst stratum; the reference panel (rules absent from the raw
+quarter are listed as "not in this quarter", never plotted); rejects in words with counts; and a
+collapsed "all parameters" section, the only place internal option names appear. Tables are fixed
+width and wrap, so the page fits a 1400 px window.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from faers_anon.io.rules import REASON_WORDS
+
+__all__ = ["render_page", "FIELD_WORDS", "knowledge_words", "worst_stratum"]
+
+FIELD_WORDS: dict[str, str] = {
+    "caseversion": "the case's version number", "i_f_code": "whether the report is initial or a follow-up",
+    "init_fda_dt": "the date FDA first received the case", "fda_dt": "the date FDA received this version",
+    "rept_cod": "the report type", "mfr_sndr": "the sending company",
+    "e_sub": "whether it was sent electronically",
+    "to_mfr": "whether it was also sent to the manufacturer", "occp_cod": "the reporter's occupation",
+    "quarter": "the release quarter", "outc_cod": "the outcomes (death, hospitalization, …)",
+}  # fmt: skip
+_QIDS = ("age_group", "age_min", "age_max", "sex", "wt_min", "wt_max")
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;max-width:1240px;margin:1.5em auto;padding:0 1em;color:#222;
+line-height:1.4}
+h1{font-size:1.5em;margin-bottom:.2em} h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
+.verdict{font-size:1.15em;padding:.8em 1em;border-radius:6px;margin:.6em 0}
+.ok{background:#e8f5ec;border:1px solid #0a6b2f} .bad{background:#fdecea;border:1px solid #a00}
+.warn{background:#fff6e0;border:1px solid #c88a00;padding:.6em 1em;border-radius:6px}
+table{border-collapse:collapse;margin:.5em 0;font-size:.9em;table-layout:fixed;width:100%}
+td,th{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:top;
+overflow-wrap:anywhere}
+th{background:#f6f6f6} td.n{text-align:right;font-variant-numeric:tabular-nums}
+dl.fig{display:grid;grid-template-columns:16em 1fr;gap:.3em 1em} dl.fig dt{font-weight:bold}
+dl.fig dd{margin:0} img{max-width:100%;display:block;margin:.5em 0}
+.low{color:#a00;font-weight:bold} .small{font-size:.85em;color:#555}
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def _pct(value: Any) -> str:
+    return "–" if value is None else f"{100 * float(value):.1f}%"
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{float(value):.{digits}g}"
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]], widths: Sequence[int] | None = None) -> str:
+    cols = "".join(f"<col style='width:{w}%'>" for w in widths) if widths else ""
+    header = "".join(f"<th>{h}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><colgroup>{cols}</colgroup><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def knowledge_words(record: Mapping[str, Any]) -> str:
+    """An attacker knowledge set of risk.json in words, e.g. "age band, sex, weight band + 2 drugs"."""
+    knows = list(record.get("knows", []))
+    parts = ["age band, sex, weight band"] if any(q in knows for q in _QIDS) else []
+    parts += [FIELD_WORDS.get(f, f) for f in knows if f not in _QIDS]
+    text = ", ".join(parts) if len(parts) < 4 else f"{parts[0]} and every other released field"
+    items = record.get("items") or {}
+    for kind, count in items.items():
+        single = kind[:-1] if kind.endswith("s") else kind
+        extra = f"the whole {single} list" if count == "all" else f"{count} {kind if count != 1 else single}"
+        text = f"{text} + {extra}" if text else extra
+    return text or "nothing"
+
+
+def worst_stratum(per_stratum: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The stratum with raw signals whose survival share is lowest (more raw signals break ties)."""
+    rows = [r for r in per_stratum if (r.get("n_raw") or 0) > 0]
+    if not rows:
+        return None
+    return min(rows, key=lambda r: (r["n_survived"] / r["n_raw"], -r["n_raw"], str(r.get("stratum"))))
+
+
+def _guarantee(report: Mapping[str, Any]) -> str:
+    privacy, params = report.get("privacy", {}), report.get("parameters", {})
+    k, theta = privacy.get("k", params.get("k")), params.get("theta")
+    ok = bool(report.get("verification", {}).get("ok"))
+    head = "Verification PASSED" if ok else "Verification FAILED"
+    if privacy.get("model") == "ms-k-theta":
+        values = " or ".join(v for v in ("indication", "reaction") if f"{v}s" in params.get("sensitive", []))
+        return (
+            f"<b>{head}:</b> every combination of age band, sex and weight band in this release is shared "
+            f"by at least <b>{k}</b> patients, and within each combination no {values or 'sensitive value'} "
+            f"and no disease implied by the patients' drugs (knowledge.csv) is held by more than a share "
+            f"<b>θ = {theta}</b> of them (per-value θ in thresholds.csv). An independent re-check of the "
+            f"written files {'confirmed' if ok else 'did not confirm'} both."
+        )
+    label = privacy.get("method") or privacy.get("model")
+    return f"<b>{head}:</b> the release satisfies {_e(label)} with k = {k} (independently re-checked)."
+
+
+def _figures(report: Mapping[str, Any]) -> str:
+    privacy, utility, counts = report.get("privacy", {}), report.get("utility", {}), report.get("counts", {})
+    groups, engine = privacy.get("groups"), privacy.get("engine_groups")
+    merged = (
+        f" (the anonymizer formed {engine:,} clusters; clusters that ended with the same released values "
+        f"are one group to an attacker, so {groups:,} is the count that matters)"
+        if engine and groups and engine != groups else ""
+    )  # fmt: skip
+    items = [
+        ("Patients (cases)", f"{counts.get('cases', 0):,} cases in {counts.get('reports_out', 0):,} "
+         f"reports (of {counts.get('reports_read', 0):,} read; every report of a case carries the same "
+         "released values)"),
+        ("Groups", f"{_num(groups)}: a group is the set of patients sharing one released combination of age "
+         f"band, sex and weight band{merged}."),
+        ("Smallest group", f"{_num(privacy.get('k_achieved'))} patients (the guarantee asks for "
+         f"{privacy.get('k')})."),
+        ("Dangerous groups (DR)", f"{_num(privacy.get('dangerous_groups'))} of {_num(groups)} groups (DR = "
+         f"{_num(privacy.get('dr'), 4)}): a group is dangerous when some value exceeds its θ there."),
+        ("Information loss (NIL)", f"{_num(utility.get('nil'), 4)} — 0 means ages and weights are released "
+         "exactly, "
+         f"1 that every value is replaced by 'any'; age {_num(utility.get('nil_age'))}, sex "
+         f"{_num(utility.get('nil_sex'))}, weight {_num(utility.get('nil_weight'))}."),
+    ]  # fmt: skip
+    return "<dl class='fig'>" + "".join(f"<dt>{a}</dt><dd>{b}</dd>" for a, b in items) + "</dl>"
+
+
+def _risk(report: Mapping[str, Any]) -> str:
+    risk = report.get("risk")
+    if not risk:
+        return "<p><em>Not measured for this release.</em></p>"
+    k = risk.get("k")
+    rows = [
+        [_e(knowledge_words(r)), f"<span class='n'>{_pct(r['unique'])}</span>", _pct(r["below_k"]),
+         _num(r["prosecutor_max"]), _num(r["prosecutor_mean"]), _num(r.get("journalist_mean"))]
+        for r in risk.get("reidentification", [])
+    ]  # fmt: skip
+    # the warning names the worst *single* addition to the QIDs (every field at once is extreme anyway)
+    single = [r for r in risk.get("reidentification", []) if len(r["knows"]) <= len(_QIDS) + 1]
+    worst = max(single, key=lambda r: r["below_k"], default=None)
+    parts = [
+        "<p>The guarantee assumes an attacker who knows a patient's age, sex and weight only. A real "
+        "attacker may know more. Each row is one attacker: what they know, then what it gives them. "
+        "<b>Singled out</b>: share of patients whose released record matches no other patient's on what "
+        f"the attacker knows. <b>Below k</b>: share matching fewer than {k} patients. <b>Risk</b> "
+        "(prosecutor) = 1 / number of matching patients, highest and average over patients; <b>raw-data "
+        "risk</b> (journalist) counts the matching patients in the raw quarter. A known drug or reaction "
+        "matches patients whose list holds it.</p>",
+    ]
+    if worst and worst["below_k"] > 0:
+        parts.append(
+            "<p class='warn'>Not covered by the guarantee: an attacker who knows "
+            f"{_e(knowledge_words(worst))} "
+            f"finds {_pct(worst['below_k'])} of patients in fewer than {k} matches "
+            f"({_pct(worst['unique'])} singled out).</p>"
+        )
+    head = ["the attacker knows", "singled out", f"below k = {k}", "highest risk", "average risk",
+            "average raw-data risk"]  # fmt: skip
+    parts.append(_table(head, rows, [40, 11, 11, 12, 12, 14]))
+    link = risk.get("linkage")
+    if link:
+        parts.append(
+            "<p><b>Linkage to the raw data</b> (released reports that match exactly one raw report): by "
+            f"report id {_pct(link['by_ids'])}; by the {len(link.get('fields', []))} other fields both share "
+            f"{_pct(link['by_fields'])}.</p>"
+        )
+    inference = risk.get("inference", {})
+    lines = []
+    kinds = (("protected_values", "a protected value"), ("classes", "a class of values (class file)"),
+             ("outcomes", "an outcome code"))  # fmt: skip
+    for key, what in kinds:
+        item = inference.get(key)
+        if item:
+            name = item.get("value") or item.get("class") or item.get("code")
+            lines.append(
+                f"<li>{what}: highest confidence {_num(item['max_conf'])} ({_e(name)}, "
+                f"θ {_num(item.get('theta_there'))}); "
+                f"{item['groups_above_theta']} groups above θ</li>"
+            )
+    if lines:
+        parts.append(
+            "<p><b>Inference</b> — confidence = share of a group's patients holding the value (a drug counts "
+            "through knowledge.csv, on any released drug name):</p><ul>" + "".join(lines) + "</ul>"
+        )
+    return "\n".join(parts)
+
+
+def _signals(signals: Mapping[str, Any], figures: Mapping[str, str], img: Any) -> str:
+    per = [r for r in signals.get("per_stratum", []) if r.get("stratum") != "overall"]
+    worst = worst_stratum(per)
+    n_raw, n_surv = signals.get("n_raw_overall", 0), signals.get("n_survived_overall", 0)
+    head = (
+        "<p>A <b>signal</b> is a drug–event pair reported disproportionately often "
+        f"({_e(signals.get('criterion'))} "
+        f"criterion). Overall, {n_surv} of {n_raw} raw signals still signal on the release; "
+        f"{signals.get('n_new_overall', 0)} appear only on the release. Within age and sex strata (a "
+        "released age range counts by the share of it inside the stratum):</p>"
+    )
+    if worst is not None:
+        low = worst["n_survived"] < worst["n_raw"]
+        head += (
+            f"<p class='{'warn' if low else ''}'>Worst stratum: <b>{_e(worst['stratum'])}</b>, "
+            f"{worst['n_survived']} of {worst['n_raw']} raw signals survive "
+            f"({_pct(worst['n_survived'] / worst['n_raw'])}).</p>"
+        )
+
+    def share(r: Mapping[str, Any]) -> str:
+        low = "low" if r["n_survived"] < r["n_raw"] else ""
+        return f"<span class='{low}'>{_pct(r['n_survived'] / r['n_raw'])}</span>"
+
+    rows = [
+        [_e(r["stratum"]), str(r["n_raw"]), str(r["n_survived"]), share(r), str(r.get("n_new", 0))]
+        for r in sorted(per, key=lambda r: str(r["stratum"])) if r.get("n_raw")
+    ]  # fmt: skip
+    table = _table(["stratum", "raw signals", "still signal", "survival", "only on the release"], rows)
+    return head + table + img(figures, "survival", "signal survival per stratum")
+
+
+def _panel(signals: Mapping[str, Any], figures: Mapping[str, str], img: Any) -> str:
+    panel = [
+        r
+        for r in signals.get("panel", [])
+        if r.get("reading") == signals.get("reading_of_strata", "expected")
+    ]
+    present = [r for r in panel if (r.get("a_raw") or 0) > 0]
+    absent = sorted(
+        {f"{r['drug']} / {r['event']} ({r['condition']})" for r in panel if not (r.get("a_raw") or 0)}
+    )
+
+    def prr(r: Mapping[str, Any], side: str) -> str:
+        return (
+            f"{_num(r.get(f'prr_{side}'))} [{_num(r.get(f'prr_lo_{side}'))}, {_num(r.get(f'prr_hi_{side}'))}]"
+        )
+
+    rows = [
+        [_e(f"{r['drug']} / {r['event']}"), _e(r["condition"]), _num(int(r["a_raw"])),
+         _num(int(r.get("a_release") or 0)), prr(r, "raw"), prr(r, "release"), _e(r.get("survived"))]
+        for r in present
+    ]  # fmt: skip
+    text = (
+        "<p>Known drug–event rules (MedWatch). PRR = proportional reporting ratio with its 95% interval; "
+        "cases = patients reporting both.</p>"
+        + _table(
+            [
+                "rule",
+                "patients",
+                "cases raw",
+                "cases release",
+                "PRR raw [95% CI]",
+                "PRR release [95% CI]",
+                "still a signal",
+            ],
+            rows,
+            [24, 10, 9, 9, 18, 18, 12],
+        )  # fmt: skip
+        + img(figures, "panel_prr", "forest plot of PRR")
+    )
+    if absent:
+        text += (
+            "<p><b>Not in this quarter</b> (no raw report holds the pair; not plotted): "
+            + "; ".join(_e(a) for a in absent)
+            + ".</p>"
+        )
+    return text
+
+
+def _rejects(report: Mapping[str, Any]) -> str:
+    rows = report.get("rejects", [])
+    if not rows:
+        return "<p>No row was set aside.</p>"
+    totals: dict[str, int] = {}
+    for row in rows:
+        words = "; ".join(REASON_WORDS.get(n, n.replace("_", " ")) for n in str(row["reason"]).split(";"))
+        totals[words] = totals.get(words, 0) + int(row["rows"])
+    items = "".join(f"<li>{n:,} rows: {_e(w)}</li>" for w, n in sorted(totals.items(), key=lambda x: -x[1]))
+    return (
+        f"<p>{sum(totals.values()):,} input rows were not released, for these reasons:</p><ul>{items}</ul>"
+        "<p>Each one, with its file, line and reason, is listed in <code>rejects/rejects.csv</code>.</p>"
+    )
+
+
+def _parameters(params: Mapping[str, Any]) -> str:
+    def flat(prefix: str, value: Any) -> list[list[str]]:
+        if isinstance(value, Mapping):
+            return [row for k, v in value.items() for row in flat(f"{prefix}{k} › ", v)]
+        return [[_e(prefix.removesuffix(" › ").replace("_", " ")), _e(value)]]
+
+    return (
+        "<details><summary>All parameters of this run</summary>"
+        + _table(["parameter", "value"], flat("", params), [35, 65])
+        + "</details>"
+    )
+
+
+def render_page(report: Mapping[str, Any], figures: Mapping[str, str], img: Any) -> str:
+    """The whole page (module docstring); ``img(figures, name, alt)`` inlines one plot."""
+    ok = bool(report.get("verification", {}).get("ok"))
+    signals = report.get("signals", {})
+    quarters = ", ".join(report.get("counts", {}).get("quarters", []))
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>Release report {_e(quarters)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>Release report — FAERS {_e(quarters)}</h1>",
+        f"<div class='verdict {'ok' if ok else 'bad'}'>{_guarantee(report)}</div>",
+        _figures(report),
+        "<h2>What an attacker who knows more can learn</h2>",
+        _risk(report),
+        "<h2>What changed from the raw data</h2>",
+        "<p>Ages and weights are released as ranges; the plots spread each released range evenly over its "
+        "width and compare with the raw values.</p>",
+        img(figures, "age", "age distribution raw vs released"),
+        img(figures, "weight", "weight distribution raw vs released"),
+        img(figures, "group_sizes", "group size histogram"),
+        "<h2>Do the drug–event signals survive?</h2>",
+        _signals(signals, figures, img),
+        "<h3>Reference rules</h3>",
+        _panel(signals, figures, img),
+        "<h2>Rows set aside</h2>",
+        _rejects(report),
+        "<h2>Details</h2>",
+        _parameters(report.get("parameters", {})),
+        f"<p class='small'>faers-anon {_e(report.get('tool', {}).get('version', ''))}; every figure is also "
+        "in report.json.</p>",
+        "</body></html>",
+    ]
+    return "\n".join(parts)
