@@ -205,3 +205,11 @@ def test_no_raw_id_and_no_key_anywhere_in_the_release(made: tuple[Path, Path, Pa
         body = path.read_bytes()
         assert secret.encode() not in body and derived.encode() not in body, path
         assert bytes.fromhex(secret) not in body and bytes.fromhex(derived) not in body, path
+
+
+def test_a_ragged_ascii_file_is_a_violation_not_a_crash(copy: Path, made: tuple[Path, Path, Path]) -> None:
+    path = next((copy / "ascii").glob("REAC*.txt"))
+    path.write_text(path.read_text() + "1$2$3$4$5$6$7$8\n")
+    verdict = _verify(copy, made)
+    details = verdict.violations.filter(pl.col("rule").is_in(["ascii", "counts"]))["detail"].to_list()
+    assert not verdict.ok and any(f"ascii/{path.name}: unreadable" in d for d in details), details
