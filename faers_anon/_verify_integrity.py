@@ -184,16 +184,25 @@ def _counts(release: Path, manifest: Mapping[str, Any], n_cases: int) -> tuple[l
     counts = manifest.get("counts") or {}
     found: list[str] = []
     agreement: list[str] = []
+    if not isinstance(counts, Mapping):
+        return ["manifest.json: counts is not a JSON object"], agreement
     ascii_files = _ascii_files(release)
     for table, entry in sorted(counts.items()):
         if not isinstance(entry, Mapping) or "rows_out" not in entry:
             continue
         path = release / "parquet" / f"{table}.parquet"
-        parquet = pl.read_parquet(path) if path.is_file() else None
+        try:
+            parquet = pl.read_parquet(path) if path.is_file() else None
+        except (OSError, pl.exceptions.PolarsError):
+            found.append(f"parquet/{table}.parquet: unreadable")
+            continue
         rows = parquet.height if parquet is not None else 0
         if rows != entry["rows_out"]:
             found.append(f"parquet/{table}.parquet: {rows} rows, manifest.json says {entry['rows_out']}")
         quarters = entry.get("quarters") or {}
+        if not isinstance(quarters, Mapping) or not all(isinstance(q, Mapping) for q in quarters.values()):
+            found.append(f"manifest.json: counts.{table}.quarters is not an object of objects")
+            continue
         files = ascii_files.get(table, {})
         for quarter in sorted(set(quarters) | set(files)):
             want = (quarters.get(quarter) or {}).get("rows_out")
