@@ -1,10 +1,16 @@
-"""Which FAERS columns a release publishes, drops, or sets aside: the column policy (SPEC §10).
+"""Which FAERS columns a release publishes, generalizes, drops, or sets aside: the column policy (SPEC §10, §11).
 
-SPEC §10 asks that explicit identifiers and free text that can identify be "dropped or kept by a
-documented column policy". This module is that documentation and its code. Each column of each
-released table has one action:
+Every column of every released table has one declared *role* (``id``, ``qid``, ``sensitive``,
+``keep``, ``drop``, ``restricted``) in one policy file: the bundled default
+``faers_anon/data/column_policy.toml`` states each decision with its reason (``why``), and a user's
+TOML or CSV file (:func:`load_policy`, ``--column-policy``) overrides the entries it lists
+(:mod:`faers_anon.io._policy_file`; docs/formats.md, "Column policy"). A role gives the writer's
+*action*:
 
-* ``keep``: published in ``ascii/`` and ``parquet/``.
+* ``keep`` (roles ``id``, ``sensitive``, ``keep``): published in ``ascii/`` and ``parquet/``.
+* ``qid`` (role ``qid``, DEMO only): never published raw; every report of a QID-group carries the
+  group's common value in the column's hierarchy (:mod:`faers_anon.io.qid_fields`; ``engine`` QIDs
+  age, sex, weight come from the clustering partition).
 * ``drop``: not written anywhere.
 * ``restricted``: not published; written to the *restricted folder* beside the release (a sibling
   ``<release name>-restricted/``, never inside the public folder), one ``<table>.parquet`` per table
@@ -19,53 +25,28 @@ the group's generalized ``age_group``, ``age_min``, ``age_max``, ``sex``, ``wt_m
 the derived raw ``age_years``/``weight_kg`` and ``age_grp`` (the FDA age class leaks the age) are
 dropped whatever the policy says (a policy may set them ``restricted``, never ``keep``).
 
-Default decisions (the table ``DEFAULT_POLICY`` encodes):
+The default's guarantee (SPEC §11, released case view): every DEMO column is an id, a qid or dropped
+(``is_latest`` is kept: a derived flag), so every released DEMO field is constant over a QID-group and
+every case's class over all its released DEMO fields holds its whole group (≥ k cases). A user's
+policy that keeps another DEMO column as is gives that up, and the manifest says so (``roles``).
 
-======================  =========  ==========================================================
-column(s)               action     why
-======================  =========  ==========================================================
-mfr_num, auth_num       drop       control numbers: explicit identifiers, link to company/
-                                   authority case files
-lit_ref                 drop       free text (authors, titles) naming the published case report
-lot_num, exp_dt         drop       lot and expiry date narrow the patient to a pharmacy batch
-dose_vbm                drop       verbatim dose text, free text
-event_dt                drop       a patient-event date is a QID the model does not bound;
-                                   coarsening (e.g. to the year) would still split QID-groups
-                                   for an attacker who knows the year, so the only safe default
-                                   is to drop it. To publish it, make it a QID of the model: a
-                                   partition column of the same name replaces the raw value.
-mfr_dt, rept_dt         drop       report dates of the manufacturer, close proxies of the event
-                                   date and not needed by any analysis
-start_dt, end_dt        drop       therapy dates (THER): patient-event dates, as event_dt;
-                                   ``dur``/``dur_cod`` keep the duration
-occr_country,           drop       a natural extra QID (SPEC §5) the default model does not
-reporter_country                   bound; small countries can single a case out. A partition
-                                   column ``occr_country`` (country as a QID) is published
-init_fda_dt, fda_dt     keep       FDA receipt dates, needed to pick the latest version
-                                   (SPEC §4); they fall in the release quarter
-mfr_sndr                keep       the sending organization (company), not a patient
-                                   attribute; analysts stratify by sender
-cum_dose_chr            keep       a number (cumulative dose), with ``cum_dose_unit``
-everything else in      keep       coded, non-identifying FAERS fields (FORMAT.md §2.1, §4)
-FORMAT.md §2.1
-======================  =========  ==========================================================
-
-Residual risk, stated plainly: ``primaryid``/``caseid`` are kept (every table links through them
-and the verifier needs them); when the raw quarter is public (FDA's FAERS), they link a released row
-back to the raw one. A publisher of non-public data should keep this in mind.
+Residual risk, stated plainly: the report pseudonyms sort in version order (their last digits read as
+the version slot, :mod:`faers_anon.pseudonyms`), and the number of DEMO rows of a case pseudonym is
+its number of versions in the release; a multi-quarter release publishes each report's ``quarter``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import polars as pl
 
 from faers_anon.errors import ConfigError, InputError
+from faers_anon.io._policy_file import BUILTIN_HIERARCHIES, DEFAULT_POLICY_FILE, PolicyFile, read_policy_file
 from faers_anon.partition import PARTITION_SCHEMA
 
 __all__ = [
@@ -79,6 +60,7 @@ __all__ = [
     "REQUIRED",
     "ColumnPolicy",
     "DEFAULT_POLICY",
+    "load_policy",
     "QID_COLUMNS",
     "PARTITION_SCHEMA",
     "PARQUET_ONLY",
@@ -88,8 +70,8 @@ __all__ = [
     "ascii_text",
 ]
 
-Action = Literal["keep", "drop", "restricted"]
-ACTIONS: tuple[Action, ...] = ("keep", "drop", "restricted")
+Action = Literal["keep", "qid", "drop", "restricted"]
+ACTIONS: tuple[Action, ...] = ("keep", "qid", "drop", "restricted")
 
 TABLES: tuple[str, ...] = ("demo", "drug", "reac", "indi", "outc", "ther", "rpsr")
 """Release table names; ``demo`` is read from the ingested ``reports.parquet``."""
@@ -139,42 +121,28 @@ REQUIRED: Mapping[str, tuple[str, ...]] = MappingProxyType(
 )
 """Columns a policy must keep: the keys, and what the verifier needs to recompute conf (SPEC §5)."""
 
-_DROP: dict[str, tuple[str, ...]] = {
-    "demo": ("event_dt", "mfr_dt", "rept_dt", "auth_num", "mfr_num", "lit_ref", "reporter_country",
-             "occr_country"),
-    "drug": ("dose_vbm", "lot_num", "exp_dt"),
-    "ther": ("start_dt", "end_dt"),
-}  # fmt: skip
+_ACTION_OF_ROLE: Mapping[str, Action] = MappingProxyType(
+    {"id": "keep", "sensitive": "keep", "keep": "keep", "qid": "qid", "drop": "drop", "restricted": "restricted"}
+)
+_NEVER_QIDS = frozenset({"primaryid", "caseid", "caseversion", "quarter", "is_latest"})
 
 
-def _default_columns() -> dict[str, dict[str, Action]]:
-    columns: dict[str, dict[str, Action]] = {}
-    for table in TABLES:
-        actions: dict[str, Action] = {}
-        for name in FAERS_COLUMNS[table]:
-            if name in QID_REPLACED or name in ALWAYS_DROPPED:
-                continue
-            actions[name] = "drop" if name in _DROP.get(table, ()) else "keep"
-        if table == "drug":
-            actions["drug_key"] = "keep"
-        if table == "demo":
-            actions["is_latest"] = "keep"
-        columns[table] = actions
-    return columns
-
-
-def _frozen(columns: Mapping[str, Mapping[str, str]]) -> Mapping[str, Mapping[str, Action]]:
-    return MappingProxyType(
-        {t: MappingProxyType({c: cast(Action, a) for c, a in cols.items()}) for t, cols in columns.items()}
-    )
+def _frozen(columns: Mapping[str, Mapping[str, str]]) -> Mapping[str, Mapping[str, Any]]:
+    return MappingProxyType({t: MappingProxyType(dict(cols)) for t, cols in columns.items()})
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ColumnPolicy:
-    """Per table and column: ``keep``, ``drop`` or ``restricted`` (see the module docstring).
+    """Per table and column: a role and its action (see the module docstring).
 
     Args:
-        columns: table → column → action. Unlisted columns are dropped.
+        columns: table → column → action (``keep``, ``qid``, ``drop``, ``restricted``). Unlisted
+            columns are dropped.
+        roles: table → column → role; a column without one takes the role named like its action.
+        qids: DEMO column → hierarchy (``engine``, ``date``, ``value`` or a tree of ``trees``) for
+            every column whose action is ``qid``.
+        trees: named categorical trees (value → parent; parents → ``*``).
+        reasons: table → column → why (the policy file's ``why``).
         rejects: what happens to the quarantined rows' raw content. ``drop`` (default): the public
             ``rejects/<table>.parquet`` holds only ``source_file``, ``line``, ``reason`` (and
             ``quarter`` when present), so every quarantined row is accounted for without publishing
@@ -182,11 +150,15 @@ class ColumnPolicy:
             folder; ``keep``: the full files are published (only for data that is already public).
 
     Raises:
-        ConfigError: unknown table or action, a raw QID column listed as kept, or a required column
-            (``REQUIRED``) not kept.
+        ConfigError: unknown table, action or hierarchy, a raw QID column listed as kept, a qid outside
+            DEMO or on an id, or a required column (``REQUIRED``) not kept.
     """
 
-    columns: Mapping[str, Mapping[str, Action]] = field(default_factory=lambda: _frozen(_default_columns()))
+    columns: Mapping[str, Mapping[str, Action]]
+    roles: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    qids: Mapping[str, str] = field(default_factory=dict)
+    trees: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    reasons: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     rejects: Action = "drop"
 
     def __post_init__(self) -> None:
@@ -195,43 +167,122 @@ class ColumnPolicy:
             raise ConfigError(f"column policy: unknown table(s) {unknown} (expected {', '.join(TABLES)})")
         for table, cols in self.columns.items():
             for name, action in cols.items():
-                if action not in ACTIONS:
-                    raise ConfigError(
-                        f"column policy: {table}.{name}: unknown action {action!r} (expected keep, drop "
-                        "or restricted)"
-                    )
-                if table == "demo" and (name in QID_REPLACED or name in ALWAYS_DROPPED) and action == "keep":
-                    raise ConfigError(
-                        f"column policy: demo.{name} is a raw QID and is never published (drop or restricted)"
-                    )
+                self._check(table, name, action)
         for table in TABLES:
             missing = [c for c in REQUIRED[table] if self.action(table, c) != "keep"]
             if missing:
                 raise ConfigError(f"column policy: {table} must keep {', '.join(missing)}")
-        if self.rejects not in ACTIONS:
+        if self.rejects not in ("keep", "drop", "restricted"):
             raise ConfigError(f"column policy: rejects: unknown action {self.rejects!r}")
+        roles = {
+            t: {c: (self.roles.get(t, {}).get(c) or a) for c, a in cols.items()}
+            for t, cols in self.columns.items()
+        }
         object.__setattr__(self, "columns", _frozen(self.columns))
+        object.__setattr__(self, "roles", _frozen(roles))
+        object.__setattr__(self, "qids", MappingProxyType(dict(self.qids)))
+        object.__setattr__(self, "trees", _frozen(self.trees))
+        object.__setattr__(self, "reasons", _frozen(self.reasons))
+
+    def _check(self, table: str, name: str, action: str) -> None:
+        where = f"column policy: {table}.{name}"
+        if action not in ACTIONS:
+            raise ConfigError(f"{where}: unknown action {action!r} (expected keep, qid, drop or restricted)")
+        if table == "demo" and (name in QID_REPLACED or name in ALWAYS_DROPPED) and action == "keep":
+            raise ConfigError(f"{where} is a raw QID and is never published (drop or restricted)")
+        if action != "qid":
+            return
+        if table != "demo":
+            raise ConfigError(f"{where}: only DEMO columns can be qids (a group is a set of DEMO reports)")
+        if name in _NEVER_QIDS:
+            raise ConfigError(f"{where}: an id or bookkeeping column cannot be a qid")
+        hierarchy = self.qids.get(name)
+        if hierarchy is None or (hierarchy not in BUILTIN_HIERARCHIES and hierarchy not in self.trees):
+            known = ", ".join([*BUILTIN_HIERARCHIES, *sorted(self.trees)])
+            raise ConfigError(f"{where}: unknown hierarchy {hierarchy!r} (expected one of {known})")
+        if (hierarchy == "engine") != (name in QID_REPLACED):
+            raise ConfigError(f"{where}: hierarchy engine is for age, sex and wt only")
 
     def action(self, table: str, column: str) -> Action:
         """The action for ``table.column``; ``drop`` when the policy does not list the column."""
         return self.columns.get(table, {}).get(column, "drop")
 
+    def role(self, table: str, column: str) -> str:
+        """The declared role of ``table.column``; ``drop`` when the policy does not list the column."""
+        return self.roles.get(table, {}).get(column, "drop")
+
+    def field_qids(self) -> dict[str, str]:
+        """DEMO qid columns generalized after clustering (not the engine's) → hierarchy, in FAERS order."""
+        order = {c: i for i, c in enumerate(FAERS_COLUMNS["demo"])}
+        names = [c for c, a in self.columns.get("demo", {}).items() if a == "qid" and c not in QID_REPLACED]
+        return {c: self.qids[c] for c in sorted(names, key=lambda c: (order.get(c, len(order)), c))}
+
     def with_actions(self, table: str, /, **actions: Action) -> ColumnPolicy:
-        """A copy with some columns of one table set to new actions (validated again)."""
+        """A copy with some columns of one table set to new actions (their role follows; validated again)."""
         columns = {t: dict(c) for t, c in self.columns.items()}
         columns.setdefault(table, {}).update(actions)
-        return ColumnPolicy(columns=_frozen(columns), rejects=self.rejects)
+        roles = {t: dict(c) for t, c in self.roles.items()}
+        roles.setdefault(table, {}).update(actions)
+        return ColumnPolicy(
+            columns=columns, roles=roles, qids=self.qids, trees=self.trees, reasons=self.reasons,
+            rejects=self.rejects,
+        )  # fmt: skip
 
     def describe(self) -> dict[str, object]:
         """The policy as plain JSON data, for ``manifest.json``."""
         return {
             "columns": {t: dict(sorted(c.items())) for t, c in sorted(self.columns.items())},
+            "roles": {t: dict(sorted(c.items())) for t, c in sorted(self.roles.items())},
+            "hierarchies": dict(sorted(self.qids.items())),
+            "trees": {t: dict(sorted(c.items())) for t, c in sorted(self.trees.items())},
             "rejects": self.rejects,
             "unlisted": "drop",
         }
 
 
-DEFAULT_POLICY = ColumnPolicy()
+def _policy_of(files: Sequence[PolicyFile]) -> ColumnPolicy:
+    """Merge policy files, later entries winning per (table, column)."""
+    columns: dict[str, dict[str, Action]] = {}
+    roles: dict[str, dict[str, str]] = {}
+    reasons: dict[str, dict[str, str]] = {}
+    qids: dict[str, str] = {}
+    trees: dict[str, dict[str, str]] = {}
+    rejects: str = "drop"
+    for policy_file in files:
+        trees.update(policy_file.trees)
+        rejects = policy_file.rejects or rejects
+        for table, entries in policy_file.entries.items():
+            for column, entry in entries.items():
+                columns.setdefault(table, {})[column] = _ACTION_OF_ROLE[entry.role]
+                roles.setdefault(table, {})[column] = entry.role
+                reasons.setdefault(table, {})[column] = entry.why
+                if entry.hierarchy is not None:
+                    qids[column] = entry.hierarchy
+    return ColumnPolicy(
+        columns=columns, roles=roles, qids=qids, trees=trees, reasons=reasons,
+        rejects=cast(Action, rejects),
+    )  # fmt: skip
+
+
+def load_policy(path: Path | None = None) -> ColumnPolicy:
+    """The bundled default policy, overridden entry by entry by a user's TOML or CSV file (``path``).
+
+    Raises:
+        InputError: an unreadable or malformed policy file (file, line, ``table.column``).
+        ConfigError: the merged policy breaks a rule of :class:`ColumnPolicy`.
+    """
+    files = [read_policy_file(DEFAULT_POLICY_FILE)]
+    if path is not None:
+        files.append(read_policy_file(path))
+    try:
+        return _policy_of(files)
+    except ConfigError as exc:
+        if path is None:
+            raise
+        raise ConfigError(f"{path}: {exc}") from exc
+
+
+DEFAULT_POLICY = load_policy()
 
 
 QID_COLUMNS: tuple[str, ...] = ("age_group", "age_min", "age_max", "sex", "wt_min", "wt_max")
