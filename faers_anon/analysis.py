@@ -10,12 +10,15 @@ latest version, ``is_latest``), and writes what the library returns:
   ``wt_min``, ``wt_max``.
 
 DRUG and REAC rows are those of the latest report of each case (joined on ``primaryid``), so a
-follow-up that dropped a drug or a reaction is read as the case now stands.
+follow-up that dropped a drug or a reaction is read as the case now stands. Several folders (the
+quarters of a series, all ingested or all releases) count each case once, at its latest version
+across them (:mod:`faers_anon._series_cases`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -34,12 +37,14 @@ __all__ = [
     "COMPARE_FILES",
 ]
 
-_INGESTED = {
+#: Per frame: the file, its required columns and its optional ones.
+Layout = dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]]
+_INGESTED: Layout = {
     "cases": ("reports.parquet", ("primaryid", "caseid", "is_latest", "age_years", "sex"), ("weight_kg",)),
     "drugs": ("drug.parquet", ("primaryid", "drug_key", "role_cod"), ()),
     "events": ("reac.parquet", ("primaryid", "pt"), ()),
 }
-_RELEASE = {
+_RELEASE: Layout = {
     "cases": (
         "parquet/demo.parquet",
         ("primaryid", "caseid", "is_latest", "age_min", "age_max", "sex"),
@@ -72,11 +77,30 @@ def _scan(folder: Path, relative: str, required: tuple[str, ...], optional: tupl
     return pl.scan_parquet(path).select(*required, *(c for c in optional if c in names))
 
 
-def read_case_tables(folder: Path, /) -> CaseTables:
+def folder_layout(folder: Path, /) -> Layout:
+    """:data:`INGESTED` for an ingested folder, :data:`RELEASE` for a release.
+
+    Raises:
+        InputError: neither.
+    """
+    if (folder / "reports.parquet").is_file():
+        return _INGESTED
+    if (folder / "parquet" / "demo.parquet").is_file():
+        return _RELEASE
+    raise InputError(
+        "neither an ingested folder (reports.parquet) nor a release (parquet/demo.parquet)", path=folder
+    )
+
+
+INGESTED, RELEASE, scan_columns = _INGESTED, _RELEASE, _scan
+
+
+def read_case_tables(folder: Path | Sequence[Path], /) -> CaseTables:
     """Read the case, drug and event frames of an ingested folder or a release folder.
 
     Args:
-        folder: an ingested folder (has ``reports.parquet``) or a release (has ``parquet/demo.parquet``).
+        folder: an ingested folder (has ``reports.parquet``) or a release (has ``parquet/demo.parquet``),
+            or several (the quarters of a series: :mod:`faers_anon._series_cases`).
 
     Returns:
         :class:`signals.CaseTables` of the latest version of every case.
@@ -84,14 +108,13 @@ def read_case_tables(folder: Path, /) -> CaseTables:
     Raises:
         InputError: neither layout, a missing or unreadable file, or a missing column.
     """
-    if (folder / "reports.parquet").is_file():
-        layout = _INGESTED
-    elif (folder / "parquet" / "demo.parquet").is_file():
-        layout = _RELEASE
-    else:
-        raise InputError(
-            "neither an ingested folder (reports.parquet) nor a release (parquet/demo.parquet)", path=folder
-        )
+    if not isinstance(folder, Path):
+        if len(folder) != 1:
+            from faers_anon._series_cases import read_series_case_tables  # imports this module
+
+            return read_series_case_tables(folder)
+        folder = folder[0]
+    layout = folder_layout(folder)
     reports = _scan(folder, *layout["cases"]).filter(pl.col("is_latest"))
     latest = reports.select("primaryid", "caseid")
     drugs = (
@@ -114,8 +137,11 @@ class SignalsRun:
         return f"{self.table.summary()}\nwritten: {self.output}"
 
 
-def run_signals(data: Path, output: Path, /, *, config: SignalConfig | None = None) -> SignalsRun:
-    """Compute the signal table of ``data`` and write it to ``output`` (``.csv``, else Parquet).
+def run_signals(
+    data: Path | Sequence[Path], output: Path, /, *, config: SignalConfig | None = None
+) -> SignalsRun:
+    """Compute the signal table of ``data`` (one folder or a series) and write it to ``output``
+    (``.csv``, else Parquet).
 
     With ``measures="all"`` the MGPS prior used (fitted or given) is printed in the summary and, in
     a Parquet output, stored in the key-value metadata under ``ebgm_prior`` as JSON
@@ -144,9 +170,16 @@ class ComparisonRun:
 
 
 def run_compare(
-    raw: Path, release: Path, out: Path, /, *, config: CompareConfig | None = None
+    raw: Path | Sequence[Path],
+    release: Path | Sequence[Path],
+    out: Path,
+    /,
+    *,
+    config: CompareConfig | None = None,
 ) -> ComparisonRun:
     """Compare the signals of ``raw`` (ingested) with those of ``release``; write tidy files into ``out``.
+
+    Each side may be a series of folders (each case once, at its latest version across them).
 
     Files: ``summary.json`` (options and :meth:`signals.Comparison.as_dict`), ``survival.csv``,
     ``correlation.csv``, ``new_signals.csv``, ``panel.csv`` and ``pairs.parquet``.
@@ -158,8 +191,8 @@ def run_compare(
     config = config or CompareConfig()
     result = compare(read_case_tables(raw), read_case_tables(release), config=config)
     summary = {
-        "raw": str(raw),
-        "release": str(release),
+        "raw": _jsonable(raw),
+        "release": _jsonable(release),
         "config": _jsonable(asdict(config)),
         **result.as_dict(),
     }

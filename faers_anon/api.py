@@ -75,22 +75,34 @@ def verify(release: Path, /, *, config: VerifyConfig | None = None) -> Verdict:
     )
 
 
-def signals(data: Path, output: Path, /, *, config: SignalConfig | None = None) -> SignalsRun:
-    """PRR/ROR/IC/χ² and criteria for every drug–event pair of an ingested folder or a release.
+def signals(
+    data: Path | Sequence[Path], output: Path, /, *, config: SignalConfig | None = None
+) -> SignalsRun:
+    """PRR/ROR/IC/χ² and criteria for every drug–event pair of an ingested folder or a release
+    (or a series of them: each case once, at its latest version).
 
     Writes ``output`` (``.csv``, else Parquet); see :func:`faers_anon.analysis.run_signals`.
     """
-    check_outputs([output], [data])
+    check_outputs([output], [data] if isinstance(data, Path) else list(data))
     return run_signals(data, output, config=config)
 
 
-def compare(raw: Path, release: Path, out: Path, /, *, config: CompareConfig | None = None) -> ComparisonRun:
-    """Signal survival from an ingested folder to its release, with the reference panel, into ``out``.
+def compare(
+    raw: Path | Sequence[Path],
+    release: Path | Sequence[Path],
+    out: Path,
+    /,
+    *,
+    config: CompareConfig | None = None,
+) -> ComparisonRun:
+    """Signal survival from an ingested folder to its release, with the reference panel, into ``out``
+    (either side may be a series of folders).
 
     See :func:`faers_anon.analysis.run_compare`.
     """
     cfg = config or CompareConfig()
-    check_outputs([out], [raw, release, cfg.reference, cfg.outcome_groups])
+    sides = [p for side in (raw, release) for p in ([side] if isinstance(side, Path) else side)]
+    check_outputs([out], [*sides, cfg.reference, cfg.outcome_groups])
     return run_compare(raw, release, out, config=cfg)
 
 

@@ -354,7 +354,9 @@ def _signal_config(base: SignalConfig, options: dict[str, Any]) -> SignalConfig:
 
 
 @cli.command(name="signals")
-@click.argument("data", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument(
+    "data", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path)
+)
 @click.option(
     "-o",
     "--output",
@@ -363,15 +365,17 @@ def _signal_config(base: SignalConfig, options: dict[str, Any]) -> SignalConfig:
     help="Parquet (or .csv) file.",
 )
 @signal_options
-def signals_command(data: Path, output: Path, **options: Any) -> None:
+def signals_command(data: tuple[Path, ...], output: Path, **options: Any) -> None:
     """PRR, ROR, IC, chi-square and signal criteria for every drug-event pair of DATA.
 
     DATA is an ingested folder (exact ages) or a release (age ranges: each condition is read as
-    certain, possible and expected). Cases are counted, not drug-event rows.
+    certain, possible and expected). Cases are counted, not drug-event rows. Several DATA folders
+    (the quarters of a series, all ingested or all releases) count each case once, at its latest
+    version across them.
 
     Example: faers-anon signals out/24Q1 -o signals.parquet --stratify age,sex --condition "age>=18" --min-a 3
     """
-    click.echo(api.signals(data, output, config=_signal_config(SignalConfig(), options)).summary())
+    click.echo(api.signals(list(data), output, config=_signal_config(SignalConfig(), options)).summary())
 
 
 @cli.command(name="compare")
@@ -401,6 +405,18 @@ def signals_command(data: Path, output: Path, **options: Any) -> None:
     default=None,
     help="Outcome-group CSV for --reference (outcome_pt_groups.csv).",
 )
+@click.option(
+    "--raw-series",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="More ingested quarters on the RAW side (repeatable): each case once, at its latest version.",
+)
+@click.option(
+    "--release-series",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="More releases on the RELEASE side (repeatable): each case once, at its latest version.",
+)
 def compare_command(
     raw: Path,
     release: Path,
@@ -408,6 +424,8 @@ def compare_command(
     criterion: str,
     reference: Path | None,
     outcome_groups: Path | None,
+    raw_series: tuple[Path, ...],
+    release_series: tuple[Path, ...],
     **options: Any,
 ) -> None:
     """Signal survival from RAW (ingested folder) to RELEASE, and the MedWatch reference panel.
@@ -424,7 +442,8 @@ def compare_command(
         reference=reference,
         outcome_groups=outcome_groups,
     )
-    click.echo(api.compare(raw, release, out, config=config).summary())
+    raws, releases = [raw, *raw_series], [release, *release_series]
+    click.echo(api.compare(raws, releases, out, config=config).summary())
 
 
 @cli.command(name="release")
