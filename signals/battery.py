@@ -24,12 +24,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 import polars as pl
 
-from signals.counts import CoReports, count_2x2
+from signals.counts import CoReports
 from signals.ebgm import GammaMixture, ebgm_scores, fit_prior
+from signals.errors import SignalsError
 from signals.fisher import with_fisher
-from signals.mantel_haenszel import MH_COLUMNS, mantel_haenszel
+from signals.mantel_haenszel import MH_COLUMNS, mh_arrays
 from signals.measures import CRITERION_RULES
 from signals.strata import OVERALL, Stratum, memberships
 
@@ -46,6 +48,7 @@ __all__ = [
 
 MEASURE_SETS = ("basic", "all")
 EBGM_COLUMNS = ("ebgm", "eb05", "eb95")
+_CHUNK = 200_000
 
 
 def expected_count() -> pl.Expr:
@@ -95,6 +98,14 @@ def intersect(condition: Stratum, band: Stratum) -> Stratum:
     )
 
 
+def _margins(incidence: pl.DataFrame, code: str, members: pl.DataFrame, size: int, k: int) -> np.ndarray:
+    """Dense (codes × strata) sums of case weights: cases with each drug (or event) per stratum."""
+    sums = incidence.join(members, on="caseid").group_by(code, "stratum_id").agg(pl.col("w").sum())
+    out = np.zeros((max(size, 1), k))
+    out[sums.get_column(code).to_numpy(), sums.get_column("stratum_id").to_numpy()] = sums.get_column("w")
+    return out
+
+
 def adjusted_ror(
     co: CoReports,
     cases: pl.DataFrame,
@@ -107,14 +118,55 @@ def adjusted_ror(
 ) -> pl.DataFrame:
     """MH ROR, its RGB CI and Breslow–Day across ``bands`` for each (``drug``, ``event``) of ``pairs``.
 
+    Every stratum counts, those where the pair has a = 0 included: their cells come from the
+    stratum's margins. Computed on dense (pairs × strata) arrays, :data:`_CHUNK` pairs at a time.
+
     Returns:
         ``drug``, ``event``, ``n_strata`` and :data:`signals.mantel_haenszel.MH_COLUMNS`.
     """
-    if not pairs.height:
-        empty = {"drug": pl.Utf8, "event": pl.Utf8, "n_strata": pl.UInt32}
-        return pl.DataFrame(schema={**empty, **{c: pl.Float64 for c in MH_COLUMNS}}).with_columns(
-            pl.col("ror_mh_corrected").cast(pl.Boolean)
-        )
+    k = len(bands)
     members = memberships(cases, bands, reading=reading, caps=caps)
-    grid = count_2x2(co, members, min_a=0.0, wanted=pairs.select("drug", "event"))
-    return mantel_haenszel(grid, by=["drug", "event"])
+    wanted = (
+        pairs.select("drug", "event")
+        .join(co.drug_names, on="drug", how="left")
+        .join(co.event_names, on="event", how="left")
+        .with_row_index("_pair")
+    )
+    if wanted.get_column("drug_id").null_count() or wanted.get_column("event_id").null_count():
+        raise SignalsError("adjusted_ror: a pair names a drug or an event absent from the data")
+    n_events = co.event_names.height
+    key = (pl.col("drug_id").cast(pl.UInt64) * n_events + pl.col("event_id")).alias("key")
+    counted = (
+        co.pairs.lazy()
+        .join(members.lazy(), on="caseid")
+        .group_by(key, "stratum_id")
+        .agg(pl.col("w").sum().alias("a"))
+        .join(wanted.lazy().select(key, "_pair"), on="key")
+        .collect()
+    )
+    drug_margin = _margins(co.drugs, "drug_id", members, co.drug_names.height, k)
+    event_margin = _margins(co.events, "event_id", members, n_events, k)
+    total = np.zeros(k)
+    totals = members.group_by("stratum_id").agg(pl.col("w").sum())
+    total[totals.get_column("stratum_id").to_numpy()] = totals.get_column("w").to_numpy()
+    a_all = np.zeros((wanted.height, k))
+    a_all[counted.get_column("_pair").to_numpy(), counted.get_column("stratum_id").to_numpy()] = (
+        counted.get_column("a")
+    )
+    drug_ids, event_ids = wanted.get_column("drug_id").to_numpy(), wanted.get_column("event_id").to_numpy()
+    parts: dict[str, list[np.ndarray]] = {}
+    for start in range(0, wanted.height, _CHUNK):  # chunks of pairs bound the memory
+        rows = slice(start, start + _CHUNK)
+        a = a_all[rows]
+        nd, ne = drug_margin[drug_ids[rows]], event_margin[event_ids[rows]]
+        cells = (a, np.maximum(nd - a, 0.0), np.maximum(ne - a, 0.0), np.maximum(total - nd - ne + a, 0.0))
+        for name, values in mh_arrays(*cells).items():
+            parts.setdefault(name, []).append(values)
+    columns = {name: np.concatenate(values) for name, values in parts.items()}
+    result = wanted.select("drug", "event").with_columns(pl.Series(name, v) for name, v in columns.items())
+    return result if wanted.height else _empty_adjusted()
+
+
+def _empty_adjusted() -> pl.DataFrame:
+    schema = {"drug": pl.Utf8, "event": pl.Utf8, "n_strata": pl.UInt32, **{c: pl.Float64 for c in MH_COLUMNS}}
+    return pl.DataFrame(schema={**schema, "ror_mh_corrected": pl.Boolean})
