@@ -12,6 +12,7 @@ width and wrap, so the page fits a 1400 px window.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -83,6 +84,26 @@ def knowledge_words(record: Mapping[str, Any]) -> str:
     return text or "nothing"
 
 
+def stratum_words(stratum: str) -> str:
+    """``age=[18,45)&sex=F`` → ``age 18–44, women``; ``age>=60`` → ``age ≥ 60``."""
+    words = []
+    for part in str(stratum).split("&"):
+        match = re.fullmatch(r"age=\[(\d+),(\d+|inf)\)", part)
+        if match:
+            lo, hi = match.groups()
+            words.append(f"age {lo}+" if hi == "inf" else f"age {lo}–{int(hi) - 1}")
+            continue
+        words.append(
+            {
+                "sex=F": "women",
+                "sex=M": "men",
+                "age=missing": "age unknown",
+                "sex=missing": "sex unknown",
+            }.get(part, part.replace(">=", " ≥ ").replace("<", " < "))
+        )
+    return ", ".join(words)
+
+
 def worst_stratum(per_stratum: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     """The stratum with raw signals whose survival share is lowest (more raw signals break ties)."""
     rows = [r for r in per_stratum if (r.get("n_raw") or 0) > 0]
@@ -132,7 +153,26 @@ def _figures(report: Mapping[str, Any]) -> str:
          f"1 that every value is replaced by 'any'; age {_num(utility.get('nil_age'))}, sex "
          f"{_num(utility.get('nil_sex'))}, weight {_num(utility.get('nil_weight'))}."),
     ]  # fmt: skip
+    items.append(("Changed from the raw data", _changes(report)))
     return "<dl class='fig'>" + "".join(f"<dt>{a}</dt><dd>{b}</dd>" for a, b in items) + "</dl>"
+
+
+def _changes(report: Mapping[str, Any]) -> str:
+    """What a reader of the raw quarter would find different, in one sentence."""
+    counts = report.get("counts", {})
+    dropped = (counts.get("reports_quarantined") or 0) + (counts.get("reports_deleted") or 0)
+    link = (report.get("risk") or {}).get("linkage") or {}
+    ids = (
+        "report and case ids are replaced by keyed pseudonyms (no released id equals a raw one)"
+        if link and link.get("by_ids") == 0
+        else "report and case ids are FDA's own"
+    )
+    return (
+        f"exact ages and weights are replaced by ranges; {ids}; identifying free text (lot and "
+        f"manufacturer numbers, countries, event dates) is dropped (column policy in manifest.json); "
+        f"{dropped:,} reports were not released (see Rows set aside). Drugs, reactions, indications and "
+        "outcomes are released as reported."
+    )
 
 
 def _risk(report: Mapping[str, Any]) -> str:
@@ -196,7 +236,7 @@ def _risk(report: Mapping[str, Any]) -> str:
 
 
 def _signals(signals: Mapping[str, Any], figures: Mapping[str, str], img: Any) -> str:
-    per = [r for r in signals.get("per_stratum", []) if r.get("stratum") != "overall"]
+    per = [r for r in signals.get("per_stratum", []) if r.get("stratum") not in ("overall", "all")]
     worst = worst_stratum(per)
     n_raw, n_surv = signals.get("n_raw_overall", 0), signals.get("n_survived_overall", 0)
     head = (
@@ -207,9 +247,9 @@ def _signals(signals: Mapping[str, Any], figures: Mapping[str, str], img: Any) -
         "released age range counts by the share of it inside the stratum):</p>"
     )
     if worst is not None:
-        low = worst["n_survived"] < worst["n_raw"]
+        style = "warn" if worst["n_survived"] < worst["n_raw"] else ""
         head += (
-            f"<p class='{'warn' if low else ''}'>Worst stratum: <b>{_e(worst['stratum'])}</b>, "
+            f"<p class='{style}'>Worst stratum: <b>{_e(stratum_words(worst['stratum']))}</b>, "
             f"{worst['n_survived']} of {worst['n_raw']} raw signals survive "
             f"({_pct(worst['n_survived'] / worst['n_raw'])}).</p>"
         )
@@ -219,7 +259,8 @@ def _signals(signals: Mapping[str, Any], figures: Mapping[str, str], img: Any) -
         return f"<span class='{low}'>{_pct(r['n_survived'] / r['n_raw'])}</span>"
 
     rows = [
-        [_e(r["stratum"]), str(r["n_raw"]), str(r["n_survived"]), share(r), str(r.get("n_new", 0))]
+        [_e(stratum_words(r["stratum"])), str(r["n_raw"]), str(r["n_survived"]), share(r),
+         str(r.get("n_new", 0))]
         for r in sorted(per, key=lambda r: str(r["stratum"])) if r.get("n_raw")
     ]  # fmt: skip
     table = _table(["stratum", "raw signals", "still signal", "survival", "only on the release"], rows)
@@ -247,9 +288,19 @@ def _panel(signals: Mapping[str, Any], figures: Mapping[str, str], img: Any) -> 
          _num(int(r.get("a_release") or 0)), prr(r, "raw"), prr(r, "release"), _e(r.get("survived"))]
         for r in present
     ]  # fmt: skip
-    text = (
+    intro = (
         "<p>Known drug–event rules (MedWatch). PRR = proportional reporting ratio with its 95% interval; "
         "cases = patients reporting both.</p>"
+    )
+    if not present:
+        return (
+            intro
+            + "<p>None of the rules' drug–event pairs is reported in this quarter: "
+            + "; ".join(_e(a) for a in absent)
+            + " (not plotted).</p>"
+        )
+    text = (
+        intro
         + _table(
             [
                 "rule",

@@ -8,8 +8,9 @@ covers the raw value:
   age holds only a missing raw age; the root [0, ∞) holds every age, missing included;
 * weight (``wt_min``/``wt_max``): [wt_min, wt_max], inclusive, read likewise;
 * ``sex``: ``*`` holds F, M and missing; F, M and missing hold themselves;
-* any other field: the same value (missing equals missing); a field the raw data lacks makes the
-  knowledge set unmeasurable there (None).
+* any other field: the same value (missing equals missing); a field the raw data lacks, or holds
+  with another type than the release (a generalized date released as text), makes the knowledge set
+  unmeasurable there (None).
 
 Computation: both sides are bucketed (age by 10 years, weight by 25 kg, a bucket of its own for
 missing); a released tuple is expanded over every bucket its ranges overlap, then joined with the
@@ -80,8 +81,8 @@ def journalist_members(tuples: pl.DataFrame, raw: pl.DataFrame, knows: Sequence[
     age = any(f in knows for f in ("age_group", "age_min", "age_max"))
     weight = any(f in knows for f in ("wt_min", "wt_max"))
     exact = [f for f in knows if f not in {"age_group", "age_min", "age_max", "wt_min", "wt_max", "sex"}]
-    if any(f not in raw.columns for f in exact):
-        return None
+    if any(f not in raw.columns or raw.schema[f] != tuples.schema[f] for f in exact):
+        return None  # a field the raw data lacks, or releases generalized (another type): not comparable
     left, right = tuples.lazy(), raw.lazy().rename({"caseid": "p"})
     keys = list(exact)
     if "sex" in knows:

@@ -104,8 +104,10 @@ def read_cases(folder: Path, *, keep: tuple[str, ...] | None = None) -> CaseData
     names = demo.collect_schema().names()
     fields = [c for c in names if c not in _NOT_FIELDS and (keep is None or c in keep)]
     order = [c for c in _ORDER if c in names]
-    reports = demo.select(pl.col("primaryid", "caseid").cast(pl.Int64), *fields).collect()
-    latest = reports.sort(order, nulls_last=False).unique("caseid", keep="last").drop("primaryid")
+    hidden = [c for c in order if c not in fields and c != "primaryid"]  # sort keys not in the view
+    rows = demo.select(pl.col("primaryid", "caseid").cast(pl.Int64), *fields, *hidden).collect()
+    latest = rows.sort(order, nulls_last=False).unique("caseid", keep="last").drop("primaryid", *hidden)
+    reports = rows.drop(hidden)
     outc = _terms(folder, "outc", ("outc_cod",))
     codes = outc.group_by("caseid").agg(pl.col("term").sort().str.join(",").alias("outc_cod"))
     if keep is None or "outc_cod" in keep:

@@ -85,6 +85,18 @@ def test_demo_report_holds_the_key_figures(demo_release: tuple[Path, str]) -> No
     assert report["signals"]["survival_overall"] is not None
 
 
+def test_demo_signal_headline_names_its_failing_stratum(demo_release: tuple[Path, str]) -> None:
+    """The demo keeps every overall signal but loses the age < 18 ones: the headline must say so."""
+    out, output = demo_release
+    signals = json.loads((out / "report.json").read_text())["signals"]
+    worst = signals["worst_stratum"]
+    assert signals["survival_overall"] == 1.0 and worst["n_survived"] < worst["n_raw"]
+    page = (out / "report.html").read_text()
+    assert "Worst stratum: <b>" in page
+    assert f"{worst['n_survived']} of {worst['n_raw']} raw signals survive" in page
+    assert f"worst stratum {worst['stratum']}: {worst['n_survived']} of {worst['n_raw']}" in output
+
+
 def test_demo_manifest_hashes_every_file_and_the_sources(demo_release: tuple[Path, str]) -> None:
     out, _ = demo_release
     manifest = read_manifest(out)

@@ -125,8 +125,8 @@ def test_internal_option_names_only_in_the_collapsed_parameters() -> None:
 def test_signal_headline_names_the_worst_stratum_not_a_bare_100_percent() -> None:
     text = _text(render_html(_report(), {}))
     assert "111 of 111" in text
-    assert "Worst stratum: age<18, 0 of 5 raw signals survive (0.0%)" in text
-    assert "age>=60" not in text  # no raw signal there: no survival share to show
+    assert "Worst stratum: age < 18, 0 of 5 raw signals survive (0.0%)" in text
+    assert "age ≥ 60" not in text  # no raw signal there: no survival share to show
 
 
 def test_panel_pairs_absent_from_raw_are_listed_not_plotted() -> None:
