@@ -95,7 +95,7 @@ class GammaMixture:
     def __str__(self) -> str:
         return (
             f"alpha1={self.alpha1:.4g} beta1={self.beta1:.4g} alpha2={self.alpha2:.4g} "
-            f"beta2={self.beta2:.4g} p={self.p:.4g}"
+            f"beta2={self.beta2:.4g} p={self.p:.6g}"
         )
 
 
