@@ -11,7 +11,9 @@ against those, and names every difference as a ``stated`` violation:
   column → keep/drop/restricted, ``rejects``) differs from the manifest's.
 
 Rule ``policy`` holds with or without ``--policy``: every column published in ``parquet/`` or
-``ascii/`` is one the policy keeps, a released QID (``columns.demo.qid``), or ``quarter``.
+``ascii/`` is one the policy keeps (``keep``) or generalizes (``qid``), a generalized age, sex or
+weight column, ``quarter``, or (only when no policy is stated) a QID the manifest lists
+(``columns.demo.qid``).
 Rule ``unlisted``: every value of a sensitive attribute the release holds (its own INDI/REAC terms and
 the E diseases its drugs reach) is listed in the thresholds, so each decision is stated, not inferred
 from an absence. Values are compared by their canonical key upper(strip(collapse whitespace)).
@@ -31,6 +33,7 @@ from faers_anon.errors import InputError
 __all__ = ["canonical", "checked_inputs", "policy_violations", "read_csv", "stated_differences"]
 
 _SHOWN = 10
+_ENGINE_QIDS = ("age_group", "age_min", "age_max", "sex", "wt_min", "wt_max")
 
 
 def canonical(expr: pl.Expr) -> pl.Expr:
@@ -148,10 +151,13 @@ def policy_violations(release: Path, manifest: Mapping[str, Any], stated: Path |
                                     f"the agency states {policy.get('rejects')}"))  # fmt: skip
     if policy is not None:
         columns = policy.get("columns") or {}
-        qids = ((manifest.get("columns") or {}).get("demo") or {}).get("qid") or []
+        # the release's own list of QID columns counts only when the agency states no policy
+        qids = set(_ENGINE_QIDS)
+        if stated is None:
+            qids |= set(((manifest.get("columns") or {}).get("demo") or {}).get("qid") or [])
         for table, actions in sorted(columns.items()):
-            allowed = {c for c, a in (actions or {}).items() if a == "keep"} | {"quarter"}
-            allowed |= set(qids) if table == "demo" else set()
+            allowed = {c for c, a in (actions or {}).items() if a in ("keep", "qid")} | {"quarter"}
+            allowed |= qids if table == "demo" else set()
             extra = [c for c in _published(release, table) if c not in allowed]
             if extra:
                 found.append(

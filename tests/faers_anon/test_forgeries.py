@@ -161,12 +161,17 @@ def test_a_stated_policy_is_compared_and_published_columns_obey_it(
     copy: Path, made: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
     policy = json.loads((copy / "manifest.json").read_text())["policy"]
-    policy["columns"]["demo"]["mfr_sndr"] = "drop"
+    published = pl.read_parquet_schema(copy / "parquet" / "demo.parquet")
+    ids = ("primaryid", "caseid")
+    column = next(c for c, a in sorted(policy["columns"]["demo"].items())
+                  if a in ("keep", "qid") and c in published and c not in ids)  # fmt: skip
+    before = policy["columns"]["demo"][column]
+    policy["columns"]["demo"][column] = "drop"
     stated = tmp_path / "policy.json"
     stated.write_text(json.dumps(policy))
     details = _verify(copy, made, policy=stated).violations["detail"].to_list()
-    assert "policy: demo.mfr_sndr: the release says keep, the agency states drop" in details
-    assert any(d.startswith("demo: published column(s) mfr_sndr the policy does not keep") for d in details)
+    assert f"policy: demo.{column}: the release says {before}, the agency states drop" in details
+    assert any(d.startswith(f"demo: published column(s) {column} the policy does not keep") for d in details)
 
 
 def _raw_ids(ingested: Path) -> set[str]:
