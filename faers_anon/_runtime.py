@@ -1,4 +1,11 @@
-"""Process-wide settings made when faers_anon is imported, before polars is loaded.
+"""Process-wide settings, made by :func:`configure` before polars is loaded — never on import.
+
+Decision (when): importing faers_anon changes nothing in the process (no environment variable, no
+file). The ``faers-anon`` command (entry point :mod:`faers_anon.__main__`) calls :func:`configure`
+before it imports the CLI and with it polars; ``faers_anon.cli.main`` calls it too. Library users call
+``faers_anon.configure()`` first thing, before importing polars, to get the same settings: the
+allocator below, the kernel-cache check of :mod:`faers_anon._numba_cache` and, with ``progress``, the
+"compiling the clustering kernels once" messages.
 
 Decision (allocator): polars allocates through its own jemalloc (symbols prefixed ``_rjem_``), and its
 ``__init__`` configures it to hand freed pages back to the kernel within a second
@@ -14,17 +21,20 @@ peaked at 4.35 GB (24.0 s) against 2.89 GB (24.9 s) with polars' setting. We use
 rather than purged (ingest as fast as never purging: 4.18–4.36 s against 4.25–4.32 s on a quiet
 machine), and between stages they go back (release 22.3 s, peak 3.38 GB). A ``_RJEM_MALLOC_CONF`` the
 user set is left alone (and, appended after polars' own options, wins as before). The setting takes
-effect only when faers_anon is imported before polars (the ``faers-anon`` command always is); imported
-after, it does nothing.
+effect only when :func:`configure` runs before polars is imported (the ``faers-anon`` command always
+does); after, it does nothing.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import Final
+from collections.abc import Callable
+from typing import Any, Final
 
-__all__ = ["ALLOCATOR_ENV", "ALLOCATOR_CONF", "configure_allocator"]
+from faers_anon._numba_cache import refresh_kernels, set_progress
+
+__all__ = ["ALLOCATOR_ENV", "ALLOCATOR_CONF", "configure", "configure_allocator"]
 
 #: The environment variable polars' jemalloc reads its options from.
 ALLOCATOR_ENV: Final = "_RJEM_MALLOC_CONF"
@@ -42,3 +52,16 @@ def configure_allocator() -> bool:
         return False
     os.environ[ALLOCATOR_ENV] = ALLOCATOR_CONF
     return True
+
+
+def configure(progress: Callable[[str], Any] | None = None) -> None:
+    """Make the process-wide settings (module docstring); call before importing polars. Idempotent.
+
+    Args:
+        progress: where the kernels' compile messages go (e.g. ``print``); None keeps the current
+            choice (none by default).
+    """
+    configure_allocator()
+    refresh_kernels()
+    if progress is not None:
+        set_progress(progress)

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from faers_anon import __version__, api
+from faers_anon import __version__, api, configure
 from faers_anon._evaluate_cli import evaluate_command
 from faers_anon._targets import check_outputs
 from faers_anon._workspace import signals_raise
@@ -539,5 +539,6 @@ cli.add_command(evaluate_command)
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: process settings first (faers_anon.configure), then the command."""
+    configure(progress=click.echo)
     cli()

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
 
+from faers_anon._numba_cache import njit
 from faers_anon.algorithms._pool import Cases, Pool, Tables
 from hierarchies import Hierarchy
 

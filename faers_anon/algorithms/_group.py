@@ -22,9 +22,9 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
 
+from faers_anon._numba_cache import njit
 from faers_anon.algorithms._pool import Cases, Tables
 
 I64 = NDArray[np.int64]

@@ -16,9 +16,9 @@ every case forms one group (valid only if the model allows it).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
 
+from faers_anon._numba_cache import njit
 from faers_anon.algorithms._group import REQ_MIN, REQ_ROWS, Group, is_valid, loss_per_case, reset
 from faers_anon.algorithms._groups import Dirty, Store, load_group, mark_dirty, search_groups, store_state
 from faers_anon.algorithms._pool import Cases, Pool, Tables, farthest_case, find_next, remove_case

@@ -21,8 +21,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
+
+from faers_anon._numba_cache import njit
 
 I64 = NDArray[np.int64]
 F64 = NDArray[np.float64]

@@ -20,9 +20,9 @@ by ``scan_limit`` whatever N.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
 
+from faers_anon._numba_cache import njit
 from faers_anon.algorithms._group import REQ_K, REQ_RISK, Group, add_case, blocked_bits, ratio_risk
 from faers_anon.algorithms._pool import Cases, Pool, Tables, find_next
 from faers_anon.algorithms._streams import Streams, open_streams, pop

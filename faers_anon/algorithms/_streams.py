@@ -20,9 +20,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
 
+from faers_anon._numba_cache import njit
 from faers_anon.algorithms._group import Group, loss_per_case
 from faers_anon.algorithms._pool import Pool, Tables, find_next, find_prev, heap_pop, heap_push
 

@@ -71,6 +71,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from faers_anon._numba_cache import sized_by
 from faers_anon.algorithms import _kernel as kernel
 from faers_anon.algorithms._frame import PARTITION_SCHEMA, Encoded, decode, encode
 from faers_anon.algorithms._group import loss_per_case, new_group, risk
@@ -176,6 +177,7 @@ def _run(enc: Encoded, first: int, candidates: int, scan_limit: int) -> tuple[St
     return store, int(n_groups), int(n_left), int(forced), int(failed), int(invalid)
 
 
+@sized_by(lambda cases, /, **_: cases.height)  # interpreted when small (faers_anon._numba_cache)
 def greedy_cluster(
     cases: pl.DataFrame,
     /,
@@ -252,6 +254,7 @@ def greedy_cluster(
     )
 
 
+@sized_by(lambda cases, /, **_: cases.height)  # interpreted when small (faers_anon._numba_cache)
 def score_candidates(
     cases: pl.DataFrame,
     /,

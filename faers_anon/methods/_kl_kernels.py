@@ -7,9 +7,10 @@ in O(1): LCAs through the trees' n x n tables, the rest by sums, min and max.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
+
+from faers_anon._numba_cache import njit
 
 __all__ = [
     "AGG_COLUMNS",
@@ -43,7 +44,7 @@ Tables = tuple[
 H_AGE, H_SEX, WDOM, C_AGE, C_SEX, C_WT, UNIT = range(7)
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _disjoint(ptr: NDArray[np.int64], codes: NDArray[np.int64], a: int, b: int) -> bool:
     """True when cases a and b share no sensitive value (sorted code lists, merge walk)."""
     i, j = ptr[a], ptr[b]
@@ -58,7 +59,7 @@ def _disjoint(ptr: NDArray[np.int64], codes: NDArray[np.int64], a: int, b: int) 
     return True
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _try_add(
     wit: NDArray[np.int64], wn: int, c: int, ptr: NDArray[np.int64], codes: NDArray[np.int64]
 ) -> int:
@@ -70,7 +71,7 @@ def _try_add(
     return wn + 1
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def greedy_diverse(
     cases: NDArray[np.int64], ptr: NDArray[np.int64], codes: NDArray[np.int64], cap: int
 ) -> int:
@@ -87,7 +88,7 @@ def greedy_diverse(
     return wn
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def merge_rows(a: NDArray[np.float64], b: NDArray[np.float64], out: NDArray[np.float64], tab: Tables) -> None:
     """Aggregates of the union of two disjoint clusters into ``out``."""
     for c in (N, A1A, A2A, A1S, A2S, NMISS, B1, B2):
@@ -98,7 +99,7 @@ def merge_rows(a: NDArray[np.float64], b: NDArray[np.float64], out: NDArray[np.f
     out[WMAX] = np.fmax(a[WMAX], b[WMAX])
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def cost(r: NDArray[np.float64], tab: Tables) -> float:
     """S of a cluster from its aggregates (formula 11 as reconstructed in ``kl_anonymity``)."""
     s = 0.0
@@ -114,7 +115,7 @@ def cost(r: NDArray[np.float64], tab: Tables) -> float:
     return s
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _find(parent: NDArray[np.int64], x: int) -> int:
     while parent[x] != x:
         parent[x] = parent[parent[x]]
@@ -122,7 +123,7 @@ def _find(parent: NDArray[np.int64], x: int) -> int:
     return x
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _refresh_witness(
     r: int,
     head: NDArray[np.int64],
@@ -150,7 +151,7 @@ def _refresh_witness(
             return
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def aggregate(
     comp: NDArray[np.float64],
     pat_ptr: NDArray[np.int64],
@@ -241,7 +242,7 @@ def aggregate(
     return out, wn
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _scan(
     rows: NDArray[np.float64],
     idx: NDArray[np.int64],
@@ -270,7 +271,7 @@ def _scan(
     return costs, ok
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def decompose(
     order: NDArray[np.int64],
     starts: NDArray[np.int64],
@@ -333,7 +334,7 @@ def decompose(
     return labels, out_pf[:g]
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def diverse_by_group(
     order: NDArray[np.int64], starts: NDArray[np.int64], ptr: NDArray[np.int64], codes: NDArray[np.int64]
 ) -> NDArray[np.int64]:
@@ -346,7 +347,7 @@ def diverse_by_group(
     return out
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def group_costs(
     rows: NDArray[np.float64], labels: NDArray[np.int64], G: int, tab: Tables
 ) -> NDArray[np.float64]:

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
+
+from faers_anon._numba_cache import njit
 
 __all__ = ["cyclic_sources", "grid_bins", "mdav_labels", "pair_risk"]
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _farthest(z: NDArray[np.float64], alive: NDArray[np.int64], m: int, point: NDArray[np.float64]) -> int:
     """Position (in ``alive[:m]``) of the tuple farthest from ``point``; the first one on ties."""
     best, best_d = 0, -1.0
@@ -27,7 +28,7 @@ def _farthest(z: NDArray[np.float64], alive: NDArray[np.int64], m: int, point: N
     return best
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _take_nearest(
     z: NDArray[np.float64],
     alive: NDArray[np.int64],
@@ -68,7 +69,7 @@ def _take_nearest(
     return w
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _centroid(z: NDArray[np.float64], alive: NDArray[np.int64], m: int) -> NDArray[np.float64]:
     out = np.zeros(z.shape[1])
     for pos in range(m):
@@ -77,7 +78,7 @@ def _centroid(z: NDArray[np.float64], alive: NDArray[np.int64], m: int) -> NDArr
     return out / m
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def mdav_labels(z: NDArray[np.float64], k: int) -> NDArray[np.int64]:
     """MDAV partition of the rows of ``z`` into groups of k..2k-1 rows (Domingo-Ferrer & Mateo-Sanz 2002).
 

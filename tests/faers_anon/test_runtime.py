@@ -1,20 +1,28 @@
-"""The allocator setting made on import (faers_anon._runtime): only before polars, never over the user's."""
+"""Process settings (faers_anon._runtime): none on import; the command and faers_anon.configure() set
+polars' allocator before polars is loaded, never over the user's choice."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
+from faers_anon._numba_cache import STAMP
 from faers_anon._runtime import ALLOCATOR_CONF, ALLOCATOR_ENV
 
+ROOT = Path(__file__).resolve().parents[2]
 _SHOW = "import os; print(os.environ.get({name!r}, '<unset>'))"
+_CLI = "import sys; sys.argv = ['faers-anon', '--version']\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
 
 
-def _run(code: str, env: dict[str, str]) -> str:
+def _run(code: str, env: dict[str, str], cwd: Path | None = None) -> str:
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env, timeout=120
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, cwd=cwd
     )
+    assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
 
@@ -23,18 +31,37 @@ def _env(**more: str) -> dict[str, str]:
     return env | more
 
 
-def test_import_before_polars_turns_purging_off() -> None:
-    code = "import faers_anon; import polars; " + _SHOW.format(name=ALLOCATOR_ENV)
-    # polars prepends its own options; jemalloc reads left to right, so the last setting wins
+def test_importing_faers_anon_leaves_the_environment_and_the_kernel_caches_alone(tmp_path: Path) -> None:
+    copy = tmp_path / "faers_anon"
+    shutil.copytree(ROOT / "faers_anon", copy, ignore=shutil.ignore_patterns("__pycache__", "data"))
+    stale = copy / "algorithms" / "__pycache__" / "_kernel.stage1-1.py311.nbi"
+    stale.parent.mkdir()
+    stale.write_bytes(b"index")  # no stamp: a refresh would delete it
+    code = "import os; before = dict(os.environ); import faers_anon; print(dict(os.environ) == before)"
+    assert _run(code, _env(PYTHONPATH=str(tmp_path)), cwd=tmp_path) == "True"
+    assert sorted(p.name for p in stale.parent.iterdir()) == [stale.name]
+
+
+def test_the_command_sets_the_allocator_before_polars() -> None:
+    code = "from faers_anon.__main__ import main\n" + _CLI + _SHOW.format(name=ALLOCATOR_ENV)
+    # polars prepends its own options when it is imported; jemalloc reads left to right: ours win
     assert _run(code, _env()).endswith("," + ALLOCATOR_CONF)
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    assert scripts["faers-anon"] == "faers_anon.__main__:main"
+
+
+def test_configure_sets_it_for_library_users_and_refreshes_the_caches() -> None:
+    code = "import faers_anon; faers_anon.configure(); import polars; " + _SHOW.format(name=ALLOCATOR_ENV)
+    assert _run(code, _env()).endswith("," + ALLOCATOR_CONF)
+    assert (ROOT / "faers_anon" / "algorithms" / "__pycache__" / STAMP).is_file()
 
 
 def test_the_users_setting_wins() -> None:
-    code = "import faers_anon; import polars; " + _SHOW.format(name=ALLOCATOR_ENV)
+    code = "import faers_anon; faers_anon.configure(); import polars; " + _SHOW.format(name=ALLOCATOR_ENV)
     value = _run(code, _env(**{ALLOCATOR_ENV: "dirty_decay_ms:1000"}))
     assert value.endswith(",dirty_decay_ms:1000") and ALLOCATOR_CONF not in value
 
 
-def test_import_after_polars_changes_nothing() -> None:
-    code = "import polars; import faers_anon; " + _SHOW.format(name=ALLOCATOR_ENV)
+def test_configure_after_polars_changes_nothing() -> None:
+    code = "import polars; import faers_anon; faers_anon.configure(); " + _SHOW.format(name=ALLOCATOR_ENV)
     assert ALLOCATOR_CONF not in _run(code, _env())

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import hmac
 import json
 import tempfile
 from pathlib import Path
@@ -167,12 +169,18 @@ def _pseudo() -> dict[int, int]:
     return case_pseudonyms([10, 20, 30], load_key(None).pseudonym_key)[0]
 
 
+def _report(caseid: int, version: int) -> int:
+    """Report pseudonym: case pseudonym * 1000 + keyed offset (HMAC "slot:<caseid>" mod 500) + version."""
+    digest = hmac.new(load_key(None).pseudonym_key, f"slot:{caseid}".encode(), hashlib.sha256).digest()
+    return _pseudo()[caseid] * 1000 + int.from_bytes(digest[:8], "big") % 500 + version
+
+
 def test_every_report_row_carries_its_case_group_qids(release: Path) -> None:
     demo = pl.read_parquet(release / "parquet" / "demo.parquet")
     case = _pseudo()
-    # report pseudonym = case pseudonym * 1000 + caseversion; rows by quarter, then report pseudonym
-    q1 = sorted([case[10] * 1000 + 1, case[20] * 1000 + 1])
-    q2 = sorted([case[10] * 1000 + 2, case[30] * 1000 + 1])
+    # report pseudonym = case pseudonym * 1000 + keyed offset + version; rows by quarter, then pseudonym
+    q1 = sorted([_report(10, 1), _report(20, 1)])
+    q2 = sorted([_report(10, 2), _report(30, 1)])
     assert demo["primaryid"].to_list() == [*q1, *q2]
     assert (demo["primaryid"] // 1000).to_list() == demo["caseid"].to_list()
     expected = PARTITION.drop("group_id").with_columns(pl.col("caseid").replace_strict(case))
@@ -243,7 +251,8 @@ def test_ascii_layout_parses_back_to_the_parquet_values(release: Path) -> None:
     ]  # fmt: skip
     case = _pseudo()
     first = min(case[10], case[20])
-    assert demo_q1.row(0) == (str(first * 1000 + 1), str(first), "1", "F", "20240110", "20240115", "EXP",
+    first_id = min(_report(10, 1), _report(20, 1))
+    assert demo_q1.row(0) == (str(first_id), str(first), "1", "F", "20240110", "20240115", "EXP",
                               "ACME", "Adult", "19", "79.08333333333333", "*", "Y", None, None, None,
                               "MD")  # fmt: skip
     parquet = pl.read_parquet(release / "parquet" / "demo.parquet").filter(pl.col("quarter") == "2024Q1")
@@ -340,9 +349,7 @@ def test_restricted_columns_go_beside_the_release(ingested: Path, tmp_path: Path
     assert hidden["primaryid"].equals(public[hidden["row"].to_list()]["primaryid"])
     assert "lot_num" not in public.columns
     age = pl.read_parquet(tmp_path / "release-restricted" / "parquet" / "demo.parquet")
-    case = _pseudo()
-    ages = {case[10] * 1000 + 1: 34.0, case[10] * 1000 + 2: 35.0, case[20] * 1000 + 1: 70.0,
-            case[30] * 1000 + 1: None}  # fmt: skip
+    ages = {_report(10, 1): 34.0, _report(10, 2): 35.0, _report(20, 1): 70.0, _report(30, 1): None}
     assert dict(zip(age["primaryid"], age["age"], strict=True)) == ages
     full = pl.read_parquet(tmp_path / "release-restricted" / "rejects" / "demo.parquet")
     assert full["age"].to_list() == ["3O"]
@@ -444,4 +451,4 @@ def test_a_follow_up_in_a_later_quarter_keeps_its_case_pseudonym(tmp_path: Path)
     case = _pseudo()
     assert set(demo1["caseid"]) == {case[10], case[20]} and set(demo2["caseid"]) == {case[10], case[30]}
     assert set(demo1["primaryid"]) & set(demo2["primaryid"]) == set()  # versions 1 and 2: other reports
-    assert case[10] * 1000 + 2 in set(demo2["primaryid"])
+    assert _report(10, 2) in set(demo2["primaryid"]) and _report(10, 1) in set(demo1["primaryid"])
