@@ -12,6 +12,7 @@ Example: ``python scripts/bench_release.py --cases 400000 --work /tmp/bench-rele
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,10 @@ import time
 from pathlib import Path
 
 import click
+
+# Time the compiled kernels at every size, as before: small inputs would otherwise run interpreted and
+# the warm-up would compile nothing (faers_anon._numba_cache); the children inherit the setting.
+os.environ.setdefault("FAERS_ANON_JIT", "compiled")
 
 _CHILD = """
 import json, sys, time
