@@ -20,13 +20,19 @@ The resolution depends on which cases a release holds, so a re-derived pseudonym
 release without the other case; at 52 bits that is expected once in about 25 corpus-sized series.
 
 Report pseudonym = case pseudonym · 1000 + slot (19 digits, < 2^63: Int64 in Parquet, digits in ascii),
-so the reports of a case sort in version order and the last three digits read as the version.
-slot = caseversion when it is in 0..999, else 0 (legacy AERS reports have none); within a case the
-reports are taken in (slot, fda_dt, HMAC(K_p, "report:" + primaryid)) order and a report whose slot is
-taken moves to the next free one (slot_i = max(slot_i, slot_{i-1} + 1)), counted as a slot conflict.
-The slot reveals the published caseversion and the order of published dates only: never the raw
-primaryid (whose FAERS form, caseid followed by the version, would give the caseid back). A case
-with more than 1,000 reports is an InputError.
+so the reports of a case sort in version order. slot = off(c) + v, with v = caseversion when it is in
+0..499, else 0 (legacy AERS reports have none), and a keyed per-case offset
+
+    off(c) = (first 8 bytes of HMAC-SHA256(K_p, "slot:" + decimal caseid)) mod 500      ∈ [0, 500)
+
+Within a case the reports are taken in (v, fda_dt, HMAC(K_p, "report:" + primaryid)) order and a
+report whose slot is taken moves to the next free one (slot_i = max(slot_i, slot_{i-1} + 1)), counted
+as a slot conflict. Decisions: the slot is a function of (case, version) only, so a report keeps its
+pseudonym in every release and two reports never share one; the offset hides the raw caseversion,
+a field of FDA's public data that the column policy may drop (an exact v37 would single a case out
+and link it back): the slot reveals the order of a case's versions and the gaps between them, never
+the raw primaryid (whose FAERS form, caseid followed by the version, would give the caseid back). A
+slot past 999 (a case with hundreds of reports near the top) is an InputError.
 """
 
 from __future__ import annotations
@@ -42,16 +48,22 @@ from faers_anon.errors import InputError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CASE_BITS", "SLOTS", "IdMap", "case_pseudonyms", "pseudonymize_ids", "release_id_map"]
+__all__ = ["CASE_BITS", "OFFSETS", "SLOTS", "IdMap", "case_pseudonyms", "pseudonymize_ids", "release_id_map"]
 
 CASE_BITS = 52
 """Random bits of a case pseudonym (module docstring)."""
 SLOTS = 1000
 """Report slots per case: report pseudonym = case pseudonym · SLOTS + slot."""
+OFFSETS = 500
+"""Keyed per-case slot offsets are in [0, OFFSETS); versions 0..OFFSETS-1 keep their own slot."""
 
 
 def _digest(key: bytes, text: str) -> bytes:
     return hmac.digest(key, text.encode("ascii"), "sha256")
+
+
+def _offset(key: bytes, caseid: int) -> int:
+    return int.from_bytes(hmac.digest(key, b"slot:%d" % caseid, "sha256")[:8], "big") % OFFSETS
 
 
 def _value(digest: bytes, bits: int) -> int:
@@ -150,7 +162,7 @@ class IdMap:
         return {
             "scheme": "hmac-sha256",
             "case_bits": CASE_BITS,
-            "report": f"case pseudonym * {SLOTS} + version slot",
+            "report": f"case pseudonym * {SLOTS} + keyed offset in [0, {OFFSETS}) + version",
             "cases": self.reports["caseid"].n_unique(),
             "reports": self.reports.height,
             "collisions_resolved": self.collisions,
@@ -174,9 +186,13 @@ def pseudonymize_ids(reports: pl.DataFrame, key: bytes, *, bits: int = CASE_BITS
         else pl.lit(None, pl.Int64).alias("caseversion"),
         pl.col("fda_dt") if "fda_dt" in reports.columns else pl.lit(None, pl.Date).alias("fda_dt"),
     )
-    frame = frame.with_columns(
-        pl.when(pl.col("caseversion").is_between(0, SLOTS - 1)).then("caseversion").otherwise(0).alias("want")
+    offsets = pl.DataFrame(
+        {"caseid": list(mapping), "_off": [_offset(key, c) for c in mapping]},
+        schema={"caseid": pl.Int64, "_off": pl.Int64},
     )
+    version = pl.when(pl.col("caseversion").is_between(0, OFFSETS - 1)).then("caseversion").otherwise(0)
+    frame = frame.with_columns(pl.col("caseid").cast(pl.Int64)).join(offsets, on="caseid", how="left")
+    frame = frame.with_columns((pl.col("_off") + version).alias("want"))
     frame = frame.sort("caseid", "want", "fda_dt", nulls_last=False).with_row_index("_row")
     same = [pl.col(c).eq_missing(pl.col(c).shift(1)) for c in ("caseid", "want", "fda_dt")]
     frame = frame.with_columns(pl.all_horizontal(same).fill_null(False).alias("_dup"))

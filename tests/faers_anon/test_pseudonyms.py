@@ -24,6 +24,12 @@ def _by_hand(caseid: int, key: bytes = KEY, label: str = "") -> int:
     return 2**52 + (int.from_bytes(digest[:8], "big") >> 12)
 
 
+def _off(caseid: int, key: bytes = KEY) -> int:
+    """The keyed slot offset: first 8 bytes of HMAC-SHA256(key, "slot:<caseid>") mod 500."""
+    digest = hmac.new(key, f"slot:{caseid}".encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big") % 500
+
+
 def _reports(rows: list[tuple[int, int, int | None, dt.date | None]]) -> pl.DataFrame:
     return pl.DataFrame(
         rows,
@@ -38,12 +44,16 @@ def test_case_pseudonym_is_the_keyed_hmac_in_a_16_digit_range() -> None:
     assert all(2**52 <= p < 2**53 and len(str(p)) == 16 for p in mapping.values())
 
 
-def test_report_pseudonym_is_case_times_1000_plus_version() -> None:
+def test_report_pseudonym_is_case_times_1000_plus_offset_plus_version() -> None:
     # FAERS primaryid = caseid followed by the version: 100035548 is case 10003554, version 8
     ids = pseudonymize_ids(_reports([(100035548, 10003554, 8, D(2015, 5, 1)),
                                      (100035549, 10003554, 9, D(2015, 10, 30))]), KEY)  # fmt: skip
-    case = _by_hand(10003554)
-    assert ids.reports.sort("primaryid")["report_pseudo"].to_list() == [case * SLOTS + 8, case * SLOTS + 9]
+    case, off = _by_hand(10003554), _off(10003554)
+    assert ids.reports.sort("primaryid")["report_pseudo"].to_list() == [
+        case * SLOTS + off + 8, case * SLOTS + off + 9
+    ]  # fmt: skip
+    other = pseudonymize_ids(_reports([(100035549, 10003554, 9, D(2015, 10, 30))]), KEY)
+    assert other.reports["report_pseudo"].item() == case * SLOTS + off + 9  # the same report, alone
     assert (ids.collisions, ids.slot_conflicts) == (0, 0)
     released = {*ids.reports["report_pseudo"], *ids.reports["case_pseudo"]}
     assert not released & {100035548, 100035549, 10003554}
@@ -57,19 +67,21 @@ def test_stable_across_runs_and_quarters_and_different_under_another_key() -> No
     case_1 = q1.reports.filter(pl.col("caseid") == 1)["case_pseudo"].item()
     follow_up = q2.reports.filter(pl.col("primaryid") == 12)
     assert follow_up["case_pseudo"].item() == case_1  # the follow-up keeps its case pseudonym
-    assert follow_up["report_pseudo"].item() == case_1 * SLOTS + 2
+    assert follow_up["report_pseudo"].item() == case_1 * SLOTS + _off(1) + 2
+    first = q1.reports.filter(pl.col("primaryid") == 11)["report_pseudo"].item()
+    assert first == case_1 * SLOTS + _off(1) + 1 < follow_up["report_pseudo"].item()  # version order
     other = pseudonymize_ids(_reports([(11, 1, 1, D(2024, 1, 5)), (21, 2, 1, D(2024, 2, 1))]), OTHER)
     assert not set(other.reports["case_pseudo"]) & set(q1.reports["case_pseudo"])
 
 
 def test_legacy_and_duplicate_versions_take_the_next_free_slot_in_order() -> None:
-    # legacy AERS: no caseversion → slot 0, 1, 2 by fda_dt; a modern version 1 then moves up to 3
+    # legacy AERS: no caseversion → version 0, 1, 2 by fda_dt; a modern version 1 then moves up to 3
     ids = pseudonymize_ids(
         _reports([(7003, 7, None, D(2010, 3, 1)), (7001, 7, None, D(2010, 1, 1)),
                   (7002, 7, None, D(2010, 2, 1)), (70001, 7, 1, D(2013, 1, 1))]),
         KEY,
     )  # fmt: skip
-    slots = dict(zip(ids.reports["primaryid"], ids.reports["report_pseudo"] % SLOTS, strict=True))
+    slots = dict(zip(ids.reports["primaryid"], ids.reports["report_pseudo"] % SLOTS - _off(7), strict=True))
     assert slots == {7001: 0, 7002: 1, 7003: 2, 70001: 3}
     assert ids.slot_conflicts == 3  # 7002 (wanted 0), 7003 (wanted 0), 70001 (wanted 1)
 
@@ -103,7 +115,8 @@ def test_apply_replaces_ids_and_refuses_unknown_ones() -> None:
     out = ids.apply(frame)
     assert out.columns == frame.columns and out["pt"].to_list() == ["A", "B"]
     assert out["caseid"].to_list() == [_by_hand(2), _by_hand(1)]
-    assert out["primaryid"].to_list() == [_by_hand(2) * SLOTS + 1, _by_hand(1) * SLOTS + 1]
+    reports = [_by_hand(c) * SLOTS + _off(c) + 1 for c in (2, 1)]
+    assert out["primaryid"].to_list() == reports
     assert ids.apply(pl.DataFrame({"caseid": [1]}))["caseid"].to_list() == [_by_hand(1)]
     with pytest.raises(InputError, match="1 row"):
         ids.apply(pl.DataFrame({"primaryid": [99], "caseid": [9]}))
