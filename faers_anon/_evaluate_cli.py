@@ -68,7 +68,7 @@ def _floats(ctx: click.Context, param: click.Parameter, value: str) -> tuple[flo
 @click.option("--theta-setting", "settings", default="uniform,level,frequency", show_default=True,
               callback=_lower, help="θ* settings.")  # fmt: skip
 @click.option("--theta-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Level-wise class file [default: the bundled level_classes.csv].")  # fmt: skip
+              help="Level-wise θ-file (docs/formats.md) [default: bundled level_classes.csv].")  # fmt: skip
 @click.option("--theta-slope", "frequency_slope", type=float, default=1.0, show_default=True,
               help="Frequency rule: θ_s = min(1, θ + slope·P(s)).")  # fmt: skip
 @click.option("--sensitive", default="indications,reactions,diseases", show_default=True, callback=_lower,

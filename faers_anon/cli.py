@@ -134,7 +134,7 @@ def fetch(quarters: tuple[str, ...], out: Path, base_url: str, timeout: float) -
     "--drug-names",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Brand -> ingredient lookup for drug_key (e.g. FDA's unii_names_bn_of.tsv).",
+    help="Brand -> ingredient lookup for drug_key (docs/formats.md; e.g. FDA's unii_names_bn_of.tsv).",
 )
 @click.option(
     "--work-dir",
@@ -192,7 +192,7 @@ _MODEL_OPTIONS = [
         "--theta-file",
         type=click.Path(exists=True, dir_okay=False, path_type=Path),
         default=None,
-        help="Level-wise CSV: value,class,theta (format in faers_anon.thresholds).",
+        help="Level-wise CSV: value,class,theta (docs/formats.md).",
     ),
     click.option(
         "--theta-slope",
@@ -213,7 +213,7 @@ _MODEL_OPTIONS = [
         "--knowledge",
         type=click.Path(exists=True, dir_okay=False, path_type=Path),
         default=None,
-        help="Drug→disease table E (CSV) [default: mined from the folder's INDI and DRUG].",
+        help="Drug→disease table E, CSV or TSV (docs/formats.md) [default: mined from INDI and DRUG].",
     ),
     click.option(
         "--on-infeasible",
@@ -231,6 +231,12 @@ _MODEL_OPTIONS = [
         default=None,
         help="Agency key for the pseudonymous ids and the certificate (created 0600 on first use; "
         "docs/keys.md) [default: $FAERS_ANON_KEY_FILE].",
+    ),
+    click.option(
+        "--column-policy",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        default=None,
+        help="Column-policy file (TOML or CSV) overriding the bundled default (docs/formats.md).",
     ),
 ]
 
@@ -265,11 +271,11 @@ def anonymize(ingested: Path, out: Path, theta_rule: str | None, **options: Any)
 @click.option("--key-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="The agency key file: its public key is trusted [$FAERS_ANON_KEY_FILE].")
 @click.option("--thresholds", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="The θ* the agency states (value,theta CSV), not the release's own.")
+              help="The θ* the agency states (as thresholds.csv, docs/formats.md), not the release's.")
 @click.option("--knowledge", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="The E the agency states (drug_key,disease,weight CSV), not the release's.")
+              help="The E the agency states (as knowledge.csv, docs/formats.md), not the release's.")
 @click.option("--policy", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="The column policy the agency states (JSON, as manifest.json's policy).")
+              help="The column policy the agency states (JSON as manifest.json's, docs/formats.md).")
 def verify(
     release: Path, k: int | None, no_hashes: bool, public_key: Path | None, key_file: Path | None,
     **stated: Path | None,
@@ -397,13 +403,13 @@ def signals_command(data: tuple[Path, ...], output: Path, **options: Any) -> Non
     "--reference",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
-    help="Extra reference pairs CSV (e.g. ../shared/data/reference_signals/reference_pairs.csv).",
+    help="Extra reference pairs CSV (docs/formats.md; e.g. reference_signals/reference_pairs.csv).",
 )
 @click.option(
     "--outcome-groups",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
-    help="Outcome-group CSV for --reference (outcome_pt_groups.csv).",
+    help="Outcome-group CSV for --reference (docs/formats.md; e.g. outcome_pt_groups.csv).",
 )
 @click.option(
     "--raw-series",
@@ -456,14 +462,14 @@ def compare_command(
     "config_file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="TOML file with the same options (flags win; see faers_anon.release_config).",
+    help="TOML file with the same options (flags win; keys in docs/formats.md).",
 )
 @click.option("--demo", is_flag=True, help="Release the bundled demo quarter (with or without SOURCES).")
 @click.option(
     "--drug-names",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
-    help="Brand -> ingredient lookup for drug_key (e.g. FDA's unii_names_bn_of.tsv).",
+    help="Brand -> ingredient lookup for drug_key (docs/formats.md; e.g. FDA's unii_names_bn_of.tsv).",
 )
 @model_options
 @signal_options
@@ -473,7 +479,7 @@ def compare_command(
     "--reference",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
-    help="Extra reference pairs CSV besides the bundled MedWatch panel.",
+    help="Extra reference pairs CSV besides the bundled MedWatch panel (docs/formats.md).",
 )
 @click.option("--force", is_flag=True, help="Replace an existing release folder.")
 @click.option(
@@ -486,6 +492,9 @@ def compare_command(
     "end [default: the system temp folder, $TMPDIR].",
 )
 @click.option("--keep-work", is_flag=True, help="Keep the intermediate (raw) tables after the run.")
+@click.option("--ledger", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The agency's private release ledger of a series (docs/series.md): returning cases "
+              "stay composition-safe; updated with the release (never published).")  # fmt: skip
 @click.pass_context
 def release_command(
     ctx: click.Context, sources: tuple[Path, ...], out: Path, config_file: Path | None, **options: Any
@@ -522,7 +531,7 @@ def release_command(
 @click.option("--knows-items", default=None, help="drugs:M or reactions:M (M = 1, 2 or all) known.")
 @click.option("--k", type=int, default=None, help="k of the below-k share [the release's].")
 @click.option("--classes", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Value-class file (value,class[,theta]) [bundled level_classes.csv].")  # fmt: skip
+              help="Value-class file (docs/formats.md) [bundled level_classes.csv].")  # fmt: skip
 def risk_command(release: Path, output: Path, knows: tuple[str, ...], knows_items: str | None,
                  series: tuple[Path, ...], **options: Any) -> None:  # fmt: skip
     """What an attacker who knows X learns from RELEASE: re-identification, linkage, inference, composition.
