@@ -111,3 +111,18 @@ def test_prior_parse_and_json() -> None:
         GammaMixture.parse("1,2,3")
     with pytest.raises(SignalsError, match="p in \\(0, 1\\)"):
         GammaMixture.parse("1,1,1,1,1.5")
+
+
+def test_fit_finds_a_rare_strong_component() -> None:
+    # 1% of pairs report 10 times their expectation: the prior must keep a component near 10
+    rng = np.random.default_rng(3)
+    size = 200_000
+    strong = rng.random(size) < 0.01
+    lam = np.where(strong, rng.gamma(40.0, 1 / 4.0, size), rng.gamma(50.0, 1 / 50.0, size))
+    e = rng.lognormal(0.0, 1.0, size)
+    n = rng.poisson(lam * e)
+    fitted = fit_prior(n[n >= 1].astype(float), e[n >= 1], n_star=1)
+    means = sorted([fitted.alpha1 / fitted.beta1, fitted.alpha2 / fitted.beta2])
+    assert means[0] == pytest.approx(1.0, rel=0.1) and means[1] == pytest.approx(10.0, rel=0.15)
+    weight = fitted.p if fitted.alpha1 / fitted.beta1 > 5 else 1 - fitted.p
+    assert 0.005 < weight < 0.03  # among reported pairs the strong ones are over-represented
