@@ -232,12 +232,6 @@ _MODEL_OPTIONS = [
         help="Agency key for the pseudonymous ids and the certificate (created 0600 on first use; "
         "docs/keys.md) [default: $FAERS_ANON_KEY_FILE].",
     ),
-    click.option(
-        "--column-policy",
-        type=click.Path(exists=True, dir_okay=False, path_type=Path),
-        default=None,
-        help="Column-policy file (TOML or CSV) overriding the bundled default (docs/formats.md).",
-    ),
 ]
 
 
@@ -492,9 +486,6 @@ def compare_command(
     "end [default: the system temp folder, $TMPDIR].",
 )
 @click.option("--keep-work", is_flag=True, help="Keep the intermediate (raw) tables after the run.")
-@click.option("--ledger", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="The agency's private release ledger of a series (docs/series.md): returning cases "
-              "stay composition-safe; updated with the release (never published).")  # fmt: skip
 @click.pass_context
 def release_command(
     ctx: click.Context, sources: tuple[Path, ...], out: Path, config_file: Path | None, **options: Any
