@@ -220,7 +220,7 @@ def fit_prior(a: np.ndarray, expected: np.ndarray, /, *, n_star: int = 1) -> Gam
     for start in _STARTS:
         u0 = _BOUNDS * np.arctanh(np.r_[np.log(start[:4]), logit(start[4])] / _BOUNDS)
         # BFGS, not L-BFGS-B: scipy's L-BFGS-B calls threaded BLAS on 5-vectors, 100x slower on a busy machine
-        found = minimize(objective, u0, jac=True, method="BFGS", options={"gtol": 1e-7})
+        found = minimize(objective, u0, jac=True, method="BFGS", options={"gtol": 1e-6})
         if best is None or found.fun < best.fun:
             best = found
     assert best is not None
