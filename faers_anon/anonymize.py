@@ -81,6 +81,8 @@ class AnonymizeConfig:
         seed: seed of the run's random generator.
         qids: a non-empty subset of ``age``, ``sex``, ``weight``.
         candidates: M, exact ΔIL' evaluations per search (≥ 1).
+        frozen: frozen bundles of a composition-safe series (:mod:`faers_anon.series.step`): these
+            cases are kept out of the engine and added as their own groups; never in the manifest.
         scan_limit: evaluations per search at most (≥ candidates).
         force: replace an existing release folder.
         method: a key of :data:`faers_anon.methods.METHODS` run instead of the model (exclusive with a
@@ -104,6 +106,7 @@ class AnonymizeConfig:
     scan_limit: int = 4096
     force: bool = False
     method: str | None = None
+    frozen: Path | None = None
     key_file: Path | None = None
 
     def __post_init__(self) -> None:
@@ -159,7 +162,7 @@ class AnonymizeConfig:
                 str(value) if isinstance(value, Path) else list(value) if isinstance(value, tuple) else value
             )
             for key, value in asdict(self).items()
-            if key not in ("force", "key_file") and not (key == "method" and value is None)
+            if key not in ("force", "key_file", "frozen") and not (key == "method" and value is None)
         }
         if self.method is not None:
             out.pop("model")  # the method replaces the model
@@ -307,18 +310,27 @@ def partition_cases(
     """
     probabilities, thresholds = sensitive_thresholds(cases, knowledge, config=config)
     model = make_model(config.model, k=config.k, thetas=thresholds.thetas)
-    partition = partition_model(
-        cases,
-        knowledge,
-        model=model,
-        hierarchies=config.hierarchies(),
-        rng=np.random.default_rng(config.seed),
-        sensitive=config.sensitive,
-        reports=reports,
-        probabilities=probabilities,
-        candidates=config.candidates,
-        scan_limit=config.scan_limit,
-    ).partition
+
+    def run(engine_cases: pl.DataFrame) -> Partition:
+        return partition_model(
+            engine_cases,
+            knowledge,
+            model=model,
+            hierarchies=config.hierarchies(),
+            rng=np.random.default_rng(config.seed),
+            sensitive=config.sensitive,
+            reports=reports,
+            probabilities=probabilities,
+            candidates=config.candidates,
+            scan_limit=config.scan_limit,
+        ).partition
+
+    if config.frozen is None:
+        partition = run(cases)
+    else:  # a series: frozen bundles placed around the engine (faers_anon.series.step)
+        from faers_anon.series.step import with_frozen  # the series step imports this module
+
+        partition = with_frozen(cases, config.frozen, run)
     if partition.invalid_groups:
         log.warning(
             "%d groups do not satisfy %s (%d leftovers forced)",

@@ -492,6 +492,9 @@ def release_command(
 ) -> None:
     """Ingest, anonymize, verify, compare signals and report: one publishable release folder.
 
+@click.option("--ledger", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The agency's private release ledger of a series (docs/series.md): returning cases "
+              "stay composition-safe; updated with the release (never published).")  # fmt: skip
     OUT appears only when complete and verified (FAERS-layout tables and Parquet, knowledge.csv,
     thresholds.csv, manifest.json, report.json, report.html, rejects/). Progress is printed per stage.
 

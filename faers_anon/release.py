@@ -73,6 +73,8 @@ from faers_anon.manifest import (
 from faers_anon.release_config import ReleaseConfig
 from faers_anon.report import build_figures, render_html, write_json
 from faers_anon.risk import RiskConfig, assess_risk
+from faers_anon.series.ledger import check_apart
+from faers_anon.series.step import SeriesStep, prepare, publish_with_ledger
 from faers_anon.verify import Verdict, verify_release
 from signals import Comparison, compare
 
@@ -190,6 +192,8 @@ def release(
     """
     say = progress or (lambda _line: None)
     _check_target(sources, Path(out), config)
+    if config.ledger is not None:
+        check_apart(config.ledger, Path(out))
     out = resolved(out)
     with signals_raise(), work_folder("release", config.work, keep=config.keep_work) as work:
         if config.keep_work:
@@ -211,8 +215,11 @@ def _run(
         f"{demo['quarantined']:,} quarantined, {demo['deleted']:,} deleted; "
         f"{ingested.report['cases']['cases']:,} cases ({seconds['ingest']:.1f} s)"
     )
+    series = _series(ingested, work, config, say)
     with _stage("anonymize", seconds, say):
-        anonymized = anonymize_folder(ingested.out, built, config=_with_force(config))
+        anonymized = anonymize_folder(
+            ingested.out if series is None else series.ingested, built, config=_with_force(config, series)
+        )
     say(
         f"[anonymize] {anonymized.partition.groups:,} groups, NIL {anonymized.nil:.4f}, "
         f"DR {anonymized.dr:.4f} ({seconds['anonymize']:.1f} s)"
@@ -256,7 +263,11 @@ def _run(
         seconds["report"] = time.perf_counter() - report_start
         _rehash(built, sources=_sources_hashes(sources, config.ingest.demo), timings=seconds)
         seal(built, load_key(config.anonymize.key_file))  # the manifest changed: sign it again
-        _publish(built, out, force=config.force)
+        if series is None:
+            _publish(built, out, force=config.force)
+        else:  # the release and the ledger: both or neither
+            publish_with_ledger(series, built, out, load_key(config.anonymize.key_file),
+                                lambda: _publish(built, out, force=config.force))  # fmt: skip
     say(f"[report] written ({seconds['report']:.1f} s)")
     return ReleaseResult(
         path=out,
@@ -286,9 +297,24 @@ def _publish(built: Path, out: Path, *, force: bool) -> None:
         ) from exc
 
 
-def _with_force(config: ReleaseConfig) -> AnonymizeConfig:
-    """The anonymize options with ``force`` set: the folder it writes is inside our private work folder."""
-    return replace(config.anonymize, force=True)
+def _with_force(config: ReleaseConfig, series: SeriesStep | None = None) -> AnonymizeConfig:
+    """The anonymize options with ``force`` set: the folder it writes is inside our private work folder;
+    with a series, the frozen bundles the engine must not place."""
+    return replace(config.anonymize, force=True, frozen=None if series is None else series.frozen)
+
+
+def _series(ingested: IngestResult, work: Path, config: ReleaseConfig, say: Progress) -> SeriesStep | None:
+    """The series step before anonymization (:mod:`faers_anon.series.step`); None without a ledger."""
+    if config.ledger is None:
+        return None
+    key = load_key(config.anonymize.key_file)
+    step = prepare(config.ledger, ingested.out, ingested.report["quarters"], work, config.anonymize, key)
+    c = step.plan.counts
+    say(f"[series] ledger {config.ledger}: {len(step.ledger.meta['releases'])} earlier release(s); "
+        f"{c['returning']:,} returning cases: {c['published_returning']:,} in {c['bundles']:,} frozen "
+        f"group(s), {c['withheld']:,} withheld ({c['withheld_small']:,} below k, {c['withheld_theta']:,} "
+        f"over theta); {c['fresh']:,} fresh")  # fmt: skip
+    return step
 
 
 def _rehash(staging: Path, *, sources: dict[str, str], timings: dict[str, float]) -> None:

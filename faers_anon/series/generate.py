@@ -1,0 +1,82 @@
+"""A generated series of consecutive quarters with cross-quarter follow-ups (tests, benchmarks).
+
+Source: issue 14 ("about 20 % of a quarter's reports follow up an earlier case"); quarters from
+:func:`faers_anon.synthetic.make_quarter`.
+
+Quarter i (seed ``seed + i``) is drawn on its own; then in every quarter after the first a share
+``follow`` of its cases becomes a follow-up of a distinct random case of an earlier quarter: the
+case takes that caseid, its versions are moved above the earlier case's latest version, and its
+primaryids become caseid followed by the version (FAERS's form), in every table. Optionally a share
+``delete`` of the earlier cases is put on the quarter's DELETE list.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+__all__ = ["quarter_labels", "make_series"]
+
+
+def quarter_labels(first: str, n: int) -> list[str]:
+    """``n`` consecutive labels from ``first`` (``2021Q4``, 2 → ``2021Q4``, ``2022Q1``)."""
+    start = int(first[:4]) * 4 + int(first[-1]) - 1
+    return [f"{(start + i) // 4}Q{(start + i) % 4 + 1}" for i in range(n)]
+
+
+def _relink(tables: dict[str, pl.DataFrame], seen: pl.DataFrame, follow: float, rng: np.random.Generator
+            ) -> dict[str, pl.DataFrame]:  # fmt: skip
+    demo = tables["DEMO"]
+    cases = demo.get_column("caseid").unique().sort()
+    chosen = cases.filter(pl.Series(rng.random(cases.len()) < follow)).head(seen.height)
+    if chosen.is_empty():
+        return tables
+    target = seen.sample(n=chosen.len(), seed=int(rng.integers(2**31)))
+    moved = pl.DataFrame({"caseid": chosen, "new_caseid": target["caseid"], "offset": target["version"]})
+    keys = (
+        demo.select("primaryid", "caseid", "caseversion")
+        .join(moved, on="caseid")
+        .with_columns((pl.col("caseversion").cast(pl.Int64) + pl.col("offset")).alias("new_version"))
+        .with_columns(pl.col("new_version").cast(pl.Utf8))
+        .with_columns(pl.concat_str("new_caseid", "new_version").alias("new_primaryid"))
+        .select("primaryid", "new_primaryid", "new_caseid", "new_version")
+    )  # fmt: skip
+    out = {}
+    for name, frame in tables.items():
+        if "primaryid" not in frame.columns:
+            out[name] = frame
+            continue
+        fixed = frame.join(keys, on="primaryid", how="left").with_columns(
+            pl.coalesce("new_primaryid", "primaryid").alias("primaryid"),
+            pl.coalesce("new_caseid", "caseid").alias("caseid"),
+        )
+        if name == "DEMO":
+            fixed = fixed.with_columns(pl.coalesce("new_version", "caseversion").alias("caseversion"))
+        out[name] = fixed.select(frame.columns)
+    return out
+
+
+def make_series(
+    n_cases: int, out: Path, /, *, quarters: int = 3, first: str = "2024Q1", follow: float = 0.2,
+    seed: int = 0, shape: str = "small",
+) -> list[Path]:  # fmt: skip
+    """Write ``quarters`` linked quarters under ``out/<label>/`` (FDA layout); return their folders."""
+    from faers_anon.synthetic import make_quarter, write_quarter
+
+    rng = np.random.default_rng(seed)
+    seen = pl.DataFrame(schema={"caseid": pl.Utf8, "version": pl.Int64})
+    folders = []
+    for i, label in enumerate(quarter_labels(first, quarters)):
+        tables = make_quarter(n_cases, seed=seed + i, quarter=label, shape=shape, malformed=False)  # type: ignore[arg-type]
+        if i:
+            tables = _relink(tables, seen, follow, rng)
+        folder = out / label
+        write_quarter(tables, folder, quarter=label)
+        latest = (
+            tables["DEMO"].group_by("caseid").agg(pl.col("caseversion").cast(pl.Int64).max().alias("version"))
+        )
+        seen = pl.concat([seen, latest]).group_by("caseid").agg(pl.col("version").max()).sort("caseid")
+        folders.append(folder)
+    return folders

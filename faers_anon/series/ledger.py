@@ -1,0 +1,267 @@
+"""The agency's private release ledger: what each release of a series published about each case.
+
+Source: issue 14 item 2; SPEC §11 "Composition". The ledger is the agency's, like its key: it is never
+published and never inside a release folder (:func:`check_apart`).
+
+Layout of the ledger folder ``DIR``:
+
+* ``release-NNNN.parquet`` (one per release, NNNN = 1, 2, …), one row per case pseudonym published:
+  ``caseid`` (the case pseudonym, :mod:`faers_anon.pseudonyms`: the same key gives the same pseudonym
+  in every release), ``group`` (the index of its QID-group in that release: the cases sharing the
+  released tuple ``age_group, age_min, age_max, sex, wt_min, wt_max``), that tuple (the group's
+  released region), ``group_size``, ``reports`` (its report pseudonyms published), and the sensitive
+  values it exposed there: ``reactions``, ``indications`` (canonical value keys, as ``thresholds.csv``
+  names them) and ``drug_keys`` (the diseases of E are read through its drugs). The group's member
+  pseudonyms are the rows sharing ``group``.
+* ``ledger.json``: ``format`` (``faers-anon-ledger/1``), ``key_id`` (the agency key's id), and per
+  release its ``quarters``, the release folder and the SHA-256 of its ``manifest.json``, its file and
+  that file's SHA-256, counts (``cases``, ``groups``, ``withheld``); then ``mac``:
+  HMAC-SHA256(K_l, the canonical JSON of everything else), K_l = HMAC-SHA256(K_p,
+  ``faers-anon/v1/ledger``) with K_p the pseudonym key. So a changed byte of any file, a removed
+  file or release, or another key is detected; only the key's holder can write a ledger that checks.
+
+Checks on open (:func:`open_ledger`), each one ``Error:`` line: another agency key (``key_id``
+differs), a tampered or corrupt file (a SHA-256 or the MAC differs, a file missing), and on release
+(:meth:`Ledger.check_next`) a quarter that does not follow the ledger's last one (an earlier quarter
+missing, or a quarter already released).
+
+Both or neither (:class:`Staged`): the release's entries file and the new ``ledger.json`` are written
+under temporary names first; the release is published (one rename); then ``ledger.json`` is replaced
+(one ``os.replace``). A failure before the release's rename leaves neither; a failure of the
+ledger's replace removes the just-published release again. A crash between the two renames leaves a
+release the ledger does not list: the next quarter is then refused as "missing" (the operator
+re-runs that quarter with ``--force``), never silently composed without it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from faers_anon.errors import ConfigError, InputError
+from faers_anon.io.cumulative import quarter_gaps
+from faers_anon.keys import AgencyKey
+from faers_anon.manifest import MANIFEST_NAME, sha256_file
+from knowledge.values import value_key_expr
+
+__all__ = ["LEDGER_FORMAT", "REGION", "Ledger", "Staged", "check_apart", "ledger_entries", "open_ledger"]
+
+LEDGER_FORMAT = "faers-anon-ledger/1"
+LEDGER_NAME = "ledger.json"
+#: The released QID tuple that defines a group (as faers_anon.risk and the verifier read it).
+REGION: tuple[str, ...] = ("age_group", "age_min", "age_max", "sex", "wt_min", "wt_max")
+_LISTS = {"reac": ("pt", "reactions"), "indi": ("indi_pt", "indications"), "drug": ("drug_key", "drug_keys")}
+_CANONICAL = {"pt", "indi_pt"}  # value keys as thresholds.csv and P(s | c) name them
+_SCHEMA: dict[str, pl.DataType] = {
+    "release": pl.UInt32(), "caseid": pl.Int64(), "group": pl.UInt32(), "age_group": pl.Utf8(),
+    "age_min": pl.Float64(), "age_max": pl.Float64(), "sex": pl.Utf8(), "wt_min": pl.Float64(),
+    "wt_max": pl.Float64(), "group_size": pl.UInt32(), "reports": pl.List(pl.Int64),
+    "reactions": pl.List(pl.Utf8), "indications": pl.List(pl.Utf8), "drug_keys": pl.List(pl.Utf8),
+}  # fmt: skip
+
+
+def _mac_key(key: AgencyKey) -> bytes:
+    return hmac.digest(key.pseudonym_key, b"faers-anon/v1/ledger", "sha256")
+
+
+def _mac(meta: dict[str, Any], key: AgencyKey) -> str:
+    body = json.dumps({k: v for k, v in meta.items() if k != "mac"}, sort_keys=True, separators=(",", ":"))
+    return hmac.new(_mac_key(key), body.encode("utf-8"), "sha256").hexdigest()
+
+
+def _fail(folder: Path, what: str) -> InputError:
+    return InputError(f"ledger {what}", path=folder)
+
+
+@dataclass(frozen=True, slots=True)
+class Ledger:
+    """An opened, checked ledger.
+
+    Attributes:
+        path: the ledger folder.
+        meta: the content of ``ledger.json`` (``releases`` empty for a new ledger).
+        entries: every release's rows (:data:`_SCHEMA`; ``release`` = its index, from 1).
+    """
+
+    path: Path
+    meta: dict[str, Any]
+    entries: pl.DataFrame = field(repr=False)
+
+    @property
+    def quarters(self) -> list[str]:
+        """Every quarter released so far, in order."""
+        return [q for r in self.meta["releases"] for q in r["quarters"]]
+
+    def check_next(self, quarters: list[str]) -> None:
+        """Refuse a release whose quarters do not directly follow the ledger's last quarter.
+
+        Raises:
+            InputError: a quarter already in the ledger, or an earlier quarter missing.
+        """
+        done = self.quarters
+        again = sorted(set(quarters) & set(done))
+        if again:
+            raise _fail(self.path, f"already lists {', '.join(again)} (released before; a ledger "
+                        "records each quarter once)")  # fmt: skip
+        if done:
+            gaps = quarter_gaps([done[-1], *quarters])
+            if gaps or min(quarters) < done[-1]:
+                missing = ", ".join(gaps) if gaps else f"quarters after {min(quarters)}"
+                raise _fail(self.path, f"ends at {done[-1]}: release {missing} first (earlier quarter "
+                            f"missing before {min(quarters)})")  # fmt: skip
+
+
+def _new(folder: Path, key: AgencyKey) -> Ledger:
+    meta: dict[str, Any] = {"format": LEDGER_FORMAT, "key_id": key.key_id, "releases": []}
+    return Ledger(folder, meta, pl.DataFrame(schema=_SCHEMA))
+
+
+def open_ledger(folder: Path, key: AgencyKey, /) -> Ledger:
+    """Open and check the ledger in ``folder`` (a folder that does not exist or is empty: a new one).
+
+    Raises:
+        InputError: not a ledger, another key, a tampered, corrupt or missing file.
+    """
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise _fail(folder, "is a file (expected a ledger folder)")
+    if not folder.exists() or not any(folder.iterdir()):
+        return _new(folder, key)
+    path = folder / LEDGER_NAME
+    if not path.is_file():
+        raise _fail(folder, f"folder holds no {LEDGER_NAME} (not a ledger; give an empty or new folder)")
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise _fail(folder, f"{LEDGER_NAME} unreadable ({exc}): tampered or corrupt") from exc
+    if not isinstance(meta, dict) or meta.get("format") != LEDGER_FORMAT:
+        raise _fail(folder, f"{LEDGER_NAME}: format is not {LEDGER_FORMAT}")
+    if meta.get("key_id") != key.key_id:
+        raise _fail(folder, f"was written with another agency key (key id {meta.get('key_id')}, this key "
+                    f"{key.key_id}): a series keeps one key")  # fmt: skip
+    if not hmac.compare_digest(str(meta.get("mac", "")), _mac(meta, key)):
+        raise _fail(folder, f"{LEDGER_NAME}: checksum (MAC) mismatch: tampered or corrupt")
+    frames = []
+    for release in meta["releases"]:
+        file = folder / release["file"]
+        if not file.is_file():
+            raise _fail(folder, f"{release['file']} missing (listed for {', '.join(release['quarters'])})")
+        if sha256_file(file) != release["sha256"]:
+            raise _fail(folder, f"{release['file']}: SHA-256 mismatch: tampered or corrupt")
+        frames.append(pl.read_parquet(file))
+    entries = pl.concat(frames) if frames else pl.DataFrame(schema=_SCHEMA)
+    return Ledger(folder, meta, entries.cast(_SCHEMA))  # type: ignore[arg-type]
+
+
+def check_apart(ledger: Path, release: Path, /) -> None:
+    """Refuse a ledger inside the release folder (it would be published) or a release inside it.
+
+    Raises:
+        ConfigError: one lies inside the other.
+    """
+    a, b = Path(ledger).resolve(), Path(release).resolve()
+    if a == b or a.is_relative_to(b) or b.is_relative_to(a):
+        raise ConfigError(f"ledger {ledger} and release {release} overlap: the ledger is never published "
+                          "(keep it outside the release folder)")  # fmt: skip
+
+
+def ledger_entries(release: Path, index: int, /) -> pl.DataFrame:
+    """The ledger rows of the release folder ``release``: one per case pseudonym (module docstring)."""
+    demo = pl.read_parquet(release / "parquet" / "demo.parquet")
+    region = [c for c in REGION if c in demo.columns]
+    cases = (
+        demo.group_by("caseid")
+        .agg(pl.col(region).first(), pl.col("primaryid").unique().sort().alias("reports"))
+        .with_columns(pl.struct(region).rank("dense").sub(1).cast(pl.UInt32).alias("group"))
+        .with_columns(pl.len().over("group").cast(pl.UInt32).alias("group_size"))
+    )
+    for table, (column, name) in _LISTS.items():
+        path = release / "parquet" / f"{table}.parquet"
+        value = value_key_expr(pl.col(column)) if column in _CANONICAL else pl.col(column)
+        values = (
+            pl.read_parquet(path, columns=["caseid", column]).drop_nulls().group_by("caseid")
+            .agg(value.unique().sort().alias(name))
+            if path.is_file() else pl.DataFrame(schema={"caseid": pl.Int64, name: pl.List(pl.Utf8)})
+        )  # fmt: skip
+        cases = cases.join(values, on="caseid", how="left").with_columns(
+            pl.col(name).fill_null(pl.lit([], pl.List(pl.Utf8)))
+        )
+    missing = [pl.lit(None, _SCHEMA[c]).alias(c) for c in REGION if c not in region]
+    return (
+        cases.with_columns(*missing, pl.lit(index, pl.UInt32).alias("release"))
+        .select(list(_SCHEMA))
+        .cast(_SCHEMA)  # type: ignore[arg-type]
+        .sort("caseid")
+    )
+
+
+@dataclass(slots=True)
+class Staged:
+    """A release's ledger update written under temporary names, to commit after the release's rename."""
+
+    ledger: Ledger
+    meta: dict[str, Any]
+    file: Path
+    temp: Path
+
+    def commit(self) -> None:
+        """Replace ``ledger.json`` (one ``os.replace``)."""
+        os.replace(self.temp, self.ledger.path / LEDGER_NAME)
+
+    def abort(self) -> None:
+        """Remove what :func:`stage` wrote (the old ledger is untouched)."""
+        for path in (self.temp, self.file):
+            path.unlink(missing_ok=True)
+
+
+def stage(ledger: Ledger, built: Path, out: Path, quarters: list[str], key: AgencyKey, *,
+          withheld: int = 0) -> Staged:  # fmt: skip
+    """Write the entries of the release ``built`` (to be published as ``out``) and the next ledger.json.
+
+    Raises:
+        InputError: the ledger folder cannot be written.
+    """
+    index = len(ledger.meta["releases"]) + 1
+    entries = ledger_entries(built, index)
+    name = f"release-{index:04d}.parquet"
+    try:
+        ledger.path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        file = ledger.path / name
+        entries.write_parquet(file, compression="zstd")
+        record = {"index": index, "quarters": quarters, "release": str(Path(out).resolve()),
+                  "manifest_sha256": sha256_file(built / MANIFEST_NAME), "file": name,
+                  "sha256": sha256_file(file), "cases": entries.height,
+                  "groups": entries.get_column("group").n_unique(), "withheld": withheld}  # fmt: skip
+        meta = {**ledger.meta, "releases": [*ledger.meta["releases"], record]}
+        meta["mac"] = _mac(meta, key)
+        temp = ledger.path / f".{LEDGER_NAME}.tmp-{os.getpid()}"
+        temp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise _fail(ledger.path, f"cannot be written ({exc.strerror or exc})") from exc
+    return Staged(ledger, meta, file, temp)
+
+
+def history(entries: pl.DataFrame, /) -> pl.DataFrame:
+    """Per case pseudonym of the ledger: its publication history and its last region.
+
+    Returns:
+        ``caseid``, ``history`` (the ``release:group`` pairs in release order, ``|``-joined: two cases
+        with the same history shared a group in every release where either appeared), and the
+        region columns of its last release.
+    """
+    return (
+        entries.sort("release")
+        .group_by("caseid", maintain_order=True)
+        .agg(
+            pl.concat_str([pl.col("release").cast(pl.Utf8), pl.col("group").cast(pl.Utf8)], separator=":")
+            .str.join("|")
+            .alias("history"),
+            *[pl.col(c).last() for c in REGION],
+        )
+    )

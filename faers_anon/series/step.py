@@ -1,0 +1,166 @@
+"""The release pipeline's series step: before anonymization, and at publication.
+
+Source: issue 14 items 2–3; :mod:`faers_anon.series.ledger`, :mod:`faers_anon.series.placement`.
+
+Before anonymization (:func:`prepare`): the ledger is opened and checked (key, checksums, the next
+quarter), P(s | c) and θ* of this quarter's cases are computed as anonymization will compute them,
+and the returning cases are planned. Withheld cases are removed from a copy of the ingested folder
+inside the private work folder (every table, by caseid), so nothing of theirs reaches the writer;
+the frozen bundles are written to ``frozen.parquet`` for :func:`with_frozen`, which places them
+around the engine (the engine sees only the other cases).
+
+At publication (:func:`publish_with_ledger`): the ledger update is staged, the release renamed into
+place, then the ledger committed; see :mod:`faers_anon.series.ledger` for the failure cases.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import polars as pl
+
+from faers_anon.algorithms import Partition
+from faers_anon.anonymize import AnonymizeConfig, knowledge_table, sensitive_thresholds
+from faers_anon.errors import ConfigError, InputError
+from faers_anon.keys import AgencyKey
+from faers_anon.partition import PARTITION_SCHEMA
+from faers_anon.series.ledger import Ledger, open_ledger, stage
+from faers_anon.series.placement import SeriesPlan, plan_series, pseudonym_ids
+from knowledge import case_value_probabilities
+
+__all__ = ["SeriesStep", "exposed_probabilities", "prepare", "with_frozen", "publish_with_ledger"]
+
+_LISTS = ("indications", "reactions", "drug_keys")
+
+FROZEN_NAME = "frozen.parquet"
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesStep:
+    """What the series step decided for one release.
+
+    Attributes:
+        ledger: the opened ledger; plan: the placement; ingested: the folder to anonymize (a
+        filtered copy when cases are withheld); frozen: the frozen bundles' file; quarters: this
+        release's quarters.
+    """
+
+    ledger: Ledger
+    plan: SeriesPlan
+    ingested: Path
+    frozen: Path
+    quarters: list[str]
+
+
+def _without(ingested: Path, caseids: pl.Series, out: Path) -> Path:
+    """A copy of ``ingested`` without the rows of ``caseids`` (every table with a caseid column)."""
+    out.mkdir(mode=0o700)
+    drop = caseids.implode()
+    for path in ingested.iterdir():
+        target = out / path.name
+        if path.is_dir():
+            shutil.copytree(path, target)
+        elif path.suffix == ".parquet" and "caseid" in pl.read_parquet_schema(path):
+            pl.scan_parquet(path).filter(~pl.col("caseid").is_in(drop)).sink_parquet(target)
+        else:
+            shutil.copy2(path, target)
+    return out
+
+
+def exposed_probabilities(
+    cases: pl.DataFrame,
+    entries: pl.DataFrame,
+    ids: pl.DataFrame,
+    knowledge: pl.DataFrame,
+    config: AnonymizeConfig,
+) -> pl.DataFrame:
+    """P(s | c) of the returning cases over the union of their current values and the ledger's.
+
+    Each list attribute is the union of the case's current super-record list and every value the
+    ledger records it exposed; P is then computed as for a release (SPEC §5), so p is the largest
+    an attacker holding every release can read (with the current E).
+    """
+    past = (
+        entries.rename({"caseid": "pseudonym"})
+        .group_by("pseudonym")
+        .agg(pl.col(name).explode().drop_nulls().alias(f"_past_{name}") for name in _LISTS)
+    )
+    merged = [pl.concat_list(n, f"_past_{n}").list.unique().list.sort().alias(n) for n in _LISTS]
+    union = (
+        cases.select("caseid", *_LISTS)
+        .join(ids, on="caseid")
+        .join(past, on="pseudonym")
+        .select("caseid", *merged)
+    )
+    return case_value_probabilities(union, knowledge, sensitive=config.sensitive)
+
+
+def prepare(
+    ledger_dir: Path, ingested: Path, quarters: list[str], work: Path, config: AnonymizeConfig, key: AgencyKey
+) -> SeriesStep:
+    """Open and check the ledger, plan this quarter's returning cases, write what anonymize needs.
+
+    Raises:
+        InputError: a ledger that does not match (another key, tampered, a missing earlier quarter).
+        ConfigError: a model or method whose unit is not the case (frozen groups are case groups).
+    """
+    if config.method is not None or config.model != "ms-k-theta":
+        raise ConfigError("ledger: composition-safe series need the ms-k-theta model without --method")
+    ledger = open_ledger(ledger_dir, key)
+    ledger.check_next(quarters)
+    cases = pl.read_parquet(ingested / "cases.parquet")
+    knowledge = knowledge_table(ingested, sensitive=config.sensitive, knowledge=config.knowledge)
+    _, thresholds = sensitive_thresholds(cases, knowledge, config=config)
+    ids = pseudonym_ids(cases, key.pseudonym_key)
+    exposed = exposed_probabilities(cases, ledger.entries, ids, knowledge, config)
+    plan = plan_series(cases, ledger.entries, key.pseudonym_key, k=config.k, probabilities=exposed,
+                       thetas=thresholds.thetas)  # fmt: skip
+    folder = _without(ingested, plan.withheld, work / "ingested-series") if plan.withheld.len() else ingested
+    frozen = work / FROZEN_NAME
+    plan.frozen.write_parquet(frozen)
+    return SeriesStep(ledger, plan, folder, frozen, quarters)
+
+
+def with_frozen(
+    cases: pl.DataFrame, frozen_path: Path, run: Callable[[pl.DataFrame], Partition]
+) -> Partition:
+    """Run the engine (``run``) on the cases not frozen, then add each frozen bundle as its own group.
+
+    Bundle b gets group id ``max(engine ids) + 1 + b`` and its region; the Partition's counts are
+    the engine's plus the bundles.
+    """
+    frozen = pl.read_parquet(frozen_path)
+    if frozen.height == 0:
+        return run(cases)
+    partition = run(cases.join(frozen.select("caseid"), on="caseid", how="anti"))
+    base = int(partition.frame.get_column("group_id").max() or 0) + 1  # type: ignore[arg-type]
+    rows = frozen.with_columns((pl.col("bundle") - pl.col("bundle").min() + base).alias("group_id"))
+    rows = rows.select(list(PARTITION_SCHEMA)).cast(dict(PARTITION_SCHEMA))  # type: ignore[arg-type]
+    frame = pl.concat([partition.frame, rows.select(partition.frame.columns)], how="vertical_relaxed")
+    return replace(partition, frame=frame, groups=partition.groups + rows.get_column("group_id").n_unique())
+
+
+def publish_with_ledger(step: SeriesStep, built: Path, out: Path, key: AgencyKey,
+                        publish: Callable[[], None]) -> None:  # fmt: skip
+    """Stage the ledger, ``publish`` the release, commit the ledger: both or neither.
+
+    Raises:
+        InputError: the ledger cannot be written (nothing is published), or committed (the release
+            just published is removed again).
+    """
+    staged = stage(step.ledger, built, out, step.quarters, key, withheld=step.plan.counts["withheld"])
+    try:
+        publish()
+    except BaseException:
+        staged.abort()
+        raise
+    try:
+        staged.commit()
+    except OSError as exc:
+        staged.abort()
+        shutil.rmtree(out, ignore_errors=True)
+        raise InputError(f"ledger cannot be updated ({exc.strerror or exc}); the release was removed "
+                         "again (both or neither)", path=step.ledger.path) from exc  # fmt: skip
