@@ -88,6 +88,7 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 _progress: list[Callable[[str], Any]] = []
 _refreshed: set[str] = set()
+_announced: set[str] = set()
 _not_cached: set[tuple[int, tuple[Any, ...]]] = set()
 
 
@@ -136,8 +137,9 @@ def refresh_kernels() -> None:
 
 
 def set_progress(report: Callable[[str], Any] | None) -> None:
-    """Where the compile messages go (None: nowhere, the default)."""
+    """Where the compile messages go (None: nowhere, the default); the next compile is announced."""
     _progress[:] = [] if report is None else [report]
+    _announced.clear()
 
 
 @contextmanager
@@ -242,21 +244,23 @@ def _kernel_class() -> type:
     from numba.core.registry import CPUDispatcher
 
     class Announce(event.Listener):  # type: ignore[misc]
-        """Says when the outermost compile of a call starts and how long it took."""
+        """Says when the first compile of a package's kernels starts, and how long each call's took."""
 
         def __init__(self, what: str) -> None:
-            self.what, self.depth, self.start = what, 0, 0.0
+            self.what, self.depth, self.start, self.name = what, 0, 0.0, ""
 
         def on_start(self, ev: Any) -> None:
             self.depth += 1
             if self.depth == 1:
-                self.start = time.perf_counter()
-                _say(f"  compiling {self.what} once (~{COMPILE_SECONDS} s; cached for later runs)…")
+                self.start, self.name = time.perf_counter(), ev.data["dispatcher"].py_func.__name__
+                if self.what not in _announced:
+                    _announced.add(self.what)
+                    _say(f"  compiling {self.what} once (~{COMPILE_SECONDS} s; cached for later runs)…")
 
         def on_end(self, ev: Any) -> None:
             self.depth -= 1
             if self.depth == 0:
-                _say(f"  compiled {self.what} in {time.perf_counter() - self.start:.1f} s")
+                _say(f"  compiled {self.name} in {time.perf_counter() - self.start:.1f} s")
 
     class Kernel(CPUDispatcher):  # type: ignore[misc]
         """A CPU dispatcher typed on non-literal arguments, interpreted or compiled per call."""

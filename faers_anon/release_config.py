@@ -67,8 +67,8 @@ RELEASE_OPTIONS: Mapping[str, tuple[str, str, str]] = {
     "force": ("release", "force", "bool"),
     "work": ("release", "work", "path"),
     "keep_work": ("release", "keep_work", "bool"),
-}
     "ledger": ("release", "ledger", "path"),
+}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -84,10 +84,10 @@ class ReleaseConfig:
             ingested) tables; default the system temp folder. Removed at the end (on an error or
             an interrupt too); never inside the release (:mod:`faers_anon._workspace`).
         keep_work: keep ``work`` after the run (for audits; it is raw data).
-    """
         ledger: the agency's private release ledger folder of a series (:mod:`faers_anon.series`):
             checked, followed (returning cases in frozen groups or withheld) and updated with the
             release, both or neither; never inside the release.
+    """
 
     anonymize: AnonymizeConfig = field(default_factory=AnonymizeConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
@@ -95,8 +95,8 @@ class ReleaseConfig:
     force: bool = False
     work: Path | None = None
     keep_work: bool = False
-
     ledger: Path | None = None
+
     def parameters(self) -> dict[str, object]:
         """JSON-ready parameters of the whole run (manifest.json, report.json)."""
         signals = self.compare.signals

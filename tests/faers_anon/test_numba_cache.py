@@ -59,10 +59,14 @@ def test_small_work_runs_interpreted_and_large_work_compiles() -> None:
         assert _double(a).tolist() == [0, 2, 4, 6]
 
 
-def test_a_first_compile_says_so_and_how_long_it_took() -> None:
+def test_a_first_compile_says_so_and_how_long_each_took() -> None:
     @njit(cache=False)
     def triple(a: np.ndarray) -> np.ndarray:
         return 3 * a
+
+    @njit(cache=False)
+    def quadruple(a: np.ndarray) -> np.ndarray:
+        return 4 * a
 
     said: list[str] = []
     set_progress(said.append)
@@ -70,11 +74,13 @@ def test_a_first_compile_says_so_and_how_long_it_took() -> None:
         with mode("compiled"):
             triple(np.arange(3))
             triple(np.arange(3))  # compiled already: silent
+            quadruple(np.arange(3))  # announced already: only its duration
     finally:
         set_progress(None)
-    assert len(said) == 2
+    assert len(said) == 3, said
     assert said[0].startswith("  compiling the kernels of ") and "once (~30 s" in said[0]
-    assert said[1].startswith("  compiled the kernels of ") and said[1].endswith(" s")
+    assert said[1].startswith("  compiled triple in ") and said[1].endswith(" s")
+    assert said[2].startswith("  compiled quadruple in ")
     with pytest.raises(ValueError, match="kernel mode"):
         with mode("fast"):
             pass
