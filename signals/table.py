@@ -156,7 +156,13 @@ class SignalTable:
             f"{self.frame.height:,} drug-event rows"
         ]
         if self.ebgm_prior is not None:
-            lines.append(f"  EBGM prior: {self.ebgm_prior}")
+            n_star = max(1, math.ceil(self.config.min_a))
+            how = (
+                "given"
+                if self.config.ebgm_prior is not None
+                else f"fitted on the pairs with a >= {n_star}, likelihood truncated at {n_star}"
+            )
+            lines.append(f"  EBGM prior ({how}): {self.ebgm_prior}")
         for row in counts.sort("stratum", descending=True).iter_rows(named=True):
             where = "overall" if row["stratum"] else "strata"
             found = ", ".join(f"{k} {row[k]:,}" for k in criteria)

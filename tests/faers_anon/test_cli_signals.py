@@ -131,7 +131,7 @@ def test_signals_all_measures_store_the_prior(tmp_path: Path) -> None:
          "--ebgm-prior", "0.2,0.1,2,4,0.3"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "EBGM prior: alpha1=0.2 beta1=0.1 alpha2=2 beta2=4 p=0.3" in result.output
+    assert "EBGM prior (given): alpha1=0.2 beta1=0.1 alpha2=2 beta2=4 p=0.3" in result.output
     stored = json.loads(pl.read_parquet_metadata(out)["ebgm_prior"])
     assert stored == {"alpha1": 0.2, "beta1": 0.1, "alpha2": 2.0, "beta2": 4.0, "p": 0.3}
     frame = pl.read_parquet(out)
