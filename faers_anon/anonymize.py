@@ -79,10 +79,10 @@ class AnonymizeConfig:
         knowledge: an E file (drug, disease[, weight]); None mines E from the folder's INDI and DRUG.
         on_infeasible: ``error``, ``raise-theta`` or ``suppress``.
         seed: seed of the run's random generator.
-        qids: a non-empty subset of ``age``, ``sex``, ``weight``.
-        candidates: M, exact ΔIL' evaluations per search (≥ 1).
         frozen: frozen bundles of a composition-safe series (:mod:`faers_anon.series.step`): these
             cases are kept out of the engine and added as their own groups; never in the manifest.
+        qids: a non-empty subset of ``age``, ``sex``, ``weight``.
+        candidates: M, exact ΔIL' evaluations per search (≥ 1).
         scan_limit: evaluations per search at most (≥ candidates).
         force: replace an existing release folder.
         method: a key of :data:`faers_anon.methods.METHODS` run instead of the model (exclusive with a
@@ -101,12 +101,12 @@ class AnonymizeConfig:
     knowledge: Path | None = None
     on_infeasible: str = "error"
     seed: int = 0
+    frozen: Path | None = None
     qids: tuple[str, ...] = QIDS
     candidates: int = 64
     scan_limit: int = 4096
     force: bool = False
     method: str | None = None
-    frozen: Path | None = None
     key_file: Path | None = None
 
     def __post_init__(self) -> None:

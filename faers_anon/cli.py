@@ -486,15 +486,15 @@ def compare_command(
     "end [default: the system temp folder, $TMPDIR].",
 )
 @click.option("--keep-work", is_flag=True, help="Keep the intermediate (raw) tables after the run.")
+@click.option("--ledger", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The agency's private release ledger of a series (docs/series.md): returning cases "
+              "stay composition-safe; updated with the release (never published).")  # fmt: skip
 @click.pass_context
 def release_command(
     ctx: click.Context, sources: tuple[Path, ...], out: Path, config_file: Path | None, **options: Any
 ) -> None:
     """Ingest, anonymize, verify, compare signals and report: one publishable release folder.
 
-@click.option("--ledger", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="The agency's private release ledger of a series (docs/series.md): returning cases "
-              "stay composition-safe; updated with the release (never published).")  # fmt: skip
     OUT appears only when complete and verified (FAERS-layout tables and Parquet, knowledge.csv,
     thresholds.csv, manifest.json, report.json, report.html, rejects/). Progress is printed per stage.
 
