@@ -44,11 +44,9 @@ from typing import Any
 import polars as pl
 
 from signals.counts import CaseTables
-from signals.ebgm import GammaMixture
 from signals.errors import SignalsError
-from signals.mantel_haenszel import MH_COLUMNS
 from signals.measures import CRITERIA, CRITERION_RULES
-from signals.panels import load_reference_pairs, medwatch_panel, panel_table
+from signals.panels import load_reference_pairs, medwatch_panel, panel_comparison
 from signals.strata import OVERALL
 from signals.table import SignalConfig, SignalTable, readings_of, signal_table, strata_of
 
@@ -57,26 +55,6 @@ __all__ = ["PANEL_CONDITIONS", "CompareConfig", "Comparison", "compare"]
 PANEL_CONDITIONS = ("age>=18", "age>=60", "age<18", "sex=F")
 _SIDE_COLUMNS = ("a", "prr", "prr_lo", "ror", "ror_lo", "ic", "ic025", "chi2", "ebgm", "eb05", "fisher_q",
                  *CRITERIA.values())  # fmt: skip
-_PANEL_SIDE = (
-    "a",
-    "b",
-    "c",
-    "d",
-    "prr",
-    "prr_lo",
-    "prr_hi",
-    "ror",
-    "ror_lo",
-    "ror_hi",
-    "ic",
-    "ic025",
-    "ic975",
-    "ebgm",
-    "eb05",
-    "eb95",
-    "fisher_p",
-    *MH_COLUMNS,
-)
 _KEYS = ["stratum", "reading", "drug", "event"]
 
 
@@ -206,7 +184,18 @@ def compare(raw: CaseTables, release: CaseTables, /, *, config: CompareConfig | 
     survival = _survival(pairs, combos, criteria)
     correlation = _correlation(pairs, combos)
     new_signals = _new_signals(pairs, criteria)
-    panel = _panel(raw, release, config, (raw_table.ebgm_prior, release_table.ebgm_prior), criteria)
+    panels = [medwatch_panel()]
+    if config.reference is not None:
+        panels.append(load_reference_pairs(config.reference, outcome_groups=config.outcome_groups))
+    panel = panel_comparison(
+        raw,
+        release,
+        pl.concat(panels, how="diagonal_relaxed"),
+        config=config.signals,
+        flag=criteria[config.criterion],
+        criteria=criteria,
+        priors=(raw_table.ebgm_prior, release_table.ebgm_prior),
+    )
     overview = _overview(config, raw_table, release_table, pairs, survival, panel)
     return Comparison(raw_table, release_table, pairs, survival, correlation, new_signals, panel, overview)
 
@@ -298,50 +287,6 @@ def _new_signals(pairs: pl.DataFrame, criteria: dict[str, str]) -> pl.DataFrame:
         for name, column in criteria.items()
     ]
     return pl.concat(parts)
-
-
-def _panel(
-    raw: CaseTables,
-    release: CaseTables,
-    config: CompareConfig,
-    priors: tuple[GammaMixture | None, GammaMixture | None],
-    criteria: dict[str, str],
-) -> pl.DataFrame:
-    panels = [medwatch_panel()]
-    if config.reference is not None:
-        panels.append(load_reference_pairs(config.reference, outcome_groups=config.outcome_groups))
-    panel = pl.concat(panels, how="diagonal_relaxed").with_row_index("rule")
-    raw_table = panel_table(raw, panel, config=config.signals, prior=priors[0])
-    release_side = panel_table(release, panel, config=config.signals, prior=priors[1])
-    side = [c for c in _PANEL_SIDE if c in release_side.columns]
-    flags = list(criteria.values())
-    raw_side = raw_table.select("rule", *(pl.col(c).alias(f"{c}_raw") for c in (*side, *flags)))
-    described = [c for c in release_side.columns if c not in (*_PANEL_SIDE, "chi2", "zero_cell", "fisher_q")]
-    described = [c for c in described if not c.startswith("signal_")]
-    joined = release_side.select(
-        *described, *(pl.col(c).alias(f"{c}_release") for c in (*side, *flags))
-    ).join(raw_side, on="rule", how="left", maintain_order="left")
-    flag = criteria[config.criterion]
-    return joined.with_columns(
-        pl.col(f"{flag}_raw").alias("signal_raw"),
-        pl.col(f"{flag}_release").alias("signal_release"),
-        prr_change=pl.when(pl.col("prr_raw") > 0).then(pl.col("prr_release") / pl.col("prr_raw") - 1),
-        ror_change=pl.when(pl.col("ror_raw") > 0).then(pl.col("ror_release") / pl.col("ror_raw") - 1),
-        ic_change=pl.lit(2.0).pow(pl.col("ic_release") - pl.col("ic_raw")) - 1,
-        survived=_survived(flag),
-        **{f"survived_{name}": _survived(column) for name, column in criteria.items()},
-    ).drop("rule", *(f"{c}_{s}" for c in flags for s in ("raw", "release")))
-
-
-def _survived(column: str) -> pl.Expr:
-    """``yes``/``no``: a raw signal that does / does not signal on the release; ``n/a``: no raw signal."""
-    return (
-        pl.when(~pl.col(f"{column}_raw"))
-        .then(pl.lit("n/a"))
-        .when(pl.col(f"{column}_release"))
-        .then(pl.lit("yes"))
-        .otherwise(pl.lit("no"))
-    )
 
 
 def _pooled(survival: pl.DataFrame) -> dict[str, dict[str, Any]]:

@@ -39,10 +39,30 @@ from signals.measures import disproportionality
 from signals.strata import OVERALL, Stratum, band_strata, has_ranges, memberships, parse_condition
 from signals.table import SignalConfig, readings_of
 
-__all__ = ["PANEL_COLUMNS", "medwatch_panel", "load_reference_pairs", "panel_table"]
+__all__ = ["PANEL_COLUMNS", "medwatch_panel", "load_reference_pairs", "panel_table", "panel_comparison"]
 
 PANEL_COLUMNS = ("panel", "drug", "event", "event_group", "condition", "expected", "drug_keys", "event_terms")
 _GROUP_NOTE = re.compile(r"use group (\w+)")
+_PANEL_SIDE = (  # measures shown per side in a panel comparison
+    "a",
+    "b",
+    "c",
+    "d",
+    "prr",
+    "prr_lo",
+    "prr_hi",
+    "ror",
+    "ror_lo",
+    "ror_hi",
+    "ic",
+    "ic025",
+    "ic975",
+    "ebgm",
+    "eb05",
+    "eb95",
+    "fisher_p",
+    *MH_COLUMNS,
+)
 
 
 def _key(expr: pl.Expr) -> pl.Expr:
@@ -248,4 +268,55 @@ def _with_adjusted(
         adjusted.select("drug", pl.col("event").alias("_event"), *MH_COLUMNS),
         on=["drug", "_event"],
         how="left",
+    )
+
+
+def panel_comparison(
+    raw: CaseTables,
+    release: CaseTables,
+    panel: pl.DataFrame,
+    /,
+    *,
+    config: SignalConfig,
+    flag: str,
+    criteria: dict[str, str],
+    priors: tuple[GammaMixture | None, GammaMixture | None],
+) -> pl.DataFrame:
+    """Every panel rule on raw data and on the release side by side (:mod:`signals.compare`).
+
+    Each side is :func:`panel_table` with its own table's prior. Columns: the rule, ``reading``, the
+    measures suffixed ``_raw``/``_release``, ``signal_raw``/``signal_release`` under the headline
+    criterion column ``flag``, the relative changes, ``survived`` and ``survived_<criterion>`` for
+    each of ``criteria`` (name → column).
+    """
+    panel = panel.with_row_index("rule")
+    raw_table = panel_table(raw, panel, config=config, prior=priors[0])
+    release_side = panel_table(release, panel, config=config, prior=priors[1])
+    side = [c for c in _PANEL_SIDE if c in release_side.columns]
+    flags = list(criteria.values())
+    raw_side = raw_table.select("rule", *(pl.col(c).alias(f"{c}_raw") for c in (*side, *flags)))
+    described = [c for c in release_side.columns if c not in (*_PANEL_SIDE, "chi2", "zero_cell", "fisher_q")]
+    described = [c for c in described if not c.startswith("signal_")]
+    joined = release_side.select(
+        *described, *(pl.col(c).alias(f"{c}_release") for c in (*side, *flags))
+    ).join(raw_side, on="rule", how="left", maintain_order="left")
+    return joined.with_columns(
+        pl.col(f"{flag}_raw").alias("signal_raw"),
+        pl.col(f"{flag}_release").alias("signal_release"),
+        prr_change=pl.when(pl.col("prr_raw") > 0).then(pl.col("prr_release") / pl.col("prr_raw") - 1),
+        ror_change=pl.when(pl.col("ror_raw") > 0).then(pl.col("ror_release") / pl.col("ror_raw") - 1),
+        ic_change=pl.lit(2.0).pow(pl.col("ic_release") - pl.col("ic_raw")) - 1,
+        survived=_survived(flag),
+        **{f"survived_{name}": _survived(column) for name, column in criteria.items()},
+    ).drop("rule", *(f"{c}_{s}" for c in flags for s in ("raw", "release")))
+
+
+def _survived(column: str) -> pl.Expr:
+    """``yes``/``no``: a raw signal that does / does not signal on the release; ``n/a``: no raw signal."""
+    return (
+        pl.when(~pl.col(f"{column}_raw"))
+        .then(pl.lit("n/a"))
+        .when(pl.col(f"{column}_release"))
+        .then(pl.lit("yes"))
+        .otherwise(pl.lit("no"))
     )
