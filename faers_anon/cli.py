@@ -17,6 +17,7 @@ import click
 from faers_anon import __version__, api, configure
 from faers_anon._evaluate_cli import evaluate_command
 from faers_anon._targets import check_outputs
+from faers_anon._verify_series import verify_series
 from faers_anon._workspace import signals_raise
 from faers_anon.anonymize import AnonymizeConfig
 from faers_anon.errors import FaersAnonError, Interrupted, VerificationError
@@ -256,7 +257,11 @@ def anonymize(ingested: Path, out: Path, theta_rule: str | None, **options: Any)
 
 
 @cli.command()
-@click.argument("release", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument(
+    "release", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path)
+)
+@click.option("--series", is_flag=True, help="RELEASE... are a series: every case in several releases "
+              "must share its group with >= k cases in all of them (names each one below).")  # fmt: skip
 @click.option("--k", type=int, default=None, help="Minimum distinct cases per group [default: manifest's].")
 @click.option("--no-hashes", is_flag=True,
               help="Skip the integrity checks (certificate, SHA-256, counts, ascii = parquet).")
@@ -271,8 +276,8 @@ def anonymize(ingested: Path, out: Path, theta_rule: str | None, **options: Any)
 @click.option("--policy", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="The column policy the agency states (JSON as manifest.json's, docs/formats.md).")
 def verify(
-    release: Path, k: int | None, no_hashes: bool, public_key: Path | None, key_file: Path | None,
-    **stated: Path | None,
+    release: tuple[Path, ...], series: bool, k: int | None, no_hashes: bool, public_key: Path | None,
+    key_file: Path | None, **stated: Path | None,
 ) -> None:  # fmt: skip
     """Re-check a release from its files alone: its privacy model, its certificate, its integrity.
 
@@ -281,17 +286,29 @@ def verify(
     distribution and the violations (first 20, then a count).
 
     Example: faers-anon verify out/release-24Q1 --public-key agency.key.pub --k 5
+    (a series: faers-anon verify --series release-24Q1 release-24Q2 release-24Q3 --public-key agency.key.pub)
     """
+    if len(release) > 1 and not series:
+        raise click.UsageError("several releases need --series")
     trusted = (
         read_public_key(public_key) if public_key is not None
         else load_key(key_file, create=False).public_key if key_file is not None else None
     )  # fmt: skip
     config = VerifyConfig(k=k, check_hashes=not no_hashes, public_key=trusted, **stated)  # type: ignore[arg-type]
-    verdict = api.verify(release, config=config)
-    click.echo(verdict.summary(limit=20))
-    if not verdict.ok:
-        count = verdict.violations.height
-        raise VerificationError(f"{release}: fails {verdict.label} ({count} violation(s))")
+    failed = []
+    for one in release:
+        verdict = api.verify(one, config=config)
+        click.echo(verdict.summary(limit=20))
+        if not verdict.ok:
+            failed.append(f"{one}: fails {verdict.label} ({verdict.violations.height} violation(s))")
+    if series:  # composition across the releases (faers_anon._verify_series: the verifier's own code)
+        composed = verify_series(release, k=k)
+        click.echo(composed.summary(limit=20))
+        if not composed.ok:
+            below = composed.violations.height
+            failed.append(f"series: {below} case(s) below k {composed.k} across releases")
+    if failed:
+        raise VerificationError("; ".join(failed))
 
 
 def _names(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:

@@ -8,8 +8,10 @@ Layout of the ledger folder ``DIR``:
 * ``release-NNNN.parquet`` (one per release, NNNN = 1, 2, …), one row per case pseudonym published:
   ``caseid`` (the case pseudonym, :mod:`faers_anon.pseudonyms`: the same key gives the same pseudonym
   in every release), ``group`` (the index of its QID-group in that release: the cases sharing the
-  released tuple ``age_group, age_min, age_max, sex, wt_min, wt_max``), that tuple (the group's
-  released region), ``group_size``, ``reports`` (its report pseudonyms published), and the sensitive
+  whole released QID tuple, ``age_group, age_min, age_max, sex, wt_min, wt_max`` and every other
+  DEMO QID of the manifest's ``columns.demo.qid``, as the verifier groups them: the finest grouping
+  an attacker reads), the six standard columns of that tuple (the group's released region),
+  ``group_size``, ``reports`` (its report pseudonyms published), and the sensitive
   values it exposed there: ``reactions``, ``indications`` (canonical value keys, as ``thresholds.csv``
   names them) and ``drug_keys`` (the diseases of E are read through its drugs). The group's member
   pseudonyms are the rows sharing ``group``.
@@ -171,14 +173,21 @@ def check_apart(ledger: Path, release: Path, /) -> None:
                           "(keep it outside the release folder)")  # fmt: skip
 
 
+def _published_qids(release: Path) -> list[str]:
+    """Every QID column the release's manifest lists for DEMO (``columns.demo.qid``), extras included."""
+    manifest = json.loads((release / MANIFEST_NAME).read_text(encoding="utf-8"))
+    return list(manifest.get("columns", {}).get("demo", {}).get("qid", []))
+
+
 def ledger_entries(release: Path, index: int, /) -> pl.DataFrame:
     """The ledger rows of the release folder ``release``: one per case pseudonym (module docstring)."""
     demo = pl.read_parquet(release / "parquet" / "demo.parquet")
     region = [c for c in REGION if c in demo.columns]
+    tuple_ = [c for c in dict.fromkeys([*region, *_published_qids(release)]) if c in demo.columns]
     cases = (
         demo.group_by("caseid")
-        .agg(pl.col(region).first(), pl.col("primaryid").unique().sort().alias("reports"))
-        .with_columns(pl.struct(region).rank("dense").sub(1).cast(pl.UInt32).alias("group"))
+        .agg(pl.col(tuple_).first(), pl.col("primaryid").unique().sort().alias("reports"))
+        .with_columns(pl.struct(tuple_).rank("dense").sub(1).cast(pl.UInt32).alias("group"))
         .with_columns(pl.len().over("group").cast(pl.UInt32).alias("group_size"))
     )
     for table, (column, name) in _LISTS.items():
