@@ -28,7 +28,8 @@ not signal there.
 
 What a report shows (the shape of :class:`Comparison` it reads): survival per criterion is
 ``survival`` filtered on ``criterion`` (one of :data:`Comparison.criteria`) or, pooled,
-``as_dict()["overall"][name]`` and ``as_dict()["strata"][reading][name]``; each criterion's rule,
+``as_dict()["overall"][name]`` and ``as_dict()["strata"][reading][name]``; the panel's per
+criterion, ``as_dict()["panel"]["by_criterion"][name][reading]``; each criterion's rule,
 count floor and source are ``as_dict()["criteria"][name]``; the panel's adjusted ROR is
 ``panel["ror_mh_raw" / "ror_mh_lo_raw" / "ror_mh_hi_raw"]`` and the ``_release`` twins; the priors
 are ``as_dict()["ebgm_prior"]``.
@@ -358,5 +359,21 @@ def _overview(
                 }
                 for r in panel.get_column("reading").unique(maintain_order=True).to_list()
             },
+            "by_criterion": _panel_by_criterion(panel),
         },
     }
+
+
+def _panel_by_criterion(panel: pl.DataFrame) -> dict[str, dict[str, dict[str, int]]]:
+    """Per criterion and reading, the panel rows whose ``survived_<criterion>`` is yes / no."""
+    counts = (
+        panel.unpivot(index="reading", on=[c for c in panel.columns if c.startswith("survived_")])
+        .filter(pl.col("value") != "n/a")
+        .group_by("variable", "reading", "value")
+        .len()
+    )
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for row in counts.sort("variable", "reading", "value").iter_rows(named=True):
+        by_reading = out.setdefault(row["variable"].removeprefix("survived_"), {})
+        by_reading.setdefault(row["reading"], {"yes": 0, "no": 0})[row["value"]] = int(row["len"])
+    return out

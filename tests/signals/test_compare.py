@@ -155,6 +155,14 @@ def test_every_criterion_survives_and_the_panel_has_the_adjusted_ror() -> None:
     assert warfarin["ror_mh_lo_raw"] < 19.0 < warfarin["ror_mh_hi_raw"]
     assert {f"survived_{c}" for c in result.criteria} <= set(result.panel.columns)
     assert warfarin["survived_evans"] == warfarin["survived"]  # the headline criterion is evans
+    # per criterion and reading, the panel rules that signal on the raw data and do / do not survive
+    by_criterion = overview["panel"]["by_criterion"]
+    assert by_criterion["evans"] == {
+        r: {"yes": c["yes"], "no": c["no"]}
+        for r, c in overview["panel"]["survived"].items()
+        if c["yes"] + c["no"]
+    }
+    assert set(by_criterion) <= {"evans", "ror", "ic", "eb"}
 
 
 def test_eb_criterion_needs_all_measures() -> None:
