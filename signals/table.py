@@ -72,6 +72,8 @@ class SignalConfig:
     def __post_init__(self) -> None:
         if self.measures not in MEASURE_SETS:
             raise SignalsError(f"measures must be one of {', '.join(MEASURE_SETS)}; got {self.measures!r}")
+        if self.ebgm_prior is not None and self.measures != "all":
+            raise SignalsError("ebgm_prior needs measures 'all' (EBGM is not computed otherwise)")
         if self.role not in ("ps", "suspect", "any"):
             raise SignalsError(f"role must be ps, suspect or any; got {self.role!r}")
         for variable in self.stratify:

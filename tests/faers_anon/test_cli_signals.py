@@ -158,3 +158,11 @@ def test_bad_ebgm_prior_is_one_error_line(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1
     assert result.output == "Error: ebgm prior: expected 5 numbers alpha1,beta1,alpha2,beta2,p; got '1,2'\n"
+
+
+def test_ebgm_prior_without_all_measures_is_refused(tmp_path: Path) -> None:
+    data = _folder(tmp_path / "raw", release=False)
+    out = tmp_path / "s.parquet"
+    result = CliRunner().invoke(cli, ["signals", str(data), "-o", str(out), "--ebgm-prior", "1,1,2,2,0.5"])
+    assert result.exit_code == 1 and not out.exists()
+    assert result.output == "Error: ebgm_prior needs measures 'all' (EBGM is not computed otherwise)\n"
