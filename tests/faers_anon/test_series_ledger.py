@@ -1,0 +1,148 @@
+"""The release ledger and the composition-safe placement, on hand-built releases with worked answers.
+
+Release 1 (k = 2) published six cases A–F (pseudonyms 1–6) in three QID-groups:
+{A, B, C} region (Adult 25-44, 25, 45, F, -, -), {D, E} (Adult 45-64, 45, 65, M, -, -),
+{F} alone would be below k, so F shares D/E's standard columns but differs in the extra QID
+``fda_dt`` ("2024" vs "2023"): the verifier's and the ledger's groups use the whole tuple, so F is a
+group of its own (group sizes 3, 2, 1).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from faers_anon.errors import ConfigError, InputError
+from faers_anon.keys import AgencyKey
+from faers_anon.series.ledger import check_apart, ledger_entries, open_ledger, stage
+from faers_anon.series.placement import plan_series, pseudonym_ids
+
+KEY = AgencyKey.from_secret(bytes(range(32)))
+OTHER = AgencyKey.from_secret(bytes(range(1, 33)))
+ADULT, MIDDLE = ("Adult, 25-44 years", 25.0, 45.0), ("Middle Aged, 45-64 years", 45.0, 65.0)
+
+
+def _release(folder: Path, rows: list[tuple[int, tuple[str, float, float], str, str, list[str]]]) -> Path:
+    """A minimal release folder: DEMO (one report per case), REAC, and a manifest naming the QIDs."""
+    (folder / "parquet").mkdir(parents=True)
+    demo = pl.DataFrame(
+        [(c * 1000 + 1, c, a[0], a[1], a[2], sex, None, None, dt) for c, a, sex, dt, _ in rows], orient="row",
+        schema={"primaryid": pl.Int64, "caseid": pl.Int64, "age_group": pl.Utf8, "age_min": pl.Float64,
+                "age_max": pl.Float64, "sex": pl.Utf8, "wt_min": pl.Float64, "wt_max": pl.Float64,
+                "fda_dt": pl.Utf8},
+    )  # fmt: skip
+    demo.write_parquet(folder / "parquet" / "demo.parquet")
+    reac = [(c * 1000 + 1, c, pt) for c, _, _, _, pts in rows for pt in pts]
+    reac_frame = pl.DataFrame(reac, orient="row", schema=["primaryid", "caseid", "pt"])
+    reac_frame.write_parquet(folder / "parquet" / "reac.parquet")
+    qids = ["age_group", "age_min", "age_max", "sex", "wt_min", "wt_max", "fda_dt"]
+    manifest = {"columns": {"demo": {"qid": qids}}, "parameters": {"k": 2}}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder
+
+
+@pytest.fixture
+def first(tmp_path: Path) -> Path:
+    return _release(tmp_path / "r1", [
+        (1, ADULT, "F", "2024", ["Pyrexia"]), (2, ADULT, "F", "2024", ["rash"]), (3, ADULT, "F", "2024", []),
+        (4, MIDDLE, "M", "2024", ["Death"]), (5, MIDDLE, "M", "2024", []), (6, MIDDLE, "M", "2023", []),
+    ])  # fmt: skip
+
+
+def test_entries_group_on_the_whole_released_tuple(first: Path) -> None:
+    entries = ledger_entries(first, 1)
+    assert entries.select("caseid", "group_size").rows() == [(1, 3), (2, 3), (3, 3), (4, 2), (5, 2), (6, 1)]
+    assert entries.get_column("group").n_unique() == 3
+    assert entries.filter(pl.col("caseid") == 2).get_column("reactions").to_list() == [["RASH"]]  # value keys
+    assert entries.get_column("reports").to_list()[0] == [1001]
+
+
+def test_ledger_round_trip_and_refusals(first: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "ledger"
+    ledger = open_ledger(folder, KEY)
+    assert ledger.meta["releases"] == [] and ledger.entries.height == 0
+    staged = stage(ledger, first, tmp_path / "out", ["2024Q1"], KEY)
+    assert not (folder / "ledger.json").exists()  # staged, not committed: still the empty ledger
+    staged.commit()
+    again = open_ledger(folder, KEY)
+    assert again.quarters == ["2024Q1"] and again.entries.height == 6
+    again.check_next(["2024Q2"])  # the next quarter is accepted
+    with pytest.raises(InputError, match=r"ends at 2024Q1: release 2024Q2 first \(earlier quarter missing"):
+        again.check_next(["2024Q3"])
+    with pytest.raises(InputError, match="already lists 2024Q1"):
+        again.check_next(["2024Q1"])
+    with pytest.raises(InputError, match="another agency key"):
+        open_ledger(folder, OTHER)
+    entries = folder / "release-0001.parquet"
+    data = bytearray(entries.read_bytes())
+    data[100] ^= 1
+    entries.write_bytes(bytes(data))
+    with pytest.raises(InputError, match="release-0001.parquet: SHA-256 mismatch: tampered or corrupt"):
+        open_ledger(folder, KEY)
+
+
+def test_a_changed_ledger_json_fails_its_mac(first: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "ledger"
+    stage(open_ledger(folder, KEY), first, tmp_path / "out", ["2024Q1"], KEY).commit()
+    meta = json.loads((folder / "ledger.json").read_text())
+    meta["releases"][0]["withheld"] = 7
+    (folder / "ledger.json").write_text(json.dumps(meta))
+    with pytest.raises(InputError, match=r"checksum \(MAC\) mismatch"):
+        open_ledger(folder, KEY)
+
+
+def test_an_aborted_stage_leaves_the_ledger_as_it_was(first: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "ledger"
+    stage(open_ledger(folder, KEY), first, tmp_path / "out", ["2024Q1"], KEY).commit()
+    before = sorted(p.name for p in folder.iterdir())
+    stage(open_ledger(folder, KEY), first, tmp_path / "out2", ["2024Q2"], KEY).abort()
+    assert sorted(p.name for p in folder.iterdir()) == before
+    assert open_ledger(folder, KEY).quarters == ["2024Q1"]
+
+
+def test_the_ledger_is_never_inside_the_release(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="overlap: the ledger is never published"):
+        check_apart(tmp_path / "release" / "ledger", tmp_path / "release")
+    check_apart(tmp_path / "ledger", tmp_path / "release")
+
+
+def _current(rows: list[tuple[int, float | None, str | None]]) -> pl.DataFrame:
+    """This quarter's super-records (raw caseids)."""
+    return pl.DataFrame(
+        [(c, age, age, sex, None, None) for c, age, sex in rows], orient="row",
+        schema={"caseid": pl.Int64, "age_min": pl.Float64, "age_max": pl.Float64, "sex": pl.Utf8,
+                "wt_min": pl.Float64, "wt_max": pl.Float64},
+    )  # fmt: skip
+
+
+def test_placement_bundles_withholds_and_widens() -> None:
+    # Raw caseids 11..17; the ledger is built on their pseudonyms under KEY.
+    raw = pl.DataFrame({"caseid": [11, 12, 13, 14, 15, 16, 17]})
+    p = dict(pseudonym_ids(raw, KEY.pseudonym_key).rows())
+    entries = pl.DataFrame(
+        [(1, p[11], 0, *ADULT, "F"), (1, p[12], 0, *ADULT, "F"), (1, p[13], 0, *ADULT, "F"),
+         (1, p[14], 1, *MIDDLE, "M"), (1, p[15], 1, *MIDDLE, "M")], orient="row",
+        schema={"release": pl.UInt32, "caseid": pl.Int64, "group": pl.UInt32, "age_group": pl.Utf8,
+                "age_min": pl.Float64, "age_max": pl.Float64, "sex": pl.Utf8},
+    ).with_columns(wt_min=pl.lit(None, pl.Float64), wt_max=pl.lit(None, pl.Float64))  # fmt: skip
+    # Returning: 11 and 12 (same history: a bundle of 2 = k), 14 alone (withheld below k);
+    # 12 is now 50 years old: outside [25, 45), so the bundle's age is widened to the root.
+    # Fresh: 16, 17.
+    cases = _current([(11, 30.0, "F"), (12, 50.0, "F"), (14, 50.0, "M"), (16, 20.0, "F"), (17, 70.0, "M")])
+    none = pl.DataFrame(schema={"caseid": pl.Int64, "value": pl.Utf8, "p": pl.Float64})
+    plan = plan_series(cases, entries, KEY.pseudonym_key, k=2, probabilities=none, thetas={})
+    assert plan.counts == {"fresh": 2, "returning": 3, "bundles": 1, "published_returning": 2, "withheld": 1,
+                           "withheld_small": 1, "withheld_theta": 0, "widened": 2}  # fmt: skip
+    assert plan.withheld.to_list() == [14]
+    frozen = plan.frozen.sort("caseid")
+    assert frozen.select("caseid", "age_group", "age_min", "age_max", "sex").rows() == [
+        (11, "*", 0.0, None, "F"), (12, "*", 0.0, None, "F")
+    ]  # fmt: skip
+    # The same bundle over θ: both cases carry DEATH (p = 1), conf = 1 > θ 0.6 → withheld too.
+    death = pl.DataFrame({"caseid": [11, 12], "value": ["DEATH", "DEATH"], "p": [1.0, 1.0]})
+    plan = plan_series(cases, entries, KEY.pseudonym_key, k=2, probabilities=death, thetas={"DEATH": 0.6})
+    assert plan.counts["withheld_theta"] == 2 and sorted(plan.withheld.to_list()) == [11, 12, 14]
+    assert plan.frozen.height == 0
