@@ -46,6 +46,8 @@ def test_the_command_sets_the_allocator_before_polars() -> None:
     code = "from faers_anon.__main__ import main\n" + _CLI + _SHOW.format(name=ALLOCATOR_ENV)
     # polars prepends its own options when it is imported; jemalloc reads left to right: ours win
     assert _run(code, _env()).endswith("," + ALLOCATOR_CONF)
+    shown = "import click; from faers_anon import _numba_cache; print(_numba_cache._progress == [click.echo])"
+    assert _run("from faers_anon.__main__ import main\n" + _CLI + shown, _env()).endswith("\nTrue")
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
     assert scripts["faers-anon"] == "faers_anon.__main__:main"
 
