@@ -62,7 +62,7 @@ def _readme_defaults() -> dict[str, str]:
 def test_the_readme_states_release_defaults_as_the_code_has_them() -> None:
     config = build_release_config(file_options=None, flag_options={})
     anonymize, signals = config.anonymize, config.compare.signals
-    expected = {
+    expected: dict[str, str | int | float] = {
         "--model": anonymize.model,
         "--k": anonymize.k,
         "--theta": anonymize.theta,
@@ -84,5 +84,5 @@ def test_the_readme_states_release_defaults_as_the_code_has_them() -> None:
         if isinstance(value, int | float):
             assert float(cell.split()[0].strip("`")) == value, option
         else:
-            assert cell.startswith(value if value.startswith("`") else f"`{value}`"), (option, cell)
+            assert cell.startswith(value if str(value).startswith("`") else f"`{value}`"), (option, cell)
     assert anonymize.theta_rule == "uniform" and stated["--theta-rule"].startswith("`level` with")
