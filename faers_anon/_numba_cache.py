@@ -13,6 +13,8 @@ cut it were measured:
   with the arguments' non-literal types, so each kernel compiles once: 28–31 CPU-s, same machine code.
 * lower LLVM optimization (``NUMBA_OPT`` 0, 1, 2): 27–32 CPU-s, within noise — the time is numba's
   typing and lowering in Python, not LLVM's optimizer.
+* compiling in a background thread while ingest runs: not pursued — ingest takes 0.3–0.5 s on the
+  demo, and numba's typing holds the GIL, so at most that half-second would be hidden.
 * no JIT: the same kernels as plain Python/numpy (``py_func``) take 1.0 s on the demo (wall at load
   10) and write the same release byte for byte (manifest timings and date aside). Their extra cost over
   warm compiled kernels grows with the cases: +1.4 CPU-s at 10k, +5 at 30k, +23 at 100k (synthetic
