@@ -85,7 +85,9 @@ def _widened(bundles: pl.DataFrame) -> pl.DataFrame:
     for qid, root in ROOT.items():
         for column, value in root.items():
             root_value = pl.lit(value, flags.schema[column])
-            widen.append(pl.when(pl.col(f"_out_{qid}")).then(root_value).otherwise(pl.col(column)).alias(column))
+            widen.append(
+                pl.when(pl.col(f"_out_{qid}")).then(root_value).otherwise(pl.col(column)).alias(column)
+            )
     widened = pl.any_horizontal(pl.col(f"_out_{q}") for q in ROOT)
     return flags.with_columns(*widen, widened.alias("widened")).drop(f"_out_{q}" for q in ROOT)
 

@@ -31,9 +31,17 @@ def _ingested(folder: Path, quarter: str, rows: list[Row], deleted: list[int]) -
     folder.mkdir(parents=True)
     demo = pl.DataFrame(
         [(c, p, v, d, quarter, True, 40.0, "F", None) for c, p, v, d, *_ in rows],
-        schema={"caseid": pl.Int64, "primaryid": pl.Int64, "caseversion": pl.Int64, "fda_dt": pl.Utf8,
-                "quarter": pl.Utf8, "is_latest": pl.Boolean, "age_years": pl.Float64, "sex": pl.Utf8,
-                "weight_kg": pl.Float64},  # fmt: skip
+        schema={
+            "caseid": pl.Int64,
+            "primaryid": pl.Int64,
+            "caseversion": pl.Int64,
+            "fda_dt": pl.Utf8,
+            "quarter": pl.Utf8,
+            "is_latest": pl.Boolean,
+            "age_years": pl.Float64,
+            "sex": pl.Utf8,
+            "weight_kg": pl.Float64,
+        },  # fmt: skip
         orient="row",
     ).with_columns(pl.col("fda_dt").str.to_date())
     demo.write_parquet(folder / "reports.parquet")

@@ -1,0 +1,122 @@
+"""A ledgered series end to end: three generated quarters with follow-ups, released with --ledger.
+
+The series (``faers_anon.series.generate``: 300 cases a quarter, 30 % of a later quarter's cases follow
+up an earlier case) is released quarter by quarter with one ledger at k = 3. Checked: the verifier's
+composition check (``verify --series``) and the risk module's intersection attack find 0 cases
+below k; the same second quarter released without the ledger composes to cases below k; the
+ledger refuses a missing quarter and another key with one Error line and leaves no release; the
+release and the ledger are written both or neither; cumulative signals over the releases count each
+case pseudonym once.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from faers_anon import api
+from faers_anon._verify_series import verify_series
+from faers_anon.analysis import read_case_tables
+from faers_anon.cli import cli
+from faers_anon.errors import InputError
+from faers_anon.risk import RiskConfig, assess_risk
+from faers_anon.series.generate import make_series
+
+K = 3
+
+
+def _release(raw: Path, out: Path, ledger: Path | None) -> Path:
+    flags: dict[str, object] = {"k": K} | ({"ledger": ledger} if ledger is not None else {})
+    api.release([raw], out, config=api.release_config(None, flags))
+    return out
+
+
+@pytest.fixture(scope="module")
+def series(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("series")
+    raws = make_series(300, root / "raw", quarters=3, follow=0.3, seed=3)
+    ledger = root / "ledger"
+    made = {f"raw{i}": raw for i, raw in enumerate(raws)}
+    for i, raw in enumerate(raws):
+        made[f"rel{i}"] = _release(raw, root / f"rel{i}", ledger)
+    made["ledger"] = ledger
+    made["root"] = root
+    return made
+
+
+def test_no_case_below_k_across_the_ledgered_releases(series: dict[str, Path]) -> None:
+    releases = [series["rel0"], series["rel1"], series["rel2"]]
+    verdict = verify_series(releases)
+    assert verdict.k == K and verdict.ok and verdict.violations.height == 0
+    risk = assess_risk(releases[2], config=RiskConfig(series=tuple(releases[:2])))
+    assert risk.figures["composition"]["below_k"] == 0.0 and risk.figures["composition"]["unique"] == 0.0
+    meta = json.loads((series["ledger"] / "ledger.json").read_text())
+    assert [r["quarters"] for r in meta["releases"]] == [["2024Q1"], ["2024Q2"], ["2024Q3"]]
+    # every returning case of quarters 2 and 3 is either published in a frozen group or withheld
+    assert sum(r["withheld"] for r in meta["releases"]) > 0
+    # the ledger is the agency's: nothing of it inside a release
+    assert not any(p.name.startswith("release-0") for r in releases for p in r.rglob("*"))
+
+
+def test_without_the_ledger_follow_ups_compose_below_k(series: dict[str, Path], tmp_path: Path) -> None:
+    alone = _release(series["raw1"], tmp_path / "alone1", None)
+    verdict = verify_series([series["rel0"], alone])
+    assert verdict.in_several > 0 and not verdict.ok
+    assert verdict.violations.get_column("intersection").max() < K  # type: ignore[operator]
+
+
+def test_the_ledger_refuses_a_missing_quarter_and_another_key(
+    series: dict[str, Path], tmp_path: Path
+) -> None:
+    ledger = tmp_path / "ledger"
+    shutil.copytree(series["ledger"], ledger)
+    meta = json.loads((ledger / "ledger.json").read_text())
+    meta_file = (ledger / "ledger.json").read_bytes()
+    # a ledger that ends at 2024Q1 (its first release) refuses 2024Q3: 2024Q2 is missing
+    first = tmp_path / "first"
+    _release(series["raw0"], tmp_path / "r0", first)
+    args = ["release", str(series["raw2"]), "-o", str(tmp_path / "r2"), "--k", str(K), "--ledger"]
+    result = CliRunner().invoke(cli, [*args, str(first)])
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-1].startswith("Error: ")
+    assert "ends at 2024Q1: release 2024Q2 first" in result.output
+    assert not (tmp_path / "r2").exists()
+    other = tmp_path / "other.key"
+    args = ["release", str(series["raw2"]), "-o", str(tmp_path / "r3"), "--k", str(K), "--ledger"]
+    result = CliRunner().invoke(cli, [*args, str(ledger), "--key-file", str(other)])
+    assert result.exit_code == 1 and "another agency key" in result.output
+    assert not (tmp_path / "r3").exists() and (ledger / "ledger.json").read_bytes() == meta_file
+    assert len(meta["releases"]) == 3
+
+
+def test_release_and_ledger_both_or_neither(
+    series: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger = tmp_path / "ledger"
+    _release(series["raw0"], tmp_path / "r0", ledger)
+    before = sorted(p.name for p in ledger.iterdir())
+    from faers_anon import release as release_module
+
+    def fail(*_: object, **__: object) -> None:
+        raise InputError("simulated: cannot publish")
+
+    monkeypatch.setattr(release_module, "_publish", fail)
+    with pytest.raises(InputError, match="simulated"):
+        _release(series["raw1"], tmp_path / "r1", ledger)
+    assert sorted(p.name for p in ledger.iterdir()) == before  # neither
+    monkeypatch.undo()
+    _release(series["raw1"], tmp_path / "r1", ledger)  # the same quarter again: now both
+    assert json.loads((ledger / "ledger.json").read_text())["releases"][-1]["quarters"] == ["2024Q2"]
+
+
+def test_cumulative_signals_count_each_case_pseudonym_once(series: dict[str, Path]) -> None:
+    releases = [series["rel0"], series["rel1"], series["rel2"]]
+    tables = read_case_tables(releases)
+    demos = pl.concat([pl.read_parquet(r / "parquet" / "demo.parquet", columns=["caseid"]) for r in releases])
+    assert tables.cases.height == demos.get_column("caseid").n_unique()
+    assert tables.cases.get_column("caseid").is_unique().all()
