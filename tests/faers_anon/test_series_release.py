@@ -53,6 +53,9 @@ def test_no_case_below_k_across_the_ledgered_releases(series: dict[str, Path]) -
     releases = [series["rel0"], series["rel1"], series["rel2"]]
     verdict = verify_series(releases)
     assert verdict.k == K and verdict.ok and verdict.violations.height == 0
+    result = CliRunner().invoke(cli, ["verify", "--series", *map(str, releases)])
+    assert result.exit_code == 0, result.output
+    assert f"series of 3 releases: OK (series_k, k = {K})" in result.output
     risk = assess_risk(releases[2], config=RiskConfig(series=tuple(releases[:2])))
     assert risk.figures["composition"]["below_k"] == 0.0 and risk.figures["composition"]["unique"] == 0.0
     meta = json.loads((series["ledger"] / "ledger.json").read_text())
@@ -67,6 +70,8 @@ def test_without_the_ledger_follow_ups_compose_below_k(series: dict[str, Path], 
     alone = _release(series["raw1"], tmp_path / "alone1", None)
     verdict = verify_series([series["rel0"], alone])
     assert verdict.in_several > 0 and not verdict.ok
+    result = CliRunner().invoke(cli, ["verify", "--series", str(series["rel0"]), str(alone)])
+    assert result.exit_code == 1 and result.output.splitlines()[-1].startswith("Error: series: ")
     assert verdict.violations.get_column("intersection").max() < K  # type: ignore[operator]
 
 
