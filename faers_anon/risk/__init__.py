@@ -33,7 +33,7 @@ from faers_anon.risk._classes import class_sizes
 from faers_anon.risk._composition import composition
 from faers_anon.risk._inference import inference, read_classes
 from faers_anon.risk._linkage import linkage
-from faers_anon.risk._population import journalist_members
+from faers_anon.risk._population import Journalist
 from faers_anon.risk._view import QIDS, CaseData, encode_items, read_cases
 from knowledge.values import value_key_expr
 
@@ -191,6 +191,7 @@ def _reidentify(
 ) -> list[dict[str, Any]]:
     lists = {"drugs": data.drugs, "reactions": data.reactions}
     records = []
+    journalist_sizes = Journalist(data.view, raw.view) if raw is not None else None
     for ks in sets:
         targets, tuples = _tuples(data.view, ks.knows)
         t_items = None
@@ -198,23 +199,10 @@ def _reidentify(
             (t_items,) = encode_items(lists[ks.items])
         sizes, exact = class_sizes(targets, items=ks.count, target_items=t_items)
         journalist = None
-        if raw is not None and ks.items is None:
-            journalist = _journalist(data.view, raw.view, ks.knows)
+        if journalist_sizes is not None and ks.items is None:
+            journalist = journalist_sizes.sizes(ks.knows)
         records.append({**_record(ks, sizes, k, journalist), "exact": exact})
     return records
-
-
-def _journalist(view: pl.DataFrame, raw: pl.DataFrame, knows: tuple[str, ...]) -> pl.DataFrame | None:
-    """Class sizes among raw cases; age and weight fields stand for their whole released range."""
-    extended = list(knows)
-    for family in (("age_group", "age_min", "age_max"), ("wt_min", "wt_max")):
-        if any(f in knows for f in family):
-            extended += [f for f in family if f not in extended and f in view.columns]
-    targets, tuples = _tuples(view, tuple(extended))
-    members = journalist_members(tuples, raw, extended)
-    if members is None:
-        return None
-    return class_sizes(targets, members)[0]
 
 
 def _manifest_value(release: Path, name: str) -> Any:

@@ -46,12 +46,9 @@ def _single(
 
 
 def _pairs(items: pl.LazyFrame, key: str) -> pl.LazyFrame:
-    """Every pair (a < b) of one case's items."""
-    return (
-        items.join(items, on=key, suffix="_b")
-        .filter(pl.col("item") < pl.col("item_b"))
-        .select(key, pl.col("item").alias("a"), pl.col("item_b").alias("b"))
-    )
+    """Every pair a < b of one case's items, as one UInt64 ``pair`` = a · 2^32 + b (one group-by key)."""
+    pair = (pl.col("item").cast(pl.UInt64) * (1 << 32) + pl.col("item_b").cast(pl.UInt64)).alias("pair")
+    return items.join(items, on=key, suffix="_b").filter(pl.col("item") < pl.col("item_b")).select(key, pair)
 
 
 def _double(
@@ -59,19 +56,16 @@ def _double(
 ) -> pl.LazyFrame:
     """min over the target's item pairs of the population cases holding both (cases with ≥ 2 items).
 
-    ``same``: the population is the targets themselves (prosecutor risk): the pairs are built once.
+    ``same``: the population is the targets themselves (prosecutor risk): the pairs are built once
+    and counted by a window over (kt, pair).
     """
-    own = targets.join(_pairs(t_items, "caseid"), on="caseid").collect()
+    own = targets.join(_pairs(t_items, "caseid"), on="caseid")
     if same:
-        counts = own.lazy().group_by("kt", "a", "b").agg(pl.len().alias("n"))
+        counted = own.with_columns(pl.len().over("kt", "pair").alias("n"))
     else:
-        counts = members.join(_pairs(p_items, "p"), on="p").group_by("kt", "a", "b").agg(pl.len().alias("n"))
-    return (
-        own.lazy()
-        .join(counts, on=["kt", "a", "b"], how="left")
-        .group_by("caseid")
-        .agg(pl.col("n").fill_null(0).min().alias("size"))
-    )
+        counts = members.join(_pairs(p_items, "p"), on="p").group_by("kt", "pair").agg(pl.len().alias("n"))
+        counted = own.join(counts, on=["kt", "pair"], how="left")
+    return counted.group_by("caseid").agg(pl.col("n").fill_null(0).min().alias("size"))
 
 
 def _same(

@@ -22,7 +22,7 @@ from typing import Any
 import polars as pl
 
 from faers_anon.errors import InputError
-from faers_anon.risk._view import CaseData, table
+from faers_anon.risk._view import CaseData, terms
 from knowledge.values import value_key_expr
 
 __all__ = ["case_probabilities", "inference", "read_classes"]
@@ -67,14 +67,10 @@ def read_classes(path: Path) -> tuple[pl.DataFrame, dict[str, float]]:
 
 def case_probabilities(release: Path, data: CaseData) -> pl.DataFrame:
     """``caseid``, ``value``, ``p`` = P(s | c) > 0 for every case and value (module docstring)."""
-    own = [data.reactions.rename({"term": "value"})]
-    indi = table(release, "indi")
-    if indi is not None and "indi_pt" in indi.collect_schema().names():
-        own.append(
-            indi.select(pl.col("caseid").cast(pl.Int64), value_key_expr(pl.col("indi_pt")).alias("value"))
-            .drop_nulls()
-            .collect()
-        )
+    own = [
+        data.reactions.rename({"term": "value"}),
+        terms(release, "indi", ("indi_pt",)).rename({"term": "value"}),
+    ]
     parts = [pl.concat(own).with_columns(pl.lit(1.0).alias("p"))]
     knowledge = _csv(release / "knowledge.csv", ("drug_key", "disease", "weight"))
     if knowledge is not None and knowledge.height:
@@ -153,15 +149,8 @@ def inference(
         )
         # a class whose θ is 1 (e.g. "non-sensitive") bounds nothing: left out
         result["classes"] = _summary(conf.filter(pl.col("theta") < 1.0), "class")
-    outc = table(release, "outc")
     codes = (
-        outc.select(pl.col("caseid").cast(pl.Int64), value_key_expr(pl.col("outc_cod")).alias("code"))
-        .drop_nulls()
-        .unique()
-        .with_columns(pl.lit(1.0).alias("p"))
-        .collect()
-        if outc is not None and "outc_cod" in outc.collect_schema().names()
-        else pl.DataFrame(schema={"caseid": pl.Int64, "code": pl.String, "p": pl.Float64})
+        terms(release, "outc", ("outc_cod",)).rename({"term": "code"}).with_columns(pl.lit(1.0).alias("p"))
     )
     result["outcomes"] = _summary(
         _conf(members, codes, "code").with_columns(pl.lit(theta).alias("theta")), "code"

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-__all__ = ["journalist_members"]
+__all__ = ["journalist_members", "Journalist"]
 
 _AGE_STEP, _AGE_TOP = 10.0, 130.0
 _WT_STEP, _WT_TOP = 25.0, 675.0
@@ -121,3 +121,79 @@ def journalist_members(tuples: pl.DataFrame, raw: pl.DataFrame, knows: Sequence[
     if checks:
         joined = joined.filter(pl.all_horizontal(checks))
     return joined.select("kt", "p").unique().collect()
+
+
+_AGE = ("age_group", "age_min", "age_max")
+_WEIGHT = ("wt_min", "wt_max")
+
+
+class Journalist:
+    """Journalist class sizes for many knowledge sets over one released view and one raw view.
+
+    The range part of K (age, sex, weight: :func:`journalist_members`) is matched once per distinct
+    set of QID fields and kept; each knowledge set then only adds its exact fields, by a group-by of
+    the covering raw cases on (released tuple, field values). An age or weight field stands for the
+    whole released range (``age_min`` alone is read with ``age_max`` and ``age_group``).
+    """
+
+    def __init__(self, view: pl.DataFrame, raw: pl.DataFrame) -> None:
+        self.view = view
+        # raw cases share few distinct (age, sex, weight) points: the ranges are matched per point
+        points = [c for c in ("age_years", "sex", "weight_kg") if c in raw.columns]
+        self.points = raw.select(points).unique().with_row_index("caseid")
+        self.raw = raw.join(self.points.rename({"caseid": "point"}), on=points, nulls_equal=True)
+        self._covers: dict[tuple[str, ...], tuple[pl.DataFrame, pl.DataFrame] | None] = {}
+
+    def _cover(self, qids: tuple[str, ...]) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+        """(caseid, kt) of the released cases and (kt, p) of the raw *points* each tuple covers."""
+        if qids not in self._covers:
+            if qids:
+                tuples = self.view.select(qids).unique().with_row_index("kt")
+                targets = self.view.join(tuples, on=list(qids), nulls_equal=True).select("caseid", "kt")
+                members = journalist_members(tuples, self.points, qids)
+            else:
+                targets = self.view.select("caseid", pl.lit(0, pl.UInt32).alias("kt"))
+                members = self.points.select(pl.lit(0, pl.UInt32).alias("kt"), pl.col("caseid").alias("p"))
+            self._covers[qids] = None if members is None else (targets, members)
+        return self._covers[qids]
+
+    def sizes(self, knows: Sequence[str]) -> pl.DataFrame | None:
+        """``caseid``, ``size``: raw cases agreeing with a released case on ``knows``; None: unmeasurable."""
+        qids: list[str] = []
+        for family in (_AGE, ("sex",), _WEIGHT):
+            if any(f in knows for f in family):
+                qids += [f for f in family if f in self.view.columns]
+        exact = [f for f in knows if f not in qids]
+        if any(f not in self.raw.columns or self.raw.schema[f] != self.view.schema[f] for f in exact):
+            return None
+        cover = self._cover(tuple(qids))
+        if cover is None:
+            return None
+        targets, members = cover
+        own = targets.join(self.view.select("caseid", *exact), on="caseid")
+        per_point = self.raw.group_by("point", *exact).agg(pl.len().alias("n")).rename({"point": "p"})
+        if exact and self._selective(own, exact, per_point.height, members.height):
+            # few raw cases share a target's exact values: join on them, then keep the covered points
+            return (
+                own.join(per_point.rename({"p": "point"}), on=exact, nulls_equal=True)
+                .join(members, left_on=["kt", "point"], right_on=["kt", "p"], how="semi")
+                .group_by("caseid")
+                .agg(pl.col("n").sum().alias("size"))
+                .join(own.select("caseid"), on="caseid", how="right")
+                .select("caseid", pl.col("size").fill_null(0))
+            )
+        fields = ["kt", *exact]
+        population = members.join(per_point, on="p").group_by(fields).agg(pl.col("n").sum().alias("size"))
+        return own.join(population, on=fields, how="left", nulls_equal=True).select(
+            "caseid", pl.col("size").fill_null(0)
+        )
+
+    def _selective(self, own: pl.DataFrame, exact: list[str], per_point: int, members: int) -> bool:
+        """Whether joining on the exact fields first makes fewer rows than expanding the cover."""
+        on_fields = (
+            own.group_by(exact).len()
+            .join(self.raw.group_by(exact).len(), on=exact, nulls_equal=True)
+            .select((pl.col("len") * pl.col("len_right")).sum())
+            .item()
+        )  # fmt: skip
+        return bool((on_fields or 0) < members * per_point / max(self.points.height, 1))

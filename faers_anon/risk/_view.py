@@ -25,7 +25,7 @@ import polars as pl
 from faers_anon.errors import InputError
 from knowledge.values import value_key_expr
 
-__all__ = ["CaseData", "ID_COLUMNS", "QIDS", "DRUG_COLUMNS", "read_cases", "encode_items", "table"]
+__all__ = ["terms", "CaseData", "ID_COLUMNS", "QIDS", "DRUG_COLUMNS", "read_cases", "encode_items", "table"]
 
 ID_COLUMNS: tuple[str, ...] = ("primaryid", "caseid")
 QIDS: tuple[str, ...] = ("age_group", "age_min", "age_max", "sex", "wt_min", "wt_max")
@@ -73,7 +73,7 @@ def _demo(folder: Path) -> pl.LazyFrame:
     return frame
 
 
-def _terms(folder: Path, name: str, columns: tuple[str, ...]) -> pl.DataFrame:
+def terms(folder: Path, name: str, columns: tuple[str, ...]) -> pl.DataFrame:
     """(caseid, term): canonical values of ``columns`` of table ``name``, distinct; empty when absent."""
     frame = table(folder, name)
     empty = pl.DataFrame(schema={"caseid": pl.Int64, "term": pl.String})
@@ -108,7 +108,7 @@ def read_cases(folder: Path, *, keep: tuple[str, ...] | None = None) -> CaseData
     rows = demo.select(pl.col("primaryid", "caseid").cast(pl.Int64), *fields, *hidden).collect()
     latest = rows.sort(order, nulls_last=False).unique("caseid", keep="last").drop("primaryid", *hidden)
     reports = rows.drop(hidden)
-    outc = _terms(folder, "outc", ("outc_cod",))
+    outc = terms(folder, "outc", ("outc_cod",))
     codes = outc.group_by("caseid").agg(pl.col("term").sort().str.join(",").alias("outc_cod"))
     if keep is None or "outc_cod" in keep:
         latest = latest.join(codes, on="caseid", how="left")
@@ -116,8 +116,8 @@ def read_cases(folder: Path, *, keep: tuple[str, ...] | None = None) -> CaseData
     return CaseData(
         view=latest.sort("caseid"),
         fields=tuple(fields),
-        drugs=_terms(folder, "drug", DRUG_COLUMNS),
-        reactions=_terms(folder, "reac", ("pt",)),
+        drugs=terms(folder, "drug", DRUG_COLUMNS),
+        reactions=terms(folder, "reac", ("pt",)),
         reports=reports,
     )
 

@@ -1,0 +1,90 @@
+"""Benchmark ``faers-anon risk`` on a synthetic release: every default knowledge set, with and without raw.
+
+Makes (or reuses) a synthetic quarter of N cases (``scripts/make_synthetic_quarter.py``) and its
+release (``faers-anon release --keep-work``, k 5, θ 0.4), then runs :func:`faers_anon.risk.assess_risk`
+in a child process, first on the release alone (prosecutor risk, inference), then with the raw
+ingested folder (adds journalist risk and linkage), and prints the wall time, CPU time, the child's
+peak RSS and the load average before and after (the machine is shared: a load above its 2 cores
+makes the wall time an upper bound). Target (issue 15): a 400k-case release in at most 30 s.
+
+Example: ``python scripts/bench_risk.py --cases 400000 --work /tmp/bench-risk``
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+_CHILD = """
+import json, resource, sys, time
+from pathlib import Path
+from faers_anon.risk import RiskConfig, assess_risk
+release, raw = Path(sys.argv[1]), (Path(sys.argv[2]) if sys.argv[2] else None)
+start, cpu = time.perf_counter(), time.process_time()
+result = assess_risk(release, config=RiskConfig(raw=raw))
+seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+sets = result.figures["reidentification"]
+print(json.dumps({"seconds": seconds, "cpu": cpu, "peak_mb": peak, "sets": len(sets),
+                  "inexact": [r["knows"] or r["items"] for r in sets if not r.get("exact", True)],
+                  "qids": next(r for r in sets if r["items"] is None)}))
+"""
+
+
+def _run(command: list[str], **env: str) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **env}, check=False)
+    if done.returncode:
+        raise click.ClickException(f"{' '.join(command[:3])} failed: {done.stderr.strip()[-800:]}")
+
+
+def _prepare(cases: int, work: Path) -> tuple[Path, Path]:
+    quarter, release, raw = work / "quarter", work / "release", work / "raw"
+    bin_dir = Path(sys.executable).parent
+    if not quarter.is_dir():
+        click.echo(f"writing a synthetic quarter of {cases:,} cases to {quarter} …")
+        _run([sys.executable, "scripts/make_synthetic_quarter.py", "--cases", str(cases), "-o", str(quarter)])
+    if not (release.is_dir() and raw.is_dir()):
+        click.echo(f"releasing it to {release} …")
+        _run(
+            [str(bin_dir / "faers-anon"), "release", str(quarter), "-o", str(release), "--k", "5",
+             "--theta", "0.4", "--on-infeasible", "raise-theta", "--force", "--work", str(work / "w"),
+             "--keep-work"],
+            FAERS_ANON_KEY_FILE=str(work / "agency.key"),
+        )  # fmt: skip
+        ingested = next((work / "w").glob("*/ingested"))
+        ingested.rename(raw)
+    return release, raw
+
+
+@click.command()
+@click.option("--cases", default=400_000, show_default=True, help="Cases of the synthetic quarter.")
+@click.option("--work", type=click.Path(file_okay=False, path_type=Path), default=Path("/tmp/bench-risk"),
+              show_default=True, help="Folder for the quarter, release and raw tables (reused).")  # fmt: skip
+def main(cases: int, work: Path) -> None:
+    """Time faers-anon risk on a synthetic release of CASES cases."""
+    work.mkdir(parents=True, exist_ok=True)
+    release, raw = _prepare(cases, work)
+    for label, raw_arg in (("release only", ""), ("with --raw", str(raw))):
+        load = os.getloadavg()
+        done = subprocess.run([sys.executable, "-c", _CHILD, str(release), raw_arg], capture_output=True,
+                              text=True, check=False)  # fmt: skip
+        if done.returncode:
+            raise click.ClickException(done.stderr.strip()[-800:])
+        figures = json.loads(done.stdout.strip().splitlines()[-1])
+        after = os.getloadavg()
+        click.echo(
+            f"{label}: {figures['seconds']:.1f} s wall, {figures['cpu']:.1f} s CPU, "
+            f"peak {figures['peak_mb']:,.0f} MB; "
+            f"{figures['sets']} knowledge sets; QIDs alone: unique {figures['qids']['unique']:.2%}, "
+            f"below k {figures['qids']['below_k']:.2%}; sets counted as equal lists (lower bound): "
+            f"{figures['inexact'] or 'none'}; load average {load[0]:.2f} before, {after[0]:.2f} after"
+        )
+
+
+if __name__ == "__main__":
+    main()
