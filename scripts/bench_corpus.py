@@ -151,8 +151,13 @@ def _pipeline(raws: list[Path], out: Path) -> dict[str, float]:
             .join(keep.lazy(), on="caseid", how="semi")
             .collect()
         )
+        # values as categoricals (one global dictionary): the running pair counts hold two u32 per pair
         d = table.select("caseid", pl.col("drug_keys").alias("drug")).explode("drug").drop_nulls().unique()
         e = table.select("caseid", pl.col("reactions").alias("event")).explode("event").drop_nulls().unique()
+        d, e = (
+            d.with_columns(pl.col("drug").cast(pl.Categorical)),
+            e.with_columns(pl.col("event").cast(pl.Categorical)),
+        )
         step = d.join(e, on="caseid").group_by("drug", "event").len("a")
         pairs = (
             step
