@@ -25,6 +25,8 @@ import polars as pl
 from faers_anon import metrics
 from faers_anon.algorithms import Partition, QidHierarchies
 from faers_anon.errors import ConfigError, InputError
+from faers_anon.io.column_policy import load_policy
+from faers_anon.io.qid_fields import generalize_fields
 from faers_anon.io.release_writer import write_release
 from faers_anon.keys import load_key
 from faers_anon.method_release import RELEASE_METHODS, anonymize_with_method
@@ -38,6 +40,13 @@ from faers_anon.thresholds import (
     with_declared_values,
 )
 from faers_anon.units import case_members, model_unit, partition_model, report_records, unit_view
+from faers_anon.value_classes import (
+    ValueClasses,
+    read_classes,
+    read_outcomes,
+    release_files,
+    with_classes_and_outcomes,
+)
 from hierarchies import mesh_age_tree, sex_tree
 from knowledge import (
     E_SCHEMA,
@@ -89,6 +98,11 @@ class AnonymizeConfig:
             non-default ``model``; :mod:`faers_anon.method_release`).
         key_file: the agency key file (:mod:`faers_anon.keys`; None: ``$FAERS_ANON_KEY_FILE``); never
             recorded in the manifest.
+        column_policy: a user's column-policy file (TOML or CSV) overriding the bundled default
+            (:func:`faers_anon.io.column_policy.load_policy`); its other DEMO qids are generalized to
+            their group's common value and their NIL reported per field (:mod:`faers_anon.io.qid_fields`).
+        classes: a value-class file (None: the bundled default); classes and OUTC codes are bounded by
+            θ like single values (:mod:`faers_anon.value_classes`) and travel as classes.csv, outcomes.csv.
     """
 
     model: str = "ms-k-theta"
@@ -108,6 +122,8 @@ class AnonymizeConfig:
     force: bool = False
     method: str | None = None
     key_file: Path | None = None
+    column_policy: Path | None = None
+    classes: Path | None = None
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
@@ -275,10 +291,21 @@ def knowledge_table(ingested: Path, /, *, sensitive: Sequence[str], knowledge: P
 
 
 def sensitive_thresholds(
-    cases: pl.DataFrame, knowledge: pl.DataFrame, /, *, config: AnonymizeConfig
+    cases: pl.DataFrame,
+    knowledge: pl.DataFrame,
+    /,
+    *,
+    config: AnonymizeConfig,
+    classes: ValueClasses | None = None,
+    outcomes: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, Thresholds]:
-    """P(s | c) of the cases (SPEC §5) and θ* over the values they reach (:mod:`faers_anon.thresholds`)."""
+    """P(s | c) of the cases (SPEC §5) and θ* over the values they reach (:mod:`faers_anon.thresholds`).
+
+    With ``classes``/``outcomes`` (caseid, outc_cod), P(s | c) also holds the class and OUTC pseudo-values
+    of :mod:`faers_anon.value_classes`, so θ* and the model bound them like single values (SPEC §11).
+    """
     probabilities = case_value_probabilities(cases, knowledge, sensitive=config.sensitive)
+    probabilities = with_classes_and_outcomes(probabilities, classes=classes, outcomes=outcomes)
     thresholds = build_thresholds(
         probabilities,
         cases.height,
@@ -301,6 +328,8 @@ def partition_cases(
     *,
     config: AnonymizeConfig,
     reports: pl.DataFrame | None = None,
+    classes: ValueClasses | None = None,
+    outcomes: pl.DataFrame | None = None,
 ) -> tuple[Partition, Thresholds, pl.DataFrame]:
     """P(s | c), θ* and the partition of one cases frame (no files); returns (partition, θ*, P(s | c)).
 
@@ -308,7 +337,9 @@ def partition_cases(
     need ``reports`` (:func:`faers_anon.units.report_records`), and their partition frame has one row
     per report (``primaryid``, ``caseid``). θ* and P(s | c) are always those of the cases.
     """
-    probabilities, thresholds = sensitive_thresholds(cases, knowledge, config=config)
+    probabilities, thresholds = sensitive_thresholds(
+        cases, knowledge, config=config, classes=classes, outcomes=outcomes
+    )
     model = make_model(config.model, k=config.k, thetas=thresholds.thetas)
 
     def run(engine_cases: pl.DataFrame) -> Partition:
@@ -356,9 +387,14 @@ def anonymize_folder(ingested: Path, out: Path | None, /, *, config: AnonymizeCo
     if config.method is not None:
         return anonymize_with_method(ingested, out, config=config, cases=cases, knowledge=knowledge)
     reports = report_records(ingested) if model_unit(config.model) == "reports" else None
+    policy = load_policy(config.column_policy)
     seconds["read"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    partition, thresholds, probabilities = partition_cases(cases, knowledge, config=config, reports=reports)
+    classes = read_classes(config.classes)
+    partition, thresholds, probabilities = partition_cases(
+        cases, knowledge, config=config, reports=reports, classes=classes, outcomes=read_outcomes(ingested)
+    )
+    frame, field_nil = generalize_fields(partition.frame, _read(ingested / "reports.parquet"), policy)
     seconds["anonymize"] = time.perf_counter() - clock
     clock = time.perf_counter()
     # NIL on the model's own units (reports or cases), DR on the cases an attacker finds in each group.
@@ -366,8 +402,10 @@ def anonymize_folder(ingested: Path, out: Path | None, /, *, config: AnonymizeCo
     raw = cases if reports is None else unit_view(reports)
     losses = metrics.information_loss(units, raw, hierarchies=config.hierarchies())
     result_metrics = {
-        "nil": metrics.nil(losses, qids=len(config.qids)),
-        "nil_by_qid": {q: v for q, v in metrics.nil_by_qid(losses).items() if q in config.qids},
+        # SPEC §8 over every QID: the engine's and the policy's other DEMO qids (a mean of per-QID NILs)
+        "nil": (metrics.nil(losses, qids=len(config.qids)) * len(config.qids) + sum(field_nil.values()))
+        / (len(config.qids) + len(field_nil)),
+        "nil_by_qid": {q: v for q, v in metrics.nil_by_qid(losses).items() if q in config.qids} | field_nil,
         "dr": metrics.dangerous_ratio(case_members(partition.frame), probabilities, thresholds.frame),
         "group_sizes": metrics.group_sizes(units),
         "share_k": metrics.share_exactly_k(units, k=config.k),
@@ -376,13 +414,16 @@ def anonymize_folder(ingested: Path, out: Path | None, /, *, config: AnonymizeCo
     release = None
     if out is not None:
         clock = time.perf_counter()
+        singles, class_files = release_files(thresholds.frame, classes)
         write_release(
             ingested,
-            partition.frame,
+            frame,
             out,
+            policy=policy,
             knowledge=knowledge,
-            thresholds=thresholds.frame,
+            thresholds=singles,
             parameters=config.parameters(),
+            extra_files=class_files,
             force=config.force,
             key=load_key(config.key_file),
         )

@@ -233,6 +233,12 @@ _MODEL_OPTIONS = [
         help="Agency key for the pseudonymous ids and the certificate (created 0600 on first use; "
         "docs/keys.md) [default: $FAERS_ANON_KEY_FILE].",
     ),
+    click.option(
+        "--column-policy",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        default=None,
+        help="Column-policy file (TOML or CSV) overriding the bundled default (docs/formats.md).",
+    ),
 ]
 
 

@@ -55,6 +55,7 @@ RELEASE_OPTIONS: Mapping[str, tuple[str, str, str]] = {
     "candidates": ("anonymize", "candidates", "int"),
     "scan_limit": ("anonymize", "scan_limit", "int"),
     "key_file": ("anonymize", "key_file", "path"),
+    "column_policy": ("anonymize", "column_policy", "path"),
     "demo": ("ingest", "demo", "bool"),
     "drug_names": ("ingest", "drug_names", "path"),
     "role": ("signals", "role", "str"),

@@ -46,6 +46,7 @@ from pathlib import Path
 
 import polars as pl
 
+from faers_anon._verify_classes import release_class_rules
 from faers_anon._verify_integrity import integrity_violations, read_manifest_json
 from faers_anon._verify_methods import check_for_release, release_violations, with_possible_items
 from faers_anon._verify_stated import canonical, checked_inputs, policy_violations
@@ -225,6 +226,11 @@ def verify_release(
         thresholds=lambda: thetas, tolerance=config.tolerance, params=params, release=release,
     )  # fmt: skip
     found += [stated, policy_violations(release, manifest, config.policy)]
+    roles = "roles" in (manifest.get("policy") or {})  # issue 18: DEMO fields, classes, OUTC codes
+    found += release_class_rules(
+        release, partial(_table, release), members, k=k_used, tables=sorted(tables),
+        tolerance=config.tolerance, case_groups=check.case_split, theta=check.theta, policy_roles=roles,
+    )  # fmt: skip
     if check.case_split:
         found.append(_splits(members))
     conf, unlisted = _conf(release, members, sizes, tables, thetas, know)

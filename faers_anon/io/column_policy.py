@@ -1,4 +1,4 @@
-"""Which FAERS columns a release publishes, generalizes, drops, or sets aside: the column policy (SPEC §10, §11).
+"""Which FAERS columns a release publishes, generalizes, drops or sets aside: the column policy (SPEC §10-11).
 
 Every column of every released table has one declared *role* (``id``, ``qid``, ``sensitive``,
 ``keep``, ``drop``, ``restricted``) in one policy file: the bundled default
@@ -12,27 +12,21 @@ TOML or CSV file (:func:`load_policy`, ``--column-policy``) overrides the entrie
   group's common value in the column's hierarchy (:mod:`faers_anon.io.qid_fields`; ``engine`` QIDs
   age, sex, weight come from the clustering partition).
 * ``drop``: not written anywhere.
-* ``restricted``: not published; written to the *restricted folder* beside the release (a sibling
-  ``<release name>-restricted/``, never inside the public folder), one ``<table>.parquet`` per table
-  holding ``row`` (Int64, 0-based row number in the public ``parquet/<table>.parquet``, whose rows are
-  in the same order), ``quarter``, ``primaryid``, ``caseid`` and the restricted columns. With
-  ``rejects="restricted"`` the full quarantined rows go to ``<release name>-restricted/rejects/``.
+* ``restricted``: written only to the sibling ``<release name>-restricted/`` folder, one
+  ``<table>.parquet`` per table: ``row`` (0-based row of the public ``parquet/<table>.parquet``),
+  ``quarter``, ``primaryid``, ``caseid`` and the restricted columns (and ``rejects/`` with
+  ``rejects="restricted"``).
 
-A column the policy does not list is dropped (safe default), so a column an ingest version adds is
-never published by accident; the manifest lists every dropped column. The DEMO QIDs ``age``,
-``age_cod``, ``sex``, ``wt``, ``wt_cod`` are never written raw: the release writer replaces them with
-the group's generalized ``age_group``, ``age_min``, ``age_max``, ``sex``, ``wt_min``, ``wt_max``, and
-the derived raw ``age_years``/``weight_kg`` and ``age_grp`` (the FDA age class leaks the age) are
-dropped whatever the policy says (a policy may set them ``restricted``, never ``keep``).
+An unlisted column is dropped (safe default: a column a new ingest adds is never published by
+accident); the manifest lists every dropped column. ``age``, ``sex``, ``wt`` are released as the
+group's ``age_group``, ``age_min``, ``age_max``, ``sex``, ``wt_min``, ``wt_max``; ``age_cod``,
+``wt_cod``, ``age_grp``, ``age_years``, ``weight_kg`` are never ``keep``.
 
 The default's guarantee (SPEC §11, released case view): every DEMO column is an id, a qid or dropped
 (``is_latest`` is kept: a derived flag), so every released DEMO field is constant over a QID-group and
-every case's class over all its released DEMO fields holds its whole group (≥ k cases). A user's
-policy that keeps another DEMO column as is gives that up, and the manifest says so (``roles``).
-
-Residual risk, stated plainly: the report pseudonyms sort in version order (their last digits read as
-the version slot, :mod:`faers_anon.pseudonyms`), and the number of DEMO rows of a case pseudonym is
-its number of versions in the release; a multi-quarter release publishes each report's ``quarter``.
+every case's class over all its released DEMO fields holds its whole group (≥ k cases); a policy
+keeping another DEMO column as is gives that up (manifest ``roles``). Residual: report pseudonyms
+sort in version order, a case's DEMO rows count its versions, a multi-quarter release has ``quarter``.
 """
 
 from __future__ import annotations
@@ -122,8 +116,9 @@ REQUIRED: Mapping[str, tuple[str, ...]] = MappingProxyType(
 """Columns a policy must keep: the keys, and what the verifier needs to recompute conf (SPEC §5)."""
 
 _ACTION_OF_ROLE: Mapping[str, Action] = MappingProxyType(
-    {"id": "keep", "sensitive": "keep", "keep": "keep", "qid": "qid", "drop": "drop", "restricted": "restricted"}
-)
+    {"id": "keep", "sensitive": "keep", "keep": "keep", "qid": "qid", "drop": "drop",
+     "restricted": "restricted"}
+)  # fmt: skip
 _NEVER_QIDS = frozenset({"primaryid", "caseid", "caseversion", "quarter", "is_latest"})
 
 
@@ -139,8 +134,8 @@ class ColumnPolicy:
         columns: table → column → action (``keep``, ``qid``, ``drop``, ``restricted``). Unlisted
             columns are dropped.
         roles: table → column → role; a column without one takes the role named like its action.
-        qids: DEMO column → hierarchy (``engine``, ``date``, ``value`` or a tree of ``trees``) for
-            every column whose action is ``qid``.
+        qids: DEMO column → hierarchy (``engine``, ``date``, ``value`` or a tree of ``trees``) of a
+            column whose action is ``qid`` (default ``engine`` for age, sex, wt, else ``value``).
         trees: named categorical trees (value → parent; parents → ``*``).
         reasons: table → column → why (the policy file's ``why``).
         rejects: what happens to the quarantined rows' raw content. ``drop`` (default): the public
@@ -196,8 +191,8 @@ class ColumnPolicy:
             raise ConfigError(f"{where}: only DEMO columns can be qids (a group is a set of DEMO reports)")
         if name in _NEVER_QIDS:
             raise ConfigError(f"{where}: an id or bookkeeping column cannot be a qid")
-        hierarchy = self.qids.get(name)
-        if hierarchy is None or (hierarchy not in BUILTIN_HIERARCHIES and hierarchy not in self.trees):
+        hierarchy = self.qids.get(name, "engine" if name in QID_REPLACED else "value")
+        if hierarchy not in BUILTIN_HIERARCHIES and hierarchy not in self.trees:
             known = ", ".join([*BUILTIN_HIERARCHIES, *sorted(self.trees)])
             raise ConfigError(f"{where}: unknown hierarchy {hierarchy!r} (expected one of {known})")
         if (hierarchy == "engine") != (name in QID_REPLACED):
@@ -215,7 +210,8 @@ class ColumnPolicy:
         """DEMO qid columns generalized after clustering (not the engine's) → hierarchy, in FAERS order."""
         order = {c: i for i, c in enumerate(FAERS_COLUMNS["demo"])}
         names = [c for c, a in self.columns.get("demo", {}).items() if a == "qid" and c not in QID_REPLACED]
-        return {c: self.qids[c] for c in sorted(names, key=lambda c: (order.get(c, len(order)), c))}
+        names.sort(key=lambda c: (order.get(c, len(order)), c))
+        return {c: self.qids.get(c, "value") for c in names}
 
     def with_actions(self, table: str, /, **actions: Action) -> ColumnPolicy:
         """A copy with some columns of one table set to new actions (their role follows; validated again)."""

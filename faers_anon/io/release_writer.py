@@ -70,6 +70,7 @@ from faers_anon.io.column_policy import (
     ascii_text,
     shape_table,
 )
+from faers_anon.io.qid_fields import generalize_fields
 from faers_anon.io.rejects import write_rejects_csv
 from faers_anon.keys import AgencyKey, load_key
 from faers_anon.manifest import CERTIFICATE_NAME, MANIFEST_NAME, build_manifest, dump_manifest, hash_tree
@@ -160,6 +161,7 @@ def write_release(
     ids = release_id_map(raw, agency.pseudonym_key)
     tables = {t: _release_order(ids.apply(f)) for t, f in raw.items()}
     part = ids.apply(part)
+    part, _ = generalize_fields(part, tables["demo"], policy)  # the policy's other DEMO qids (qid_fields)
     del raw
     know = check_frame(knowledge, "knowledge", KNOWLEDGE, 3)
     thetas = check_frame(thresholds, "thresholds", THRESHOLDS, 2)

@@ -320,5 +320,9 @@ def test_extra_qid_columns_recorded_by_the_writer_split_groups(tmp_path: Path) -
     verdict = verify_release(written.path)
     assert verdict.n_groups == 2
     assert verdict.violations.select("rule", "detail").rows() == [("k", "1 distinct cases < k = 2")]
-    assert verdict.violations["qid"][0].endswith("occr_country=EU")
-    assert verify_release(written.path, qids=[]).ok  # without the extra QID: one group of 3 cases
+    assert "occr_country=EU" in verdict.violations["qid"][0]
+    # without the extra QID: one group of 3 cases, but case 3 alone on all its released DEMO fields (issue 18)
+    lone = verify_release(written.path, qids=[])
+    assert lone.violations.select("rule").to_series().to_list() == ["demo_fields"]
+    detail = f"1 case(s) share all 16 released DEMO fields of case {case[3]} (k = 2)"
+    assert lone.violations["detail"][0] == detail

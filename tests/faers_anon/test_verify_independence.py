@@ -15,7 +15,7 @@ import faers_anon
 
 PACKAGE = Path(faers_anon.__file__).parent
 VERIFIER = ("verify", "_verify_models", "_verify_methods", "_verify_disassociation", "_verify_integrity",
-            "_verify_stated", "_verify_series")  # fmt: skip
+            "_verify_stated", "_verify_series", "_verify_classes")  # fmt: skip
 ALLOWED = {"faers_anon.errors", "faers_anon.keys", *(f"faers_anon.{m}" for m in VERIFIER)}
 PRODUCER_LIBRARIES = ("knowledge", "hierarchies", "signals")
 

@@ -20,14 +20,20 @@ from faers_anon.io.column_policy import (
 
 DECISIONS = [
     *(("demo", c, "drop") for c in ("mfr_num", "auth_num", "lit_ref", "event_dt", "mfr_dt", "rept_dt",
-                                    "occr_country", "reporter_country", "age", "age_grp", "age_years")),
-    *(("drug", c, "drop") for c in ("lot_num", "exp_dt", "dose_vbm")),
+                                    "caseversion", "age_grp", "age_years")),
+    *(("drug", c, "drop") for c in ("lot_num", "exp_dt", "dose_vbm", "drugname", "prod_ai", "nda_num")),
     *(("ther", c, "drop") for c in ("start_dt", "end_dt")),
-    *(("demo", c, "keep") for c in ("primaryid", "caseid", "fda_dt", "init_fda_dt", "mfr_sndr", "is_latest")),
-    *(("drug", c, "keep") for c in ("drugname", "prod_ai", "cum_dose_chr", "cum_dose_unit", "drug_key")),
+    *(("demo", c, "qid") for c in ("age", "sex", "wt", "fda_dt", "init_fda_dt", "mfr_sndr", "occp_cod",
+                                   "rept_cod", "reporter_country", "occr_country", "e_sub", "to_mfr",
+                                   "i_f_code")),
+    *(("demo", c, "keep") for c in ("primaryid", "caseid", "is_latest")),
+    *(("drug", c, "keep") for c in ("cum_dose_chr", "cum_dose_unit", "drug_key")),
     ("reac", "pt", "keep"),
+    ("reac", "drug_rec_act", "drop"),
     ("indi", "indi_pt", "keep"),
+    ("outc", "outc_cod", "keep"),
     ("ther", "dur", "keep"),
+    ("rpsr", "rpsr_cod", "drop"),
 ]  # fmt: skip
 
 
@@ -78,10 +84,11 @@ def test_shape_table_fills_missing_faers_columns_and_splits_restricted() -> None
         "drug_key",
         "quarter",
     ]
-    assert shaped.public["prod_ai"].null_count() == 2  # absent before 2014Q3: written empty
+    assert shaped.public["role_cod"].null_count() == 2  # absent from the ingested frame: written empty
+    assert "drugname" not in shaped.public.columns  # the release's one drug column is drug_key
     assert shaped.restricted is not None
     assert shaped.restricted.rows() == [(0, "2004Q1", 2, 20, "L2"), (1, "2004Q1", 1, 10, "L1")]
-    assert shaped.columns["dropped"] == ["line"] and shaped.columns["restricted"] == ["lot_num"]
+    assert shaped.columns["dropped"] == ["drugname", "line"] and shaped.columns["restricted"] == ["lot_num"]
     with pytest.raises(InputError, match="drug.parquet: drug_key: missing column"):
         shape_table("drug", drug.drop("drug_key"), pl.DataFrame(), DEFAULT_POLICY)
 

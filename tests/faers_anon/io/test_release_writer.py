@@ -222,14 +222,18 @@ def test_identifying_and_raw_qid_columns_are_absent(release: Path) -> None:
         "event_dt",
         "mfr_dt",
         "rept_dt",
-        "occr_country",
-        "reporter_country",
+        "caseversion",
         "source_file",
     ):
         assert gone not in demo.columns, gone  # fmt: skip
     assert {"fda_dt", "init_fda_dt", "mfr_sndr", "is_latest", "quarter"} <= set(demo.columns)
+    # the policy's DEMO qids are published only as their group's common value (issue 18)
+    qids = ["age_group", "age_min", "age_max", "sex", "wt_min", "wt_max"]
+    fields = ["fda_dt", "init_fda_dt", "mfr_sndr", "occr_country", "reporter_country", "occp_cod"]
+    per_group = demo.group_by(qids).agg(pl.col(fields).n_unique())
+    assert per_group.select(pl.max_horizontal(fields).max()).item() == 1
     drug = pl.read_parquet(release / "parquet" / "drug.parquet")
-    assert not {"lot_num", "exp_dt", "dose_vbm"} & set(drug.columns)
+    assert not {"lot_num", "exp_dt", "dose_vbm", "drugname", "prod_ai", "nda_num"} & set(drug.columns)
     assert "drug_key" in drug.columns
     ther = pl.read_parquet(release / "parquet" / "ther.parquet")
     assert not {"start_dt", "end_dt"} & set(ther.columns)
@@ -238,7 +242,9 @@ def test_identifying_and_raw_qid_columns_are_absent(release: Path) -> None:
         assert "LOT42" not in body and "US-ACME" not in body and "Doe J." not in body
 
 
-def test_ascii_layout_parses_back_to_the_parquet_values(release: Path) -> None:
+def test_ascii_layout_parses_back_to_the_parquet_values(
+    release: Path, ingested: Path, tmp_path: Path
+) -> None:
     names = sorted(p.name for p in (release / "ascii").iterdir())
     assert names == sorted(f"{t}{q}.txt" for t in ("DEMO", "DRUG", "REAC", "INDI", "OUTC", "THER", "RPSR")
                            for q in ("24Q1", "24Q2"))  # fmt: skip
@@ -246,25 +252,30 @@ def test_ascii_layout_parses_back_to_the_parquet_values(release: Path) -> None:
         release / "ascii" / "DEMO24Q1.txt", separator="$", quote_char=None, infer_schema=False
     )
     assert demo_q1.columns == [
-        "primaryid", "caseid", "caseversion", "i_f_code", "init_fda_dt", "fda_dt", "rept_cod", "mfr_sndr",
+        "primaryid", "caseid", "i_f_code", "init_fda_dt", "fda_dt", "rept_cod", "mfr_sndr",
         "age_group", "age_min", "age_max", "sex", "e_sub", "wt_min", "wt_max", "to_mfr", "occp_cod",
+        "reporter_country", "occr_country",
     ]  # fmt: skip
     case = _pseudo()
     first = min(case[10], case[20])
     first_id = min(_report(10, 1), _report(20, 1))
-    assert demo_q1.row(0) == (str(first_id), str(first), "1", "F", "20240110", "20240115", "EXP",
+    # the group's two cases agree on every DEMO qid field: released at the finest level (the day)
+    assert demo_q1.row(0) == (str(first_id), str(first), "F", "20240110", "20240115", "EXP",
                               "ACME", "Adult", "19", "79.08333333333333", "*", "Y", None, None, None,
-                              "MD")  # fmt: skip
+                              "MD", "US", "US")  # fmt: skip
     parquet = pl.read_parquet(release / "parquet" / "demo.parquet").filter(pl.col("quarter") == "2024Q1")
     assert demo_q1["age_max"].cast(pl.Float64).equals(parquet["age_max"])
     drug_q1 = pl.read_csv(
         release / "ascii" / "DRUG24Q1.txt", separator="$", quote_char=None, infer_schema=False
     )
     assert drug_q1.columns[-1] == "drug_key"
-    assert drug_q1.filter(pl.col("drug_seq") == "1")["drugname"].to_list() == ["PARACETAMOL 500"] * 2
-    drug = pl.read_parquet(release / "parquet" / "drug.parquet")
+    assert drug_q1.filter(pl.col("drug_seq") == "1")["drug_key"].to_list() == ["ACETAMINOPHEN"] * 2
+    assert "drugname" not in drug_q1.columns  # the default publishes one drug column (issue 18)
+    policy = DEFAULT_POLICY.with_actions("drug", drugname="keep")
+    kept = _write(ingested, tmp_path / "kept", policy=policy).path
+    drug = pl.read_parquet(kept / "parquet" / "drug.parquet")
     assert drug["drugname"].str.contains("$", literal=True).sum() == 4  # parquet keeps the exact value
-    manifest = json.loads((release / "manifest.json").read_text())
+    manifest = json.loads((kept / "manifest.json").read_text())
     assert manifest["counts"]["drug"]["ascii_replaced_cells"] == 4
 
 
@@ -290,7 +301,10 @@ def test_manifest_records_version_parameters_hashes_and_counts(release: Path, in
         assert sha256_file(release / rel) == digest
     assert manifest["counts"]["rejects"] == {"demo.parquet": 1}
     assert manifest["counts"]["groups"] == 2
-    assert manifest["columns"]["demo"]["replaced"] == ["age", "sex", "wt"]
+    assert manifest["columns"]["demo"]["replaced"] == sorted(
+        ["age", "sex", "wt", "i_f_code", "init_fda_dt", "fda_dt", "rept_cod", "mfr_sndr", "e_sub", "to_mfr",
+         "occp_cod", "reporter_country", "occr_country"]
+    )  # fmt: skip
     assert "lot_num" in manifest["columns"]["drug"]["dropped"]
     dt.datetime.fromisoformat(manifest["created"])
 

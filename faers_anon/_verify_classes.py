@@ -1,0 +1,191 @@
+"""Verifier rules for issue 18, from the release's files alone (imports nothing of the anonymizer).
+
+* ``demo_fields``: on the released case view (SPEC §11: each case's latest DEMO row, highest report
+  id last), every case's class over all its released DEMO fields (every DEMO column but the ids,
+  ``is_latest`` and ``quarter``) has ≥ k distinct cases. Reported for cases whose QID-group has ≥ k
+  cases (a smaller group is already rule ``k``'s), once per group, naming its first such case.
+* ``class_theta``: for each value class C of the release's ``classes.csv`` (``value,class[,theta]``;
+  ``*,<C>,<θ>`` rows give θ_C) and each group q: conf(q → C) = Σ_{c ∈ q} P(C | c) / |q| ≤ θ_C, with
+  P(C | c) = max_{s ∈ C} P(s | c) (SPEC §11), P(s | c) = 1 for the case's own sensitive values,
+  else max over its ``drug_key`` rows of w(d, s) from ``knowledge.csv``. A class without a θ row is
+  not checked (the release states no bound for it).
+* ``outcome_theta``: for each OUTC code o of the release's ``outcomes.csv`` (``outc_cod,theta``):
+  conf(q → o) = (cases of q with o) / |q| ≤ θ_o.
+
+Each rule returns violation rows (``group``, ``rule``, ``detail``) like the other verifier rules;
+a release without ``classes.csv``/``outcomes.csv`` (written before issue 18) yields none for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import polars as pl
+
+__all__ = ["class_violations", "demo_field_violations", "release_class_rules"]
+
+TableReader = Callable[[str, Sequence[str]], pl.LazyFrame]
+_NOT_FIELDS = ("primaryid", "caseid", "is_latest", "quarter")
+_EMPTY = pl.Schema({"group": pl.Int64(), "rule": pl.String(), "detail": pl.String()})
+
+
+def _key(expr: pl.Expr) -> pl.Expr:
+    key = expr.str.replace_all(r"\s+", " ").str.strip_chars().str.to_uppercase()
+    return pl.when(key.str.len_chars() > 0).then(key)
+
+
+def demo_field_violations(demo: pl.DataFrame, members: pl.DataFrame, k: int) -> pl.DataFrame:
+    """Rule ``demo_fields`` (module docstring); ``demo`` is every published DEMO column."""
+    fields = [c for c in demo.columns if c not in _NOT_FIELDS]
+    view = demo.sort("primaryid").unique("caseid", keep="last", maintain_order=True).select("caseid", *fields)
+    sizes = view.group_by(fields).agg(pl.len().alias("size"), pl.col("caseid").min().alias("caseid"))
+    groups = members.group_by("group").agg(pl.col("caseid").n_unique().alias("cases"))
+    # a group below k is rule k's; this rule flags the classes a group of >= k splits into
+    small = (
+        sizes.filter(pl.col("size") < k)
+        .join(members, on="caseid", how="left")
+        .join(groups, on="group", how="left")
+        .filter(pl.col("cases") >= k)
+    )
+    return (
+        small.sort("group", "caseid")
+        .select(
+            "group",
+            pl.lit("demo_fields").alias("rule"),
+            pl.format(
+                "{} case(s) share all {} released DEMO fields of case {} (k = {})",
+                "size",
+                pl.lit(len(fields)),
+                "caseid",
+                pl.lit(k),
+            ).alias("detail"),
+        )
+        .unique("group", keep="first", maintain_order=True)
+        .cast(_EMPTY)
+    )
+
+
+def _probabilities(read: TableReader, tables: Sequence[str], knowledge: pl.DataFrame) -> pl.LazyFrame:
+    own = {"indi": "indi_pt", "reac": "pt"}
+    parts = [pl.DataFrame(schema={"caseid": pl.Int64, "value": pl.String, "p": pl.Float64}).lazy()]
+    for table in tables:
+        parts.append(
+            read(table, ["caseid", own[table]]).select(
+                pl.col("caseid").cast(pl.Int64),
+                _key(pl.col(own[table])).alias("value"),
+                pl.lit(1.0).alias("p"),
+            )
+        )
+    if knowledge.height:
+        e = knowledge.lazy().select(
+            _key(pl.col("drug_key")).alias("drug_key"),
+            _key(pl.col("disease")).alias("value"),
+            pl.col("weight").cast(pl.Float64).alias("p"),
+        )
+        parts.append(
+            read("drug", ["caseid", "drug_key"])
+            .select(pl.col("caseid").cast(pl.Int64), _key(pl.col("drug_key")).alias("drug_key"))
+            .join(e, on="drug_key")
+            .select("caseid", "value", "p")
+        )
+    return pl.concat(parts).drop_nulls("value")
+
+
+def _read_csv(path: Path) -> pl.DataFrame | None:
+    return pl.read_csv(path, infer_schema=False, comment_prefix="#") if path.is_file() else None
+
+
+def _over(
+    members: pl.DataFrame, p: pl.LazyFrame, thetas: pl.DataFrame, rule: str, tol: float
+) -> pl.DataFrame:
+    sizes = members.group_by("group").agg(pl.len().alias("cases"))
+    conf = (
+        members.lazy()
+        .join(p, on="caseid")
+        .group_by("group", "name")
+        .agg(pl.col("p").sum().alias("sigma"))
+        .join(sizes.lazy(), on="group")
+        .join(thetas.lazy(), on="name")
+        .with_columns((pl.col("sigma") / pl.col("cases")).alias("conf"))
+        .filter(pl.col("conf") > pl.col("theta") + tol)
+        .collect()
+    )
+    return (
+        conf.sort("group", "name")
+        .select(
+            "group",
+            pl.lit(rule).alias("rule"),
+            pl.format("conf({}) = {} > theta {}", "name", pl.col("conf").round(6), "theta").alias("detail"),
+        )
+        .cast(_EMPTY)
+    )
+
+
+def class_violations(
+    release: Path, read: TableReader, members: pl.DataFrame, *, tables: Sequence[str], tolerance: float
+) -> pl.DataFrame:
+    """Rules ``class_theta`` and ``outcome_theta`` (module docstring); members: (caseid, group)."""
+    members = members.with_columns(pl.col("caseid").cast(pl.Int64))
+    found = [pl.DataFrame(schema=_EMPTY)]
+    classes = _read_csv(release / "classes.csv")
+    if classes is not None and {"value", "class", "theta"} <= set(classes.columns):
+        star = classes.filter(pl.col("value").str.strip_chars() == "*")
+        thetas = star.select(
+            pl.col("class").str.strip_chars().alias("name"), pl.col("theta").cast(pl.Float64, strict=False)
+        ).drop_nulls()
+        listed = classes.filter(pl.col("value").str.strip_chars() != "*").select(
+            _key(pl.col("value")).alias("value"), pl.col("class").str.strip_chars().alias("name")
+        )
+        knowledge = _read_csv(release / "knowledge.csv")
+        e = (
+            knowledge
+            if knowledge is not None
+            else pl.DataFrame(schema={"drug_key": pl.String, "disease": pl.String, "weight": pl.String})
+        )
+        p = (
+            _probabilities(read, tables, e)
+            .join(listed.lazy(), on="value")
+            .group_by("caseid", "name")
+            .agg(pl.col("p").max())
+        )
+        found.append(_over(members, p, thetas, "class_theta", tolerance))
+    outcomes = _read_csv(release / "outcomes.csv")
+    if outcomes is not None and {"outc_cod", "theta"} <= set(outcomes.columns):
+        thetas = outcomes.select(_key(pl.col("outc_cod")).alias("name"), pl.col("theta").cast(pl.Float64))
+        p = (
+            read("outc", ["caseid", "outc_cod"])
+            .select(pl.col("caseid").cast(pl.Int64), _key(pl.col("outc_cod")).alias("name"))
+            .drop_nulls()
+            .unique()
+            .with_columns(pl.lit(1.0).alias("p"))
+        )
+        found.append(_over(members, p, thetas, "outcome_theta", tolerance))
+    return pl.concat(found)
+
+
+def release_class_rules(
+    release: Path,
+    read: TableReader,
+    members: pl.DataFrame,
+    *,
+    k: int,
+    tables: Sequence[str],
+    tolerance: float,
+    case_groups: bool,
+    theta: bool,
+    policy_roles: bool,
+) -> list[pl.DataFrame]:
+    """The rules this module adds, as the verifier calls them (one hook in ``faers_anon.verify``).
+
+    ``demo_fields`` runs for models whose groups are sets of cases and releases whose manifest
+    declares column roles (written since issue 18); the θ rules for models that bound θ.
+    """
+    found: list[pl.DataFrame] = []
+    if case_groups and policy_roles:
+        names = pl.scan_parquet(release / "parquet" / "demo.parquet").collect_schema().names()
+        demo = read("demo", names).collect()
+        found.append(demo_field_violations(demo, members, k))
+    if theta:
+        found.append(class_violations(release, read, members, tables=tables, tolerance=tolerance))
+    return found

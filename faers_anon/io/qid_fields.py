@@ -1,0 +1,144 @@
+"""DEMO fields declared ``qid`` by the column policy, generalized to their QID-group's common value.
+
+The clustering engine groups cases on age, sex and weight (SPEC §6). Every other DEMO field the
+policy declares a quasi-identifier (receipt dates, sender, report type, countries, …) is then released
+as the lowest common value of the whole group in its hierarchy, over every report (every version) of
+every case of the group, so all reports of a group agree on it (SPEC §4, §11). Then every case's class
+over all its released DEMO fields contains its group: ≥ k cases whenever the partition's groups have
+≥ k cases. (Including these fields in the clustering would lower their loss; generalizing after the
+clustering keeps the engine's speed and its guarantee, at the loss measured here per field.)
+
+Hierarchies (level 0 = the value, the top level ``*``):
+
+* ``date``: ``YYYYMMDD`` → ``YYYYMM`` → ``YYYYQn`` → ``YYYY`` → ``*`` (height 4).
+* ``value``: the value as text → ``*`` (height 1).
+* a named tree (value → parent; a parent → ``*``; an unlisted value → ``*``): height = the longest
+  chain from a listed value to ``*``; a shorter chain stays at ``*`` above its end.
+
+Released value of a group g for field f: the value at the lowest level where every non-missing value
+of g agrees; missing values follow SPEC §5: a group whose reports are all missing stays missing
+(null), a group mixing missing and known values is released as ``*``.
+
+Loss (SPEC §6 for categorical QIDs): h(f, g) / h(f), with h(f, g) the level released and h(f) the
+height; ``*`` counts as full loss (1) whatever its level, a missing group 0. NIL_f = Σ_g |g| · loss /
+N, |g| the distinct units (cases, or reports for a report-level partition) of g, N all units — the
+per-QID term of SPEC §8's NIL, in [0, 1].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+from faers_anon.errors import ConfigError
+from faers_anon.io.column_policy import FAERS_COLUMNS, ColumnPolicy
+
+__all__ = ["ROOT", "level_keys", "generalize_fields"]
+
+ROOT = "*"
+
+
+def _chain(value: str, tree: Mapping[str, str]) -> list[str]:
+    chain, seen = [value], {value}
+    while chain[-1] in tree and tree[chain[-1]] != ROOT:
+        parent = tree[chain[-1]]
+        if parent in seen:
+            raise ConfigError(f"column policy: hierarchy cycle at {parent!r}")
+        chain.append(parent)
+        seen.add(parent)
+    return chain
+
+
+def level_keys(name: str, hierarchy: str, trees: Mapping[str, Mapping[str, str]]) -> list[pl.Expr]:
+    """One text expression per level below the root, level 0 first (module docstring)."""
+    col = pl.col(name)
+    if hierarchy == "date":
+        date = col.cast(pl.Date)
+        return [
+            date.dt.strftime("%Y%m%d"),
+            date.dt.strftime("%Y%m"),
+            pl.format("{}Q{}", date.dt.year(), date.dt.quarter()),
+            date.dt.strftime("%Y"),
+        ]
+    text = col.cast(pl.String)
+    if hierarchy == "value":
+        return [text]
+    tree = trees[hierarchy]
+    chains = {value: _chain(value, tree) for value in tree}
+    height = max((len(c) for c in chains.values()), default=1)
+    return [text] + [
+        text.replace_strict(
+            {v: c[level] if level < len(c) else ROOT for v, c in chains.items()},
+            default=pl.lit(ROOT),
+            return_dtype=pl.String,
+        )
+        for level in range(1, height)
+    ]
+
+
+def _field(units: pl.DataFrame, name: str, levels: list[pl.Expr]) -> pl.DataFrame:
+    """group_id → released value and loss of one field (module docstring)."""
+    height = len(levels)
+    keyed = units.select("group_id", "unit", *(e.alias(f"l{i}") for i, e in enumerate(levels)))
+    agg = keyed.group_by("group_id").agg(
+        pl.col("unit").n_unique().alias("units"),
+        pl.col("l0").null_count().alias("missing"),
+        pl.len().alias("rows"),
+        *(pl.col(f"l{i}").drop_nulls().n_unique().alias(f"n{i}") for i in range(height)),
+        *(pl.col(f"l{i}").drop_nulls().first().alias(f"l{i}") for i in range(height)),
+    )
+    value: pl.Expr = pl.lit(ROOT)
+    level: pl.Expr = pl.lit(float(height))
+    for i in reversed(range(height)):
+        value = pl.when(pl.col(f"n{i}") == 1).then(pl.col(f"l{i}")).otherwise(value)
+        level = pl.when(pl.col(f"n{i}") == 1).then(pl.lit(float(i))).otherwise(level)
+    all_missing = pl.col("missing") == pl.col("rows")
+    mixed = pl.col("missing") > 0
+    value = pl.when(all_missing).then(pl.lit(None, pl.String)).when(mixed).then(pl.lit(ROOT)).otherwise(value)
+    loss = (
+        pl.when(all_missing).then(0.0).when(mixed | (value == ROOT)).then(1.0).otherwise(level / height)
+    )
+    return agg.select("group_id", "units", value.alias(name), loss.alias("loss"))
+
+
+def generalize_fields(
+    partition: pl.DataFrame, reports: pl.DataFrame, policy: ColumnPolicy
+) -> tuple[pl.DataFrame, dict[str, float]]:
+    """Add each field qid of ``policy`` (not already a partition column) as its group's common value.
+
+    Args:
+        partition: one row per case (``caseid``) or per report (``primaryid``) with ``group_id``.
+        reports: the DEMO rows (``caseid``, ``primaryid`` and the fields), raw values.
+        policy: the column policy (:meth:`ColumnPolicy.field_qids`).
+
+    Returns:
+        The partition with one String column per field, and NIL per field (module docstring).
+
+    Raises:
+        ConfigError: a declared field the DEMO table lacks, or a date hierarchy on a non-date column.
+    """
+    fields = {f: h for f, h in policy.field_qids().items() if f not in partition.columns}
+    if not fields:
+        return partition, {}
+    key = "primaryid" if "primaryid" in partition.columns else "caseid"
+    missing = [f for f in fields if f not in reports.columns and f not in FAERS_COLUMNS["demo"]]
+    if missing:
+        raise ConfigError(f"column policy: qid column(s) {', '.join(missing)} not in the DEMO table")
+    # a FAERS column an era lacks is all missing: released empty, loss 0 (module docstring)
+    absent = [f for f in fields if f not in reports.columns]
+    reports = reports.with_columns(
+        pl.lit(None, pl.Date if fields[f] == "date" else pl.String).alias(f) for f in absent
+    )
+    units = reports.select(pl.col(key).alias("unit"), pl.col(key), *fields).join(
+        partition.select(key, "group_id"), on=key, how="inner"
+    )
+    out, nil = partition, {}
+    n = partition.height
+    for name, hierarchy in fields.items():
+        if hierarchy == "date" and not (units.schema[name] == pl.Date or units.schema[name] == pl.Datetime):
+            raise ConfigError(f"column policy: demo.{name}: hierarchy date needs a date column")
+        released = _field(units, name, level_keys(name, hierarchy, policy.trees))
+        nil[name] = float((released["units"] * released["loss"]).sum()) / n if n else 0.0
+        out = out.join(released.select("group_id", name), on="group_id", how="left", maintain_order="left")
+    return out, nil
