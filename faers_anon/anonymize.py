@@ -103,6 +103,7 @@ class AnonymizeConfig:
             their group's common value and their NIL reported per field (:mod:`faers_anon.io.qid_fields`).
         classes: a value-class file (None: the bundled default); classes and OUTC codes are bounded by
             θ like single values (:mod:`faers_anon.value_classes`) and travel as classes.csv, outcomes.csv.
+        protect_outcomes: bound the OUTC codes by θ (default; False: they are published unbounded).
     """
 
     model: str = "ms-k-theta"
@@ -124,6 +125,7 @@ class AnonymizeConfig:
     key_file: Path | None = None
     column_policy: Path | None = None
     classes: Path | None = None
+    protect_outcomes: bool = True
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
@@ -392,8 +394,9 @@ def anonymize_folder(ingested: Path, out: Path | None, /, *, config: AnonymizeCo
     clock = time.perf_counter()
     classes = read_classes(config.classes)
     partition, thresholds, probabilities = partition_cases(
-        cases, knowledge, config=config, reports=reports, classes=classes, outcomes=read_outcomes(ingested)
-    )
+        cases, knowledge, config=config, reports=reports, classes=classes,
+        outcomes=read_outcomes(ingested) if config.protect_outcomes else None,
+    )  # fmt: skip
     frame, field_nil = generalize_fields(partition.frame, _read(ingested / "reports.parquet"), policy)
     seconds["anonymize"] = time.perf_counter() - clock
     clock = time.perf_counter()

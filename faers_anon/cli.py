@@ -239,6 +239,13 @@ _MODEL_OPTIONS = [
         default=None,
         help="Column-policy file (TOML or CSV) overriding the bundled default (docs/formats.md).",
     ),
+    click.option(
+        "--classes",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        default=None,
+        help="Value-class file (docs/formats.md): classes bounded by θ [default: bundled cancers, HIV, "
+        "mental health, pregnancy, substance use].",
+    ),
 ]
 
 

@@ -56,6 +56,8 @@ RELEASE_OPTIONS: Mapping[str, tuple[str, str, str]] = {
     "scan_limit": ("anonymize", "scan_limit", "int"),
     "key_file": ("anonymize", "key_file", "path"),
     "column_policy": ("anonymize", "column_policy", "path"),
+    "classes": ("anonymize", "classes", "path"),
+    "protect_outcomes": ("anonymize", "protect_outcomes", "bool"),
     "demo": ("ingest", "demo", "bool"),
     "drug_names": ("ingest", "drug_names", "path"),
     "role": ("signals", "role", "str"),

@@ -6,6 +6,12 @@ process and prints each stage's time (from the release's manifest ``timings``), 
 and the child's peak RSS. Target (issue "faers-anon release"): 400,000 cases in at most 120 s and
 6 GB on the 2-core reference machine.
 
+With ``--compare-policy`` (issue 18) the quarter is released twice, with the new defaults (column
+policy, value classes, OUTC codes under θ) and without them (the old policy as a user override, no
+classes, OUTC unbounded), and each release prints NIL per QID, Evans-signal survival and the attacks
+of ``faers-anon risk`` (cases below k knowing the QIDs plus every released DEMO field; class and OUTC
+pairs above θ), with the load average.
+
 Example: ``python scripts/bench_release.py --cases 400000 --work /tmp/bench-release``
 """
 
@@ -18,6 +24,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -31,9 +38,10 @@ from pathlib import Path
 from faers_anon.release import release
 from faers_anon.release_config import build_release_config
 source, out = Path(sys.argv[1]), Path(sys.argv[2])
+extra = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
 config = build_release_config(flag_options={"k": 5, "theta": 0.4, "on_infeasible": "raise-theta",
                                             "seed": 0, "force": True,
-                                            "key_file": out.parent / "bench-agency.key"})
+                                            "key_file": out.parent / "bench-agency.key", **extra})
 start = time.perf_counter()
 result = release([source], out, config=config)
 seconds = time.perf_counter() - start
@@ -46,6 +54,7 @@ print(json.dumps({"seconds": seconds, "peak_mb": peak, "stages": result.seconds,
                   "reports": result.report["counts"]["reports_read"],
                   "groups": result.report["privacy"]["groups"],
                   "nil": result.report["utility"]["nil"], "dr": result.report["privacy"]["dr"],
+                  "nil_by_qid": {k: v for k, v in result.report["utility"].items() if k.startswith("nil_")},
                   "survival": result.report["signals"]["survival_overall"]}))
 """
 
@@ -59,10 +68,11 @@ def _quarter(n: int, work: Path) -> Path:
     return folder
 
 
-def _run(source: Path, out: Path) -> dict[str, object]:
+def _run(source: Path, out: Path, extra: dict[str, object] | None = None) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(source), str(out)], capture_output=True, text=True, check=False
-    )
+        [sys.executable, "-c", _CHILD, str(source), str(out), json.dumps(extra or {})],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(f"release failed:\n{done.stderr[-3000:]}")
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -71,7 +81,8 @@ def _run(source: Path, out: Path) -> dict[str, object]:
 @click.command()
 @click.option("--cases", "n_cases", type=int, default=400_000, show_default=True)
 @click.option("--work", type=click.Path(file_okay=False, path_type=Path), default=Path("/tmp/bench-release"))
-def main(n_cases: int, work: Path) -> None:
+@click.option("--compare-policy", is_flag=True, help="Also release without issue 18's defaults; print both.")
+def main(n_cases: int, work: Path, compare_policy: bool) -> None:
     """Time every stage of one release of a synthetic quarter of N cases."""
     work.mkdir(parents=True, exist_ok=True)
     clock = time.perf_counter()
@@ -91,6 +102,73 @@ def main(n_cases: int, work: Path) -> None:
         f"signal survival {figures['survival']}"
     )
     shutil.rmtree(work / "release-warmup", ignore_errors=True)
+    if compare_policy:
+        _compare(source, work, figures)
+
+
+LEGACY_POLICY = """table,column,role,why
+demo,fda_dt,keep,old default
+demo,init_fda_dt,keep,old default
+demo,mfr_sndr,keep,old default
+demo,caseversion,keep,old default
+demo,i_f_code,keep,old default
+demo,rept_cod,keep,old default
+demo,e_sub,keep,old default
+demo,to_mfr,keep,old default
+demo,occp_cod,keep,old default
+demo,reporter_country,drop,old default
+demo,occr_country,drop,old default
+drug,drugname,keep,old default
+drug,prod_ai,keep,old default
+drug,nda_num,keep,old default
+reac,drug_rec_act,keep,old default
+rpsr,rpsr_cod,keep,old default
+"""
+
+
+def _attacks(release: Path) -> dict[str, float]:
+    from faers_anon.risk import RiskConfig, assess_risk
+    from faers_anon.value_classes import DEFAULT_CLASSES
+
+    figures = assess_risk(release, config=RiskConfig(classes=DEFAULT_CLASSES)).figures
+    demo = tuple(f for f in figures["fields"] if f != "outc_cod")
+    every = assess_risk(release, config=RiskConfig(knows=demo)).figures["reidentification"][0]
+    inference = figures["inference"]
+    return {
+        "below_k_all_demo_fields": every["below_k"],
+        "worst_below_k_one_demo_field": max(
+            r["below_k"]
+            for r in figures["reidentification"]
+            if r["items"] is None and "outc_cod" not in r["knows"]
+        ),
+        "class_max_conf": inference["classes"]["max_conf"],
+        "class_pairs_above_theta": inference["classes"]["pairs_above_theta"],
+        "outcome_max_conf": inference["outcomes"]["max_conf"],
+        "outcome_pairs_above_theta": inference["outcomes"]["pairs_above_theta"],
+    }
+
+
+def _compare(source: Path, work: Path, new: dict[str, Any]) -> None:
+    """Release again without the issue-18 defaults and print both (module docstring)."""
+    (work / "legacy_policy.csv").write_text(LEGACY_POLICY, encoding="utf-8")
+    (work / "no_classes.csv").write_text("value,class,theta\n", encoding="utf-8")
+    old_options = {"column_policy": work / "legacy_policy.csv", "classes": work / "no_classes.csv",
+                   "protect_outcomes": False}  # fmt: skip
+    old = _run(source, work / "release-legacy", {k: str(v) if isinstance(v, Path) else v
+                                                 for k, v in old_options.items()})  # fmt: skip
+    print(f"load average {os.getloadavg()[0]:.1f} (1 min), cores {os.cpu_count()}")
+    for name, figures, release in (
+        ("new defaults", new, work / "release"),
+        ("without", old, work / "release-legacy"),
+    ):
+        print(
+            f"{name}: {figures['seconds']:.1f} s, NIL {figures['nil']:.4f}, "
+            f"Evans survival {figures['survival']}"
+        )
+        print(
+            "  NIL per QID: " + ", ".join(f"{k[4:]} {v:.4f}" for k, v in dict(figures["nil_by_qid"]).items())
+        )
+        print("  attacks: " + ", ".join(f"{k} {v:.4g}" for k, v in _attacks(release).items()))
 
 
 if __name__ == "__main__":
