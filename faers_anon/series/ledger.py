@@ -13,7 +13,8 @@ Layout of the ledger folder ``DIR``:
   an attacker reads), the six standard columns of that tuple (the group's released region),
   ``group_size``, ``reports`` (its report pseudonyms published), and the sensitive
   values it exposed there: ``reactions``, ``indications`` (canonical value keys, as ``thresholds.csv``
-  names them) and ``drug_keys`` (the diseases of E are read through its drugs). The group's member
+  names them), ``drug_keys`` (the diseases of E are read through its drugs) and ``outcomes`` (OUTC
+  codes, bounded by θ as pseudo-values: :mod:`faers_anon.value_classes`). The group's member
   pseudonyms are the rows sharing ``group``.
 * ``ledger.json``: ``format`` (``faers-anon-ledger/1``), ``key_id`` (the agency key's id), and per
   release its ``quarters``, the release folder and the SHA-256 of its ``manifest.json``, its file and
@@ -58,13 +59,15 @@ LEDGER_FORMAT = "faers-anon-ledger/1"
 LEDGER_NAME = "ledger.json"
 #: The released QID tuple that defines a group (as faers_anon.risk and the verifier read it).
 REGION: tuple[str, ...] = ("age_group", "age_min", "age_max", "sex", "wt_min", "wt_max")
-_LISTS = {"reac": ("pt", "reactions"), "indi": ("indi_pt", "indications"), "drug": ("drug_key", "drug_keys")}
+_LISTS = {"reac": ("pt", "reactions"), "indi": ("indi_pt", "indications"), "drug": ("drug_key", "drug_keys"),
+          "outc": ("outc_cod", "outcomes")}  # fmt: skip
 _CANONICAL = {"pt", "indi_pt"}  # value keys as thresholds.csv and P(s | c) name them
 _SCHEMA: dict[str, pl.DataType] = {
     "release": pl.UInt32(), "caseid": pl.Int64(), "group": pl.UInt32(), "age_group": pl.Utf8(),
     "age_min": pl.Float64(), "age_max": pl.Float64(), "sex": pl.Utf8(), "wt_min": pl.Float64(),
     "wt_max": pl.Float64(), "group_size": pl.UInt32(), "reports": pl.List(pl.Int64),
     "reactions": pl.List(pl.Utf8), "indications": pl.List(pl.Utf8), "drug_keys": pl.List(pl.Utf8),
+    "outcomes": pl.List(pl.Utf8),
 }  # fmt: skip
 
 

@@ -29,6 +29,7 @@ from faers_anon.keys import AgencyKey
 from faers_anon.partition import PARTITION_SCHEMA
 from faers_anon.series.ledger import Ledger, open_ledger, stage
 from faers_anon.series.placement import SeriesPlan, plan_series, pseudonym_ids
+from faers_anon.value_classes import read_classes, read_outcomes, with_classes_and_outcomes
 from knowledge import case_value_probabilities
 
 __all__ = ["SeriesStep", "exposed_probabilities", "prepare", "with_frozen", "publish_with_ledger"]
@@ -76,12 +77,14 @@ def exposed_probabilities(
     ids: pl.DataFrame,
     knowledge: pl.DataFrame,
     config: AnonymizeConfig,
+    outcomes: pl.DataFrame | None,
 ) -> pl.DataFrame:
     """P(s | c) of the returning cases over the union of their current values and the ledger's.
 
     Each list attribute is the union of the case's current super-record list and every value the
-    ledger records it exposed; P is then computed as for a release (SPEC §5), so p is the largest
-    an attacker holding every release can read (with the current E).
+    ledger records it exposed; P is then computed as for a release (SPEC §5, with the value classes
+    and OUTC pseudo-values of :mod:`faers_anon.value_classes`), so p is the largest an attacker
+    holding every release can read (with the current E and class file).
     """
     past = (
         entries.rename({"caseid": "pseudonym"})
@@ -95,7 +98,16 @@ def exposed_probabilities(
         .join(past, on="pseudonym")
         .select("caseid", *merged)
     )
-    return case_value_probabilities(union, knowledge, sensitive=config.sensitive)
+    probabilities = case_value_probabilities(union, knowledge, sensitive=config.sensitive)
+    if outcomes is not None:
+        past_codes = (
+            entries.select(pl.col("caseid").alias("pseudonym"), pl.col("outcomes").alias("outc_cod"))
+            .explode("outc_cod")
+            .join(ids, on="pseudonym")
+            .select("caseid", "outc_cod")
+        )
+        outcomes = pl.concat([outcomes.select(pl.col("caseid").cast(pl.Int64), "outc_cod"), past_codes])
+    return with_classes_and_outcomes(probabilities, classes=read_classes(config.classes), outcomes=outcomes)
 
 
 def prepare(
@@ -113,9 +125,12 @@ def prepare(
     ledger.check_next(quarters)
     cases = pl.read_parquet(ingested / "cases.parquet")
     knowledge = knowledge_table(ingested, sensitive=config.sensitive, knowledge=config.knowledge)
-    _, thresholds = sensitive_thresholds(cases, knowledge, config=config)
+    outcomes = read_outcomes(ingested) if config.protect_outcomes else None
+    _, thresholds = sensitive_thresholds(
+        cases, knowledge, config=config, classes=read_classes(config.classes), outcomes=outcomes
+    )
     ids = pseudonym_ids(cases, key.pseudonym_key)
-    exposed = exposed_probabilities(cases, ledger.entries, ids, knowledge, config)
+    exposed = exposed_probabilities(cases, ledger.entries, ids, knowledge, config, outcomes)
     plan = plan_series(cases, ledger.entries, key.pseudonym_key, k=config.k, probabilities=exposed,
                        thetas=thresholds.thetas)  # fmt: skip
     folder = _without(ingested, plan.withheld, work / "ingested-series") if plan.withheld.len() else ingested

@@ -15,10 +15,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from faers_anon.anonymize import AnonymizeConfig
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import AgencyKey
 from faers_anon.series.ledger import check_apart, ledger_entries, open_ledger, stage
 from faers_anon.series.placement import plan_series, pseudonym_ids
+from faers_anon.series.step import exposed_probabilities
 
 KEY = AgencyKey.from_secret(bytes(range(32)))
 OTHER = AgencyKey.from_secret(bytes(range(1, 33)))
@@ -146,3 +148,26 @@ def test_placement_bundles_withholds_and_widens() -> None:
     plan = plan_series(cases, entries, KEY.pseudonym_key, k=2, probabilities=death, thetas={"DEATH": 0.6})
     assert plan.counts["withheld_theta"] == 2 and sorted(plan.withheld.to_list()) == [11, 12, 14]
     assert plan.frozen.height == 0
+
+
+def test_exposure_is_the_union_of_now_and_before() -> None:
+    # Case 21 exposed RASH and outcome DE in an earlier release; now it reports only Pyrexia.
+    raw = pl.DataFrame({"caseid": [21]})
+    ids = pseudonym_ids(raw, KEY.pseudonym_key)
+    pseudonym = ids.get_column("pseudonym")[0]
+    empty: list[str] = []
+    entries = pl.DataFrame(
+        {"caseid": [pseudonym], "reactions": [["RASH"]], "indications": [empty], "drug_keys": [empty],
+         "outcomes": [["DE"]]},
+        schema_overrides={"indications": pl.List(pl.Utf8), "drug_keys": pl.List(pl.Utf8)},
+    )  # fmt: skip
+    lists = {"indications": pl.List(pl.Utf8), "drug_keys": pl.List(pl.Utf8)}
+    now_lists = {"caseid": [21], "reactions": [["PYREXIA"]], "indications": [empty], "drug_keys": [empty]}
+    cases = pl.DataFrame(now_lists, schema_overrides=lists)
+    knowledge = pl.DataFrame(schema={"drug_key": pl.Utf8, "disease": pl.Utf8, "weight": pl.Float64})
+    now = pl.DataFrame({"caseid": [21], "outc_cod": ["HO"]})
+    p = exposed_probabilities(cases, entries, ids, knowledge, AnonymizeConfig(), now)
+    assert {v for v in p.get_column("value").to_list() if not v.startswith("class:")} == {
+        "PYREXIA", "RASH", "outc:DE", "outc:HO"
+    }  # fmt: skip
+    assert p.get_column("p").to_list() == [1.0] * p.height
