@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +45,7 @@ from faers_anon.value_classes import (
     read_classes,
     read_outcomes,
     release_files,
+    with_class_thetas,
     with_classes_and_outcomes,
 )
 from hierarchies import mesh_age_tree, sex_tree
@@ -318,6 +319,7 @@ def sensitive_thresholds(
         on_infeasible=config.on_infeasible,  # type: ignore[arg-type]
         k=config.k,
     )
+    thresholds = replace(thresholds, frame=with_class_thetas(thresholds.frame, classes))
     # thresholds.csv lists every value of the sensitive attributes, fillers with the reason (issue 17)
     thresholds = with_declared_values(thresholds, cases, knowledge, sensitive=config.sensitive)
     return probabilities, thresholds

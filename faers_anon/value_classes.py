@@ -41,6 +41,7 @@ __all__ = [
     "is_pseudo_value",
     "read_outcomes",
     "release_files",
+    "with_class_thetas",
 ]
 
 CLASS_PREFIX = "class:"
@@ -167,3 +168,35 @@ def release_files(
     if outcomes.height:
         files["outcomes.csv"] = outcomes.sort("outc_cod").write_csv().encode()
     return thresholds.filter(~is_pseudo_value(pl.col("value"))), files
+
+
+def with_class_thetas(frame: pl.DataFrame, classes: ValueClasses | None) -> pl.DataFrame:
+    """θ* with each class's ``*,<C>,<θ>`` row applied: θ_C = min(rule θ, file θ) when feasible.
+
+    A file θ below the class's share P(C) cannot be met by generalization (SPEC §5): the rule's θ (as
+    raised or suppressed by ``on_infeasible``) stays and ``reason`` says that the file's θ was not met.
+    """
+    if classes is None or not classes.thetas:
+        return frame
+    given = pl.DataFrame(
+        {"value": [CLASS_PREFIX + c for c in classes.thetas], "given": list(classes.thetas.values())},
+        schema={"value": pl.String, "given": pl.Float64},
+    )
+    joined = frame.join(given, on="value", how="left")
+    feasible = (
+        pl.col("given").is_not_null()
+        & (pl.col("given") >= pl.col("share"))
+        & (pl.col("action") != "suppressed")
+    )
+    unmet = pl.col("given").is_not_null() & ~feasible
+    return joined.with_columns(
+        pl.when(feasible).then(pl.min_horizontal("theta", "given")).otherwise(pl.col("theta")).alias("theta"),
+        pl.when(feasible & (pl.col("given") < 1.0))
+        .then(pl.lit("protected"))
+        .otherwise(pl.col("action"))
+        .alias("action"),
+        pl.when(unmet)
+        .then(pl.format("class file theta {} below the share P(C): not met", "given"))
+        .otherwise(pl.col("reason"))
+        .alias("reason"),
+    ).drop("given")

@@ -15,7 +15,12 @@ import pytest
 
 from faers_anon._verify_classes import class_violations, demo_field_violations
 from faers_anon.errors import InputError
-from faers_anon.value_classes import read_classes, release_files, with_classes_and_outcomes
+from faers_anon.value_classes import (
+    read_classes,
+    release_files,
+    with_class_thetas,
+    with_classes_and_outcomes,
+)
 
 PROBABILITIES = pl.DataFrame(
     {"caseid": [1, 1, 2, 2], "value": ["BREAST CANCER", "LUNG CANCER", "DEPRESSION", "LUNG CANCER"],
@@ -128,3 +133,19 @@ def test_the_verifier_counts_cases_sharing_every_released_demo_field() -> None:
     assert found.rows() == [(0, "demo_fields", detail)]
     same = demo.with_columns(pl.lit("2025Q1").alias("fda_dt"))
     assert demo_field_violations(same, members, 3).height == 0
+
+
+def test_a_class_files_theta_applies_when_feasible(tmp_path: Path) -> None:
+    """cancer: file θ 0.3 ≥ share 0.2 → θ 0.3; hiv: file θ 0.3 < share 0.5 → rule θ kept with a reason."""
+    path = tmp_path / "c.csv"
+    path.write_text("value,class,theta\n*,cancer,0.3\n*,hiv,0.3\nX,cancer,\nY,hiv,\n", encoding="utf-8")
+    frame = pl.DataFrame(
+        {"value": ["ALOPECIA", "class:cancer", "class:hiv"], "theta": [0.4, 0.4, 0.6],
+         "share": [0.1, 0.2, 0.5],
+         "action": ["protected", "protected", "raised"], "reason": [None, None, "raised"]}
+    )  # fmt: skip
+    out = with_class_thetas(frame, read_classes(path))
+    assert out.select("value", "theta", "action").rows() == [
+        ("ALOPECIA", 0.4, "protected"), ("class:cancer", 0.3, "protected"), ("class:hiv", 0.6, "raised"),
+    ]  # fmt: skip
+    assert out["reason"][2] == "class file theta 0.3 below the share P(C): not met"
