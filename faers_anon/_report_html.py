@@ -26,7 +26,9 @@ FIELD_WORDS: dict[str, str] = {
     "rept_cod": "the report type", "mfr_sndr": "the sending company",
     "e_sub": "whether it was sent electronically",
     "to_mfr": "whether it was also sent to the manufacturer", "occp_cod": "the reporter's occupation",
-    "quarter": "the release quarter", "outc_cod": "the outcomes (death, hospitalization, …)",
+    "quarter": "the release quarter", "reporter_country": "the reporter's country",
+    "occr_country": "the country where the event occurred",
+    "outc_cod": "the outcomes (death, hospitalization, …)",
 }  # fmt: skip
 _QIDS = ("age_group", "age_min", "age_max", "sex", "wt_min", "wt_max")
 
@@ -112,6 +114,13 @@ def worst_stratum(per_stratum: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]
     return min(rows, key=lambda r: (r["n_survived"] / r["n_raw"], -r["n_raw"], str(r.get("stratum"))))
 
 
+def _qid_words(report: Mapping[str, Any]) -> str:
+    """The release's QIDs in words: "age band, sex, weight band" plus any generalized field."""
+    qids = (report.get("risk") or {}).get("qids") or list(_QIDS)
+    words = ["age band", "sex", "weight band"] + [FIELD_WORDS.get(f, f) for f in qids if f not in _QIDS]
+    return ", ".join(words[:-1]) + " and " + words[-1]
+
+
 def _guarantee(report: Mapping[str, Any]) -> str:
     privacy, params = report.get("privacy", {}), report.get("parameters", {})
     k, theta = privacy.get("k", params.get("k")), params.get("theta")
@@ -120,7 +129,7 @@ def _guarantee(report: Mapping[str, Any]) -> str:
     if privacy.get("model") == "ms-k-theta":
         values = " or ".join(v for v in ("indication", "reaction") if f"{v}s" in params.get("sensitive", []))
         return (
-            f"<b>{head}:</b> every combination of age band, sex and weight band in this release is shared "
+            f"<b>{head}:</b> every combination of {_qid_words(report)} in this release is shared "
             f"by at least <b>{k}</b> patients, and within each combination no {values or 'sensitive value'} "
             f"and no disease implied by the patients' drugs (knowledge.csv) is held by more than a share "
             f"<b>θ = {theta}</b> of them (per-value θ in thresholds.csv). An independent re-check of the "
@@ -143,13 +152,13 @@ def _figures(report: Mapping[str, Any]) -> str:
          f"reports (of {counts.get('reports_read', 0):,} read; every report of a case carries the same "
          "released values)"),
         ("Groups", f"{_num(groups)}: a group is the set of patients sharing one released combination of age "
-         f"band, sex and weight band{merged}."),
+         f"band, sex, weight band and the other fields named above{merged}."),
         ("Smallest group", f"{_num(privacy.get('k_achieved'))} patients (the guarantee asks for "
          f"{privacy.get('k')})."),
         ("Dangerous groups (DR)", f"{_num(privacy.get('dangerous_groups'))} of {_num(groups)} groups (DR = "
          f"{_num(privacy.get('dr'), 4)}): a group is dangerous when some value exceeds its θ there."),
-        ("Information loss (NIL)", f"{_num(utility.get('nil'), 4)} — 0 means ages and weights are released "
-         "exactly, "
+        ("Information loss (NIL)", f"{_num(utility.get('nil'), 4)} — 0 means every combination field is "
+         "released exactly, "
          f"1 that every value is replaced by 'any'; age {_num(utility.get('nil_age'))}, sex "
          f"{_num(utility.get('nil_sex'))}, weight {_num(utility.get('nil_weight'))}."),
     ]  # fmt: skip
@@ -160,6 +169,8 @@ def _figures(report: Mapping[str, Any]) -> str:
 def _changes(report: Mapping[str, Any]) -> str:
     """What a reader of the raw quarter would find different, in one sentence."""
     counts = report.get("counts", {})
+    extra = [f for f in (report.get("risk") or {}).get("qids", []) if f not in _QIDS]
+    others = ", the other combination fields by their group's common value (* = any)" if extra else ""
     dropped = (counts.get("reports_quarantined") or 0) + (counts.get("reports_deleted") or 0)
     link = (report.get("risk") or {}).get("linkage") or {}
     ids = (
@@ -168,7 +179,7 @@ def _changes(report: Mapping[str, Any]) -> str:
         else "report and case ids are FDA's own"
     )
     return (
-        f"exact ages and weights are replaced by ranges; {ids}; identifying free text (lot and "
+        f"exact ages and weights are replaced by ranges{others}; {ids}; identifying free text (lot and "
         f"manufacturer numbers, countries, event dates) is dropped (column policy in manifest.json); "
         f"{dropped:,} reports were not released (see Rows set aside). Drugs, reactions, indications and "
         "outcomes are released as reported."
@@ -189,8 +200,8 @@ def _risk(report: Mapping[str, Any]) -> str:
     single = [r for r in risk.get("reidentification", []) if len(r["knows"]) <= len(_QIDS) + 1]
     worst = max(single, key=lambda r: r["below_k"], default=None)
     parts = [
-        "<p>The guarantee assumes an attacker who knows a patient's age, sex and weight only. A real "
-        "attacker may know more. Each row is one attacker: what they know, then what it gives them. "
+        "<p>The guarantee assumes an attacker who knows at most the fields of its combinations (above). A "
+        "real attacker may know more. Each row is one attacker: what they know, then what it gives them. "
         "<b>Singled out</b>: share of patients whose released record matches no other patient's on what "
         f"the attacker knows. <b>Below k</b>: share matching fewer than {k} patients. <b>Risk</b> "
         "(prosecutor) = 1 / number of matching patients, highest and average over patients; <b>raw-data "

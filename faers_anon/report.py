@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from faers_anon._report_html import render_page  # noqa: E402
+from faers_anon._report_html import render_page, stratum_words  # noqa: E402
 
 __all__ = ["ReportInputs", "build_figures", "render_html", "write_json"]
 
@@ -161,7 +161,8 @@ def _forest_plot(panel: pl.DataFrame, measure: str) -> str:
 
 
 def _survival_plot(survival: pl.DataFrame) -> str:
-    survival = survival.filter(pl.col("raw_signals") > 0)  # strata without raw signals have no share
+    # strata without raw signals have no share; "all" repeats the overall figure
+    survival = survival.filter((pl.col("raw_signals") > 0) & (pl.col("stratum") != "all"))
     fig, ax = plt.subplots(figsize=(7, 0.4 * survival.height + 1.2))
     share = (survival["survived"] / survival["raw_signals"]).to_numpy()
     y = np.arange(survival.height)[::-1]
@@ -169,7 +170,7 @@ def _survival_plot(survival: pl.DataFrame) -> str:
     for yy, kept, total in zip(y, survival["survived"], survival["raw_signals"], strict=True):
         ax.text(0.01, yy, f"{kept}/{total}", va="center", fontsize=7)
     ax.set_yticks(y)
-    ax.set_yticklabels(survival["stratum"].to_list(), fontsize=8)
+    ax.set_yticklabels([stratum_words(s) for s in survival["stratum"].to_list()], fontsize=8)
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of raw signals still signalling on the release")
     ax.set_title("Signal survival per stratum")

@@ -205,6 +205,13 @@ def _reidentify(
     return records
 
 
+def _release_qids(release: Path, fields: tuple[str, ...]) -> list[str]:
+    """The QID columns the release's groups are formed on (manifest ``columns.demo.qid``, else the six)."""
+    manifest = read_manifest(release) or {}
+    listed = ((manifest.get("columns") or {}).get("demo") or {}).get("qid") or QIDS
+    return [f for f in listed if f in fields]
+
+
 def _manifest_value(release: Path, name: str) -> Any:
     manifest = read_manifest(release) or {}
     return (manifest.get("parameters") or {}).get(name)
@@ -258,6 +265,7 @@ def assess_risk(release: Path, /, *, config: RiskConfig | None = None) -> RiskRe
         "k": k,
         "theta": theta,
         "fields": list(data.fields),
+        "qids": _release_qids(release, data.fields),
         "reidentification": _reidentify(data, raw, sets, k),
         "inference": inference(release, data, qids=qids, theta=theta, classes=classes),
     }

@@ -158,19 +158,50 @@ class Journalist:
         return self._covers[qids]
 
     def sizes(self, knows: Sequence[str]) -> pl.DataFrame | None:
-        """``caseid``, ``size``: raw cases agreeing with a released case on ``knows``; None: unmeasurable."""
+        """``caseid``, ``size``: raw cases agreeing with a released case on ``knows``; None: unmeasurable.
+
+        A released ``*`` (a field generalized to "any", SPEC §11 / issue 18) covers every raw value: a
+        case is matched on the fields it does not release as ``*`` (one pass per pattern of ``*``
+        fields). A field released with another type than the raw one (a date released as a month) or
+        with a value the raw field never takes (an occupation class) is not comparable: None.
+        """
         qids: list[str] = []
         for family in (_AGE, ("sex",), _WEIGHT):
             if any(f in knows for f in family):
                 qids += [f for f in family if f in self.view.columns]
         exact = [f for f in knows if f not in qids]
-        if any(f not in self.raw.columns or self.raw.schema[f] != self.view.schema[f] for f in exact):
+        if not all(self._comparable(f) for f in exact):
             return None
         cover = self._cover(tuple(qids))
         if cover is None:
             return None
+        flags = [(pl.col(f) == "*").fill_null(False) if self.view.schema[f] == pl.String else pl.lit(False)
+                 for f in exact]  # fmt: skip
+        patterns = self.view.select(
+            "caseid",
+            pl.concat_str([f.cast(pl.UInt8).cast(pl.String) for f in flags] or [pl.lit("")]).alias("wild"),
+        )
+        parts = []
+        for pattern in patterns.get_column("wild").unique().sort().to_list():
+            fields = [f for f, wild in zip(exact, pattern, strict=False) if wild != "1"]
+            chosen = patterns.filter(pl.col("wild") == pattern).select("caseid")
+            parts.append(self._sizes(cover, chosen, fields))
+        return pl.concat(parts)
+
+    def _comparable(self, field: str) -> bool:
+        if field not in self.raw.columns or self.raw.schema[field] != self.view.schema[field]:
+            return False
+        released = self.view.select(pl.col(field).drop_nulls().unique())
+        if self.view.schema[field] == pl.String:
+            released = released.filter(pl.col(field) != "*")
+        return released.join(self.raw.select(pl.col(field).unique()), on=field, how="anti").height == 0
+
+    def _sizes(
+        self, cover: tuple[pl.DataFrame, pl.DataFrame], chosen: pl.DataFrame, exact: list[str]
+    ) -> pl.DataFrame:
+        """Class sizes of the ``chosen`` cases matched on the QID cover and the ``exact`` fields."""
         targets, members = cover
-        own = targets.join(self.view.select("caseid", *exact), on="caseid")
+        own = targets.join(chosen, on="caseid").join(self.view.select("caseid", *exact), on="caseid")
         per_point = self.raw.group_by("point", *exact).agg(pl.len().alias("n")).rename({"point": "p"})
         if exact and self._selective(own, exact, per_point.height, members.height):
             # few raw cases share a target's exact values: join on them, then keep the covered points

@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from faers_anon.cli import cli
 from faers_anon.risk import RiskConfig, assess_risk
 from faers_anon.risk._classes import class_sizes
+from faers_anon.risk._population import Journalist
 
 QIDS = ["age_group", "age_min", "age_max", "sex", "wt_min", "wt_max"]
 G1: tuple[object, ...] = ("Adult", 30.0, 40.0, "F", 60.0, 70.0)
@@ -129,6 +130,21 @@ def test_class_sizes_with_a_separate_population() -> None:
     )
     sizes, exact = class_sizes(targets, members)
     assert dict(sizes.iter_rows()) == {1: 3, 2: 1} and exact
+
+
+def test_journalist_reads_a_released_star_as_any_value() -> None:
+    view = pl.DataFrame({"caseid": [1, 2, 3], "sex": ["F"] * 3, "rept_cod": ["*", "EXP", "EXP"],
+                         "occp_cod": ["health professional", "MD", "MD"]})  # fmt: skip
+    raw = pl.DataFrame({"caseid": [1, 2, 3, 4, 5], "sex": ["F", "F", "F", "F", "M"],
+                        "rept_cod": ["EXP", "EXP", "PER", "EXP", "EXP"], "occp_cod": ["MD"] * 5,
+                        "age_years": [30.0] * 5, "weight_kg": [60.0] * 5})  # fmt: skip
+    journalist = Journalist(view, raw)
+    sizes = journalist.sizes(["sex", "rept_cod"])
+    assert sizes is not None
+    # case 1 released "*": every raw woman (4); cases 2, 3: the raw women reported as EXP (3)
+    assert dict(sizes.sort("caseid").iter_rows()) == {1: 4, 2: 3, 3: 3}
+    # an occupation class the raw field never holds cannot be matched value for value
+    assert journalist.sizes(["sex", "occp_cod"]) is None
 
 
 @pytest.fixture
