@@ -103,7 +103,7 @@ def main(n_cases: int, work: Path, compare_policy: bool) -> None:
     )
     shutil.rmtree(work / "release-warmup", ignore_errors=True)
     if compare_policy:
-        _compare(source, work, figures)
+        _compare(source, work)
 
 
 LEGACY_POLICY = """table,column,role,why
@@ -148,28 +148,48 @@ def _attacks(release: Path) -> dict[str, float]:
     }
 
 
-def _compare(source: Path, work: Path, new: dict[str, Any]) -> None:
-    """Release again without the issue-18 defaults and print both (module docstring)."""
+def _variant(ingested: Path, work: Path, name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """anonymize, signal comparison and risk attacks of one variant (not verified: the old policy fails)."""
+    import polars as pl
+
+    from faers_anon import api
+    from faers_anon.anonymize import AnonymizeConfig
+
+    release = work / f"variant-{name}"
+    config = AnonymizeConfig(k=5, theta=0.4, on_infeasible="raise-theta", force=True,
+                             key_file=work / "bench-agency.key", **options)  # fmt: skip
+    clock = time.perf_counter()
+    result = api.anonymize(ingested, release, config=config)
+    seconds = time.perf_counter() - clock
+    shutil.rmtree(work / f"compare-{name}", ignore_errors=True)
+    survival = api.compare(ingested, release, work / f"compare-{name}").comparison.survival
+    evans = survival.filter((pl.col("stratum") == "all") & (pl.col("criterion") == "evans")).row(
+        0, named=True
+    )
+    return {"anonymize_s": seconds, "nil": result.nil, "nil_by_qid": result.nil_by_qid,
+            "evans": f"{evans['n_survived']}/{evans['n_raw']} ({evans['share_survived']:.1%})",
+            "attacks": _attacks(release)}  # fmt: skip
+
+
+def _compare(source: Path, work: Path) -> None:
+    """The quarter with and without issue 18's defaults (module docstring)."""
+    from faers_anon import api
+    from faers_anon.io.ingest import IngestConfig
+
     (work / "legacy_policy.csv").write_text(LEGACY_POLICY, encoding="utf-8")
     (work / "no_classes.csv").write_text("value,class,theta\n", encoding="utf-8")
-    old_options = {"column_policy": work / "legacy_policy.csv", "classes": work / "no_classes.csv",
-                   "protect_outcomes": False}  # fmt: skip
-    old = _run(source, work / "release-legacy", {k: str(v) if isinstance(v, Path) else v
-                                                 for k, v in old_options.items()})  # fmt: skip
-    print(f"load average {os.getloadavg()[0]:.1f} (1 min), cores {os.cpu_count()}")
-    for name, figures, release in (
-        ("new defaults", new, work / "release"),
-        ("without", old, work / "release-legacy"),
-    ):
-        print(
-            f"{name}: {figures['seconds']:.1f} s, NIL {figures['nil']:.4f}, "
-            f"Evans survival {figures['survival']}"
-        )
-        print(
-            "  NIL per QID: " + ", ".join(f"{k[4:]} {v:.4f}" for k, v in dict(figures["nil_by_qid"]).items())
-        )
-        print("  attacks: " + ", ".join(f"{k} {v:.4g}" for k, v in _attacks(release).items()))
-
-
-if __name__ == "__main__":
-    main()
+    ingested = work / "ingested"
+    if not (ingested / "cases.parquet").is_file():
+        api.ingest([source], ingested, config=IngestConfig())
+    old = {
+        "column_policy": work / "legacy_policy.csv",
+        "classes": work / "no_classes.csv",
+        "protect_outcomes": False,
+    }
+    print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}, cores {os.cpu_count()}")
+    for name, options in (("new defaults", {}), ("without", old)):
+        figures = _variant(ingested, work, name.split()[0], options)
+        print(f"{name}: anonymize {figures['anonymize_s']:.1f} s, NIL {figures['nil']:.4f}, "
+              f"Evans signals surviving {figures['evans']}")  # fmt: skip
+        print("  NIL per QID: " + ", ".join(f"{k} {v:.4f}" for k, v in figures["nil_by_qid"].items()))
+        print("  attacks: " + ", ".join(f"{k} {v:.4g}" for k, v in figures["attacks"].items()))
