@@ -57,14 +57,29 @@ def _double(
     """min over the target's item pairs of the population cases holding both (cases with ≥ 2 items).
 
     ``same``: the population is the targets themselves (prosecutor risk): the pairs are built once
-    and counted by a window over (kt, pair).
+    and counted by a window over (kt, pair), without the items only one case of the tuple holds.
     """
-    own = targets.join(_pairs(t_items, "caseid"), on="caseid")
     if same:
-        counted = own.with_columns(pl.len().over("kt", "pair").alias("n"))
-    else:
-        counts = members.join(_pairs(p_items, "p"), on="p").group_by("kt", "pair").agg(pl.len().alias("n"))
-        counted = own.join(counts, on=["kt", "pair"], how="left")
+        # An item only one case of its tuple holds makes that case's class 1 (a pair with it is held by
+        # that case alone) and is in nobody else's pairs: such items are left out of the pairs, and
+        # their holders get size 1. The remaining pairs are counted as before.
+        held = targets.join(t_items, on="caseid").with_columns(pl.len().over("kt", "item").alias("df"))
+        lone = (
+            held.filter(pl.col("df") == 1)
+            .select("caseid")
+            .unique()
+            .with_columns(pl.lit(1, pl.UInt32).alias("n"))
+        )
+        kept = held.filter(pl.col("df") > 1).select("caseid", "item")
+        own = targets.join(_pairs(kept, "caseid"), on="caseid")
+        counted = pl.concat(
+            [own.with_columns(pl.len().over("kt", "pair").alias("n")).select("caseid", "n"), lone],
+            how="vertical_relaxed",
+        )
+        return counted.group_by("caseid").agg(pl.col("n").min().alias("size"))
+    own = targets.join(_pairs(t_items, "caseid"), on="caseid")
+    counts = members.join(_pairs(p_items, "p"), on="p").group_by("kt", "pair").agg(pl.len().alias("n"))
+    counted = own.join(counts, on=["kt", "pair"], how="left")
     return counted.group_by("caseid").agg(pl.col("n").fill_null(0).min().alias("size"))
 
 

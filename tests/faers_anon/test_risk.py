@@ -147,6 +147,21 @@ def test_journalist_reads_a_released_star_as_any_value() -> None:
     assert journalist.sizes(["sex", "occp_cod"]) is None
 
 
+def test_pairs_skip_items_one_case_holds_with_the_same_sizes() -> None:
+    targets = pl.DataFrame(
+        {"caseid": [1, 2, 3], "kt": [0, 0, 0]}, schema={"caseid": pl.Int64, "kt": pl.UInt32}
+    )
+    items = pl.DataFrame({"caseid": [1, 1, 2, 2, 3, 3], "item": [7, 8, 8, 9, 8, 9]},
+                         schema={"caseid": pl.Int64, "item": pl.UInt32})  # fmt: skip
+    # case 1 alone holds item 7: class 1; cases 2 and 3 share the pair {8, 9}: class 2
+    pruned, _ = class_sizes(targets, items=2, target_items=items)
+    assert dict(pruned.sort("caseid").iter_rows()) == {1: 1, 2: 2, 3: 2}
+    members = targets.select("kt", pl.col("caseid").alias("p"))
+    full, _ = class_sizes(targets, members, items=2, target_items=items,
+                          population_items=items.rename({"caseid": "p"}))  # fmt: skip
+    assert full.sort("caseid").equals(pruned.sort("caseid"))
+
+
 @pytest.fixture
 def raw_a(tmp_path: Path) -> Path:
     """The raw quarter of release A: true ages and weights, FDA's ids, and case 11 the release lacks."""
