@@ -258,14 +258,15 @@ def assess_risk(release: Path, /, *, config: RiskConfig | None = None) -> RiskRe
     raw = None
     if cfg.raw is not None:
         raw = read_cases(cfg.raw, keep=(*data.fields, "age_years", "weight_kg"))
-    qids = [q for q in QIDS if q in data.fields]
-    classes = read_classes(cfg.classes or DEFAULT_CLASSES)
+    qids = _release_qids(release, data.fields)  # the groups' columns: inference and composition
+    shipped = release / "classes.csv"  # the classes the release was bounded on, when it ships them
+    classes = read_classes(cfg.classes or (shipped if shipped.is_file() else DEFAULT_CLASSES))
     figures: dict[str, Any] = {
         "release": release.name,
         "k": k,
         "theta": theta,
         "fields": list(data.fields),
-        "qids": _release_qids(release, data.fields),
+        "qids": qids,
         "reidentification": _reidentify(data, raw, sets, k),
         "inference": inference(release, data, qids=qids, theta=theta, classes=classes),
     }

@@ -10,8 +10,10 @@ CA, RI, OT) are values like reactions.
 
 Thresholds: θ_s from ``thresholds.csv`` for single values (a value it does not list has θ = 1, so
 it cannot exceed); a class's θ from its ``*,class,theta`` row in the class file, else the release's
-uniform θ (manifest ``parameters.theta``); OUTC codes take the release's θ. A (group, value) pair is
-*above θ* when conf > θ + 1e-9.
+uniform θ (manifest ``parameters.theta``); OUTC codes take their θ from the release's
+``outcomes.csv`` when it ships one, else the release's θ. The class file defaults to the release's
+own ``classes.csv`` (the classes it was bounded on), else the bundled level-wise classes. A (group,
+value) pair is *above θ* when conf > θ + 1e-9.
 """
 
 from __future__ import annotations
@@ -152,7 +154,14 @@ def inference(
     codes = (
         terms(release, "outc", ("outc_cod",)).rename({"term": "code"}).with_columns(pl.lit(1.0).alias("p"))
     )
-    result["outcomes"] = _summary(
-        _conf(members, codes, "code").with_columns(pl.lit(theta).alias("theta")), "code"
+    bounds = _csv(release / "outcomes.csv", ("outc_cod", "theta"))  # θ per code, when the release ships it
+    per_code = (
+        {}
+        if bounds is None
+        else dict(bounds.select("outc_cod", pl.col("theta").cast(pl.Float64)).iter_rows())
     )
+    conf = _conf(members, codes, "code").with_columns(
+        pl.col("code").replace_strict(per_code, default=theta, return_dtype=pl.Float64).alias("theta")
+    )
+    result["outcomes"] = _summary(conf, "code")
     return result

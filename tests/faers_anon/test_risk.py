@@ -162,6 +162,16 @@ def test_pairs_skip_items_one_case_holds_with_the_same_sizes() -> None:
     assert full.sort("caseid").equals(pruned.sort("caseid"))
 
 
+def test_a_demo_only_release_is_measured_on_its_fields(release_a: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "demo-only"
+    (folder / "parquet").mkdir(parents=True)
+    (release_a / "parquet" / "demo.parquet").rename(folder / "parquet" / "demo.parquet")
+    figures = assess_risk(folder, config=RiskConfig(k=5)).figures
+    # no drug list: knowing "1 drug" adds nothing to the QIDs (sizes 4,4,4,4 | 1 | 5 x 5)
+    assert _record(figures, QIDS, {"drugs": 1})["prosecutor_mean"] == pytest.approx(0.3)
+    assert figures["inference"]["outcomes"]["max_conf"] == 0.0
+
+
 @pytest.fixture
 def raw_a(tmp_path: Path) -> Path:
     """The raw quarter of release A: true ages and weights, FDA's ids, and case 11 the release lacks."""
