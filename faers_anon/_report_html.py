@@ -30,6 +30,11 @@ FIELD_WORDS: dict[str, str] = {
     "occr_country": "the country where the event occurred",
     "outc_cod": "the outcomes (death, hospitalization, …)",
 }  # fmt: skip
+_CRITERIA = {
+    "evans": "Evans' criterion: PRR ≥ 2, χ² ≥ 4 and at least 3 cases",
+    "ror": "criterion: the ROR's 95% lower bound above 1",
+    "ic": "criterion: the IC's 95% lower bound above 0",
+}
 _QIDS = ("age_group", "age_min", "age_max", "sex", "wt_min", "wt_max")
 
 _STYLE = """
@@ -252,8 +257,8 @@ def _signals(signals: Mapping[str, Any], figures: Mapping[str, str], img: Any) -
     n_raw, n_surv = signals.get("n_raw_overall", 0), signals.get("n_survived_overall", 0)
     head = (
         "<p>A <b>signal</b> is a drug–event pair reported disproportionately often "
-        f"({_e(signals.get('criterion'))} "
-        f"criterion). Overall, {n_surv} of {n_raw} raw signals still signal on the release; "
+        f"({_e(_CRITERIA.get(str(signals.get('criterion')), signals.get('criterion')))}). "
+        f"Overall, {n_surv} of {n_raw} raw signals still signal on the release; "
         f"{signals.get('n_new_overall', 0)} appear only on the release. Within age and sex strata (a "
         "released age range counts by the share of it inside the stratum):</p>"
     )
