@@ -16,9 +16,12 @@ Layout of the ledger folder ``DIR``:
   names them), ``drug_keys`` (the diseases of E are read through its drugs) and ``outcomes`` (OUTC
   codes, bounded by θ as pseudo-values: :mod:`faers_anon.value_classes`). The group's member
   pseudonyms are the rows sharing ``group``.
+* ``store-NNNN/``: the ingested tables release NNNN was written from (raw rows, to republish a
+  unit's members: :mod:`faers_anon.series.store`).
 * ``ledger.json``: ``format`` (``faers-anon-ledger/1``), ``key_id`` (the agency key's id), and per
   release its ``quarters``, the release folder and the SHA-256 of its ``manifest.json``, its file and
-  that file's SHA-256, counts (``cases``, ``groups``, ``withheld``); then ``mac``:
+  that file's SHA-256, its store's files and their SHA-256, counts (``cases``, ``groups``,
+  ``withheld``); then ``mac``:
   HMAC-SHA256(K_l, the canonical JSON of everything else), K_l = HMAC-SHA256(K_p,
   ``faers-anon/v1/ledger``) with K_p the pseudonym key. So a changed byte of any file, a removed
   file or release, or another key is detected; only the key's holder can write a ledger that checks.
@@ -41,6 +44,7 @@ from __future__ import annotations
 import hmac
 import json
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +55,7 @@ from faers_anon.errors import ConfigError, InputError
 from faers_anon.io.cumulative import quarter_gaps
 from faers_anon.keys import AgencyKey
 from faers_anon.manifest import MANIFEST_NAME, sha256_file
+from faers_anon.series.store import check_store, write_store
 from knowledge.values import value_key_expr
 
 __all__ = ["LEDGER_FORMAT", "REGION", "Ledger", "Staged", "check_apart", "ledger_entries", "open_ledger"]
@@ -159,6 +164,7 @@ def open_ledger(folder: Path, key: AgencyKey, /) -> Ledger:
             raise _fail(folder, f"{release['file']} missing (listed for {', '.join(release['quarters'])})")
         if sha256_file(file) != release["sha256"]:
             raise _fail(folder, f"{release['file']}: SHA-256 mismatch: tampered or corrupt")
+        check_store(folder, release)
         frames.append(pl.read_parquet(file))
     entries = pl.concat(frames) if frames else pl.DataFrame(schema=_SCHEMA)
     return Ledger(folder, meta, entries.cast(_SCHEMA))  # type: ignore[arg-type]
@@ -221,6 +227,7 @@ class Staged:
     meta: dict[str, Any]
     file: Path
     temp: Path
+    store: Path | None = None
 
     def commit(self) -> None:
         """Replace ``ledger.json`` (one ``os.replace``)."""
@@ -230,11 +237,15 @@ class Staged:
         """Remove what :func:`stage` wrote (the old ledger is untouched)."""
         for path in (self.temp, self.file):
             path.unlink(missing_ok=True)
+        if self.store is not None:
+            shutil.rmtree(self.store, ignore_errors=True)
 
 
 def stage(ledger: Ledger, built: Path, out: Path, quarters: list[str], key: AgencyKey, *,
-          withheld: int = 0) -> Staged:  # fmt: skip
-    """Write the entries of the release ``built`` (to be published as ``out``) and the next ledger.json.
+          withheld: int = 0, ingested: Path | None = None) -> Staged:  # fmt: skip
+    """Write the entries of the release ``built`` (to be published as ``out``) and the next ledger.json;
+    with ``ingested`` (the folder the release was written from) its tables go to the store
+    (:mod:`faers_anon.series.store`).
 
     Raises:
         InputError: the ledger folder cannot be written.
@@ -242,6 +253,7 @@ def stage(ledger: Ledger, built: Path, out: Path, quarters: list[str], key: Agen
     index = len(ledger.meta["releases"]) + 1
     entries = ledger_entries(built, index)
     name = f"release-{index:04d}.parquet"
+    store = ledger.path / f"store-{index:04d}"
     try:
         ledger.path.mkdir(parents=True, exist_ok=True, mode=0o700)
         file = ledger.path / name
@@ -250,13 +262,16 @@ def stage(ledger: Ledger, built: Path, out: Path, quarters: list[str], key: Agen
                   "manifest_sha256": sha256_file(built / MANIFEST_NAME), "file": name,
                   "sha256": sha256_file(file), "cases": entries.height,
                   "groups": entries.get_column("group").n_unique(), "withheld": withheld}  # fmt: skip
+        if ingested is not None:
+            shutil.rmtree(store, ignore_errors=True)  # a store left by an interrupted run
+            record["store"] = {"folder": store.name, "files": write_store(ingested, store)}
         meta = {**ledger.meta, "releases": [*ledger.meta["releases"], record]}
         meta["mac"] = _mac(meta, key)
         temp = ledger.path / f".{LEDGER_NAME}.tmp-{os.getpid()}"
         temp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     except OSError as exc:
         raise _fail(ledger.path, f"cannot be written ({exc.strerror or exc})") from exc
-    return Staged(ledger, meta, file, temp)
+    return Staged(ledger, meta, file, temp, store if ingested is not None else None)
 
 
 def history(entries: pl.DataFrame, /) -> pl.DataFrame:

@@ -11,31 +11,37 @@ history shared a group in every release where either appeared, so each is in the
 Rule, for the cases of this quarter (``cases.parquet``, raw caseids; pseudonyms under the series key):
 
 1. a case not in the ledger is *fresh*: the engine places it as in a stand-alone release;
-2. a case in the ledger is *returning*; returning cases with the same history form a *bundle* B;
-3. a bundle with |B| ≥ k is published as one group (a *frozen* group: its own group id, not the
-   engine's) whose region is its last released region, widened to the root of any QID where a
-   member's current value falls outside it (so the region is never narrower than before: no QID
-   range shrinks by intersecting releases); it is kept only if it meets θ* on its own
+2. a case in the ledger is *returning*; its *unit* (:mod:`faers_anon.series.units`) is every
+   earlier case whose history starts with its own (or with a shorter returning history's):
+   the group it was released in, as it was. The unit's members that do not return this quarter
+   are *republished* with it, their last version unchanged (rows kept in the ledger's store);
+3. a unit B is published as one group (a *frozen* group: its own group id, not the engine's) when
+   every member keeps ≥ k members whose history starts with its own (deleted cases and cases the
+   store lacks are missing), with its last released region, widened to the root of any QID where a
+   member's value falls outside it (so the region is never narrower than before: no QID range
+   shrinks by intersecting releases); it is kept only if it meets θ* on its own
    (conf(B → s) = Σ_{c∈B} P(s | c) / |B| ≤ θ_s for every protected s, with P(s | c) over the
    union of what c exposes now and what the ledger says it exposed before: the attacker who
    follows the pseudonym sees every release);
 4. every other returning case is *withheld*: none of its reports is in this release (it stays in
    the ledger with its earlier releases, and is counted).
 
-Why it bounds composition: a published returning case c has G_new(c) ⊇ B (other cases may share the
-tuple, never fewer) and B ⊆ G_r(c) for every earlier r (same history), so I_new(c) ⊇ B and
-|I_new(c)| ≥ |B| ≥ k. A fresh case appears once; a withheld case's I is unchanged. By induction over
-the releases every case in several releases keeps |I(c)| ≥ k.
+Why it bounds composition: a member c of a published unit has G_new(c) ⊇ B (other cases may share
+the tuple, never fewer), and every member of B whose history starts with c's shared c's group in
+every earlier release of c, so I_new(c) ⊇ {those members}, at least k by rule 3. A fresh case
+appears once; a withheld case's I is unchanged. By induction over the releases every case in
+several releases keeps |I(c)| ≥ k.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import polars as pl
 
-from faers_anon.pseudonyms import case_pseudonyms
 from faers_anon.series.ledger import REGION, history
+from faers_anon.series.units import prefix_counts, pseudonym_ids, unit_of
 
 __all__ = ["SeriesPlan", "plan_series", "pseudonym_ids", "ROOT"]
 
@@ -47,21 +53,28 @@ ROOT: dict[str, dict[str, object]] = {
 }
 
 
+_REPUBLISH = {"caseid": pl.Int64, "store": pl.Int64}
+
+
 @dataclass(frozen=True, slots=True)
 class SeriesPlan:
     """Where this quarter's returning cases go.
 
     Attributes:
-        frozen: one row per published returning case: ``caseid`` (raw), ``bundle`` (index), the
-            region columns (:data:`faers_anon.series.ledger.REGION`).
+        frozen: one row per case of a published unit (returning or republished): ``caseid`` (raw),
+            ``bundle`` (index), the region columns (:data:`faers_anon.series.ledger.REGION`).
         withheld: raw caseids of the returning cases not published in this release.
-        counts: ``fresh``, ``returning``, ``bundles``, ``published_returning``, ``withheld``,
-            ``withheld_small`` (bundle below k), ``withheld_theta`` (bundle over θ*), ``widened``.
+        counts: ``fresh``, ``returning``, ``bundles``, ``published_returning``, ``republished``,
+            ``withheld``, ``withheld_small`` (unit below k), ``withheld_theta`` (unit over θ*),
+            ``widened``.
+        republish: the earlier cases published again with their unit: ``caseid`` (raw), ``store``
+            (the release index whose stored rows hold their last version).
     """
 
     frozen: pl.DataFrame
     withheld: pl.Series
     counts: dict[str, int]
+    republish: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=_REPUBLISH))
 
 
 def _outside(region: str, lo: str, hi: str, exclusive: bool) -> pl.Expr:
@@ -109,11 +122,31 @@ def _within_theta(members: pl.DataFrame, probabilities: pl.DataFrame, thetas: di
     return sizes.join(over, on="bundle", how="anti").get_column("bundle")
 
 
-def pseudonym_ids(cases: pl.DataFrame, pseudonym_key: bytes) -> pl.DataFrame:
-    """``caseid`` (raw) → ``pseudonym`` of this quarter's cases under the series key."""
-    mapping, _ = case_pseudonyms(cases.get_column("caseid").to_list(), pseudonym_key)
-    return pl.DataFrame({"caseid": list(mapping), "pseudonym": list(mapping.values())},
-                        schema={"caseid": pl.Int64, "pseudonym": pl.Int64})  # fmt: skip
+_QIDS = ("age_min", "age_max", "sex", "wt_min", "wt_max")
+_LISTS = ("indications", "reactions", "drug_keys")
+
+
+def _members(
+    returning: pl.DataFrame, past: pl.DataFrame, stored: pl.DataFrame, deleted: pl.Series
+) -> pl.DataFrame:
+    """Every available member of a unit: the returning cases (current values) and the stored,
+    not deleted, earlier cases of the unit (their last stored values, to republish)."""
+    units = unit_of(past.get_column("history"), returning.get_column("history"))
+    again = stored.join(returning.select("pseudonym"), on="pseudonym", how="anti").select(
+        "pseudonym", "caseid", "store", *[pl.col(c).alias(f"case_{c}") for c in _QIDS], *_LISTS
+    )
+    now = returning.select("pseudonym", "caseid", pl.lit(None, pl.Int64).alias("store"),
+                           *[f"case_{c}" for c in _QIDS], *_LISTS)  # fmt: skip
+    members = (
+        pl.concat([now, again], how="vertical_relaxed")
+        .filter(~pl.col("pseudonym").is_in(deleted.implode()))
+        .join(past.select("pseudonym", "history"), on="pseudonym")
+        .join(units, on="history")
+    )
+    base = returning.join(units, on="history").filter(pl.col("history") == pl.col("unit"))
+    region = base.group_by("unit").agg(pl.col(c).first() for c in REGION)
+    bundle = pl.col("unit").rank("dense").cast(pl.Int64).alias("bundle")
+    return members.join(region, on="unit").with_columns(bundle)
 
 
 def plan_series(
@@ -122,41 +155,55 @@ def plan_series(
     pseudonym_key: bytes,
     *,
     k: int,
-    probabilities: pl.DataFrame,
+    probabilities: Callable[[pl.DataFrame], pl.DataFrame],
     thetas: dict[str, float],
+    stored: pl.DataFrame | None = None,
+    deleted: pl.Series | None = None,
 ) -> SeriesPlan:
-    """Split this quarter's cases into fresh, published returning (frozen bundles) and withheld.
+    """Split this quarter's cases into fresh, published returning (with their units) and withheld.
 
     Args:
-        cases: this quarter's super-records (``caseid`` raw, ``age_min``/``age_max``, ``sex``,
-            ``wt_min``/``wt_max``).
+        cases: this quarter's super-records (``caseid`` raw, the QID ranges, the value lists).
         entries: the ledger's rows of every earlier release.
         pseudonym_key: the series key's pseudonym key (the ledger holds pseudonyms).
         k: the release's k.
-        probabilities: P(s | c) of the returning cases over everything they exposed (caseid raw,
-            value, p; :func:`faers_anon.series.step.exposed_probabilities`).
+        probabilities: P(s | c) of a members frame (``caseid`` raw, ``pseudonym``, value lists) over
+            everything they exposed (:func:`faers_anon.series.step.exposed_probabilities`).
         thetas: θ* of the protected values.
+        stored: the earlier cases that can be republished (``pseudonym``, ``caseid`` raw, ``store``,
+            QID ranges, value lists); None: none (a returning case then needs ≥ k returning mates).
+        deleted: case pseudonyms on a DELETE list (never republished).
     """
     ids = pseudonym_ids(cases, pseudonym_key)
-    current = cases.select(
-        "caseid", *[pl.col(c).alias(f"case_{c}") for c in ("age_min", "age_max", "sex", "wt_min", "wt_max")]
-    ).join(ids, on="caseid")
+    current = cases.select("caseid", *[pl.col(c).alias(f"case_{c}") for c in _QIDS], *_LISTS).join(
+        ids, on="caseid"
+    )
     past = history(entries).rename({"caseid": "pseudonym"})
     returning = current.join(past, on="pseudonym")
-    bundles = returning.with_columns(pl.col("history").rank("dense").cast(pl.Int64).alias("bundle"))
-    bundles = bundles.with_columns(pl.len().over("bundle").alias("_size"))
-    large = _widened(bundles.filter(pl.col("_size") >= k))
-    kept = _within_theta(large, probabilities, thetas)
+    empty = pl.DataFrame(schema={"pseudonym": pl.Int64, "caseid": pl.Int64, "store": pl.Int64,
+                                 **dict.fromkeys(_QIDS, pl.Float64), "sex": pl.Utf8,
+                                 **dict.fromkeys(_LISTS, pl.List(pl.Utf8))})  # fmt: skip
+    members = _members(returning, past, empty if stored is None else stored,
+                       pl.Series([], dtype=pl.Int64) if deleted is None else deleted)  # fmt: skip
+    counted = members.join(prefix_counts(members), on="pseudonym")
+    small = counted.filter(pl.col("with_prefix") < k).get_column("bundle").unique()
+    large = _widened(members.filter(~pl.col("bundle").is_in(small.implode())))
+    kept = _within_theta(large, probabilities(large), thetas)
     frozen = large.filter(pl.col("bundle").is_in(kept.implode()))
     withheld = returning.join(frozen, on="caseid", how="anti").get_column("caseid")
+    again = frozen.filter(pl.col("store").is_not_null())
+    published = frozen.height - again.height
     counts = {
         "fresh": current.height - returning.height,
         "returning": returning.height,
         "bundles": int(kept.len()),
-        "published_returning": frozen.height,
+        "published_returning": published,
+        "republished": again.height,
         "withheld": withheld.len(),
-        "withheld_small": bundles.filter(pl.col("_size") < k).height,
-        "withheld_theta": large.height - frozen.height,
+        "withheld_small": returning.join(members.filter(pl.col("bundle").is_in(small.implode())), on="caseid",
+                                         how="semi").height,
         "widened": int(frozen.get_column("widened").sum()),
-    }
-    return SeriesPlan(frozen.select("caseid", "bundle", *REGION), withheld, counts)
+    }  # fmt: skip
+    counts["withheld_theta"] = counts["withheld"] - counts["withheld_small"]
+    return SeriesPlan(frozen.select("caseid", "bundle", *REGION), withheld, counts,
+                      again.select("caseid", "store"))  # fmt: skip

@@ -4,10 +4,11 @@ Source: issue 14 items 2–3; :mod:`faers_anon.series.ledger`, :mod:`faers_anon.
 
 Before anonymization (:func:`prepare`): the ledger is opened and checked (key, checksums, the next
 quarter), P(s | c) and θ* of this quarter's cases are computed as anonymization will compute them,
-and the returning cases are planned. Withheld cases are removed from a copy of the ingested folder
-inside the private work folder (every table, by caseid), so nothing of theirs reaches the writer;
-the frozen bundles are written to ``frozen.parquet`` for :func:`with_frozen`, which places them
-around the engine (the engine sees only the other cases).
+and the returning cases are planned with their units (:mod:`faers_anon.series.placement`). A copy
+of the ingested folder inside the private work folder drops the withheld cases (every table, by
+caseid), so nothing of theirs reaches the writer, and adds the republished cases' stored rows
+(:mod:`faers_anon.series.store`); the frozen units are written to ``frozen.parquet`` for
+:func:`with_frozen`, which places them around the engine (the engine sees only the other cases).
 
 At publication (:func:`publish_with_ledger`): the ledger update is staged, the release renamed into
 place, then the ledger committed; see :mod:`faers_anon.series.ledger` for the failure cases.
@@ -28,7 +29,9 @@ from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import AgencyKey
 from faers_anon.partition import PARTITION_SCHEMA
 from faers_anon.series.ledger import Ledger, open_ledger, stage
-from faers_anon.series.placement import SeriesPlan, plan_series, pseudonym_ids
+from faers_anon.series.placement import SeriesPlan, plan_series
+from faers_anon.series.store import republished_rows, stored_cases
+from faers_anon.series.units import pseudonym_ids
 from faers_anon.value_classes import read_classes, read_outcomes, with_classes_and_outcomes
 from knowledge import case_value_probabilities
 
@@ -56,48 +59,57 @@ class SeriesStep:
     quarters: list[str]
 
 
-def _without(ingested: Path, caseids: pl.Series, out: Path) -> Path:
-    """A copy of ``ingested`` without the rows of ``caseids`` (every table with a caseid column)."""
+def _composed(ingested: Path, withheld: pl.Series, added: dict[str, pl.DataFrame], out: Path) -> Path:
+    """A copy of ``ingested`` without the rows of ``withheld`` and with the ``added`` rows per table
+    (the republished cases' stored rows, cast to the table's schema)."""
     out.mkdir(mode=0o700)
-    drop = caseids.implode()
+    drop = withheld.implode()
     for path in ingested.iterdir():
         target = out / path.name
         if path.is_dir():
             shutil.copytree(path, target)
         elif path.suffix == ".parquet" and "caseid" in pl.read_parquet_schema(path):
-            pl.scan_parquet(path).filter(~pl.col("caseid").is_in(drop)).sink_parquet(target)
+            kept = pl.scan_parquet(path).filter(~pl.col("caseid").is_in(drop))
+            extra = added.get(path.stem)
+            if extra is not None and extra.height:
+                schema = pl.read_parquet_schema(path)
+                kept = pl.concat([kept, extra.lazy().select(list(schema)).cast(schema)])  # type: ignore[arg-type]
+            kept.sink_parquet(target)
         else:
             shutil.copy2(path, target)
     return out
 
 
 def exposed_probabilities(
-    cases: pl.DataFrame,
+    members: pl.DataFrame,
     entries: pl.DataFrame,
-    ids: pl.DataFrame,
     knowledge: pl.DataFrame,
     config: AnonymizeConfig,
     outcomes: pl.DataFrame | None,
 ) -> pl.DataFrame:
-    """P(s | c) of the returning cases over the union of their current values and the ledger's.
+    """P(s | c) of a unit's members over the union of their current values and the ledger's.
 
-    Each list attribute is the union of the case's current super-record list and every value the
-    ledger records it exposed; P is then computed as for a release (SPEC §5, with the value classes
-    and OUTC pseudo-values of :mod:`faers_anon.value_classes`), so p is the largest an attacker
-    holding every release can read (with the current E and class file).
+    Args:
+        members: ``caseid`` (raw), ``pseudonym`` and the value lists (current or stored).
+        entries: the ledger's rows; outcomes: this quarter's (caseid, outc_cod), None if unbounded.
+
+    Each list attribute is the union of the member's list and every value the ledger records it
+    exposed; P is then computed as for a release (SPEC §5, with the value classes and OUTC
+    pseudo-values of :mod:`faers_anon.value_classes`), so p is the largest an attacker holding every
+    release can read (with the current E and class file).
     """
     past = (
         entries.rename({"caseid": "pseudonym"})
         .group_by("pseudonym")
         .agg(pl.col(name).explode().drop_nulls().alias(f"_past_{name}") for name in _LISTS)
     )
-    merged = [pl.concat_list(n, f"_past_{n}").list.unique().list.sort().alias(n) for n in _LISTS]
-    union = (
-        cases.select("caseid", *_LISTS)
-        .join(ids, on="caseid")
-        .join(past, on="pseudonym")
-        .select("caseid", *merged)
-    )
+    merged = [
+        pl.concat_list(n, f"_past_{n}").list.drop_nulls().list.unique().list.sort().alias(n) for n in _LISTS
+    ]
+    ids = members.select("caseid", "pseudonym")
+    union = members.join(past, on="pseudonym", how="left").with_columns(
+        pl.col(f"_past_{n}").fill_null(pl.lit([], pl.List(pl.Utf8))) for n in _LISTS
+    ).select("caseid", *merged)  # fmt: skip
     probabilities = case_value_probabilities(union, knowledge, sensitive=config.sensitive)
     if outcomes is not None:
         past_codes = (
@@ -106,7 +118,8 @@ def exposed_probabilities(
             .join(ids, on="pseudonym")
             .select("caseid", "outc_cod")
         )
-        outcomes = pl.concat([outcomes.select(pl.col("caseid").cast(pl.Int64), "outc_cod"), past_codes])
+        now = outcomes.select(pl.col("caseid").cast(pl.Int64), "outc_cod").join(ids, on="caseid", how="semi")
+        outcomes = pl.concat([now, past_codes])
     return with_classes_and_outcomes(probabilities, classes=read_classes(config.classes), outcomes=outcomes)
 
 
@@ -129,11 +142,20 @@ def prepare(
     _, thresholds = sensitive_thresholds(
         cases, knowledge, config=config, classes=read_classes(config.classes), outcomes=outcomes
     )
-    ids = pseudonym_ids(cases, key.pseudonym_key)
-    exposed = exposed_probabilities(cases, ledger.entries, ids, knowledge, config, outcomes)
-    plan = plan_series(cases, ledger.entries, key.pseudonym_key, k=config.k, probabilities=exposed,
-                       thetas=thresholds.thetas)  # fmt: skip
-    folder = _without(ingested, plan.withheld, work / "ingested-series") if plan.withheld.len() else ingested
+    stored, deleted = stored_cases(ledger.path, ledger.meta["releases"], key.pseudonym_key)
+    if (ingested / "deleted.parquet").is_file():
+        now = pl.read_parquet(ingested / "deleted.parquet", columns=["caseid"]).unique()
+        deleted = pl.concat([deleted, pseudonym_ids(now, key.pseudonym_key).get_column("pseudonym")])
+
+    def probabilities(members: pl.DataFrame) -> pl.DataFrame:
+        return exposed_probabilities(members, ledger.entries, knowledge, config, outcomes)
+
+    plan = plan_series(cases, ledger.entries, key.pseudonym_key, k=config.k, probabilities=probabilities,
+                       thetas=thresholds.thetas, stored=stored, deleted=deleted)  # fmt: skip
+    folder = ingested
+    if plan.withheld.len() or plan.republish.height:
+        added = republished_rows(ledger.path, ledger.meta["releases"], plan.republish)
+        folder = _composed(ingested, plan.withheld, added, work / "ingested-series")
     frozen = work / FROZEN_NAME
     plan.frozen.write_parquet(frozen)
     return SeriesStep(ledger, plan, folder, frozen, quarters)
@@ -166,7 +188,8 @@ def publish_with_ledger(step: SeriesStep, built: Path, out: Path, key: AgencyKey
         InputError: the ledger cannot be written (nothing is published), or committed (the release
             just published is removed again).
     """
-    staged = stage(step.ledger, built, out, step.quarters, key, withheld=step.plan.counts["withheld"])
+    staged = stage(step.ledger, built, out, step.quarters, key, withheld=step.plan.counts["withheld"],
+                   ingested=step.ingested)  # fmt: skip
     try:
         publish()
     except BaseException:

@@ -112,11 +112,12 @@ def test_the_ledger_is_never_inside_the_release(tmp_path: Path) -> None:
 
 
 def _current(rows: list[tuple[int, float | None, str | None]]) -> pl.DataFrame:
-    """This quarter's super-records (raw caseids)."""
+    """Super-records (raw caseids) without values."""
     return pl.DataFrame(
-        [(c, age, age, sex, None, None) for c, age, sex in rows], orient="row",
+        [(c, age, age, sex, None, None, [], [], []) for c, age, sex in rows], orient="row",
         schema={"caseid": pl.Int64, "age_min": pl.Float64, "age_max": pl.Float64, "sex": pl.Utf8,
-                "wt_min": pl.Float64, "wt_max": pl.Float64},
+                "wt_min": pl.Float64, "wt_max": pl.Float64, "indications": pl.List(pl.Utf8),
+                "reactions": pl.List(pl.Utf8), "drug_keys": pl.List(pl.Utf8)},
     )  # fmt: skip
 
 
@@ -135,9 +136,10 @@ def test_placement_bundles_withholds_and_widens() -> None:
     # Fresh: 16, 17.
     cases = _current([(11, 30.0, "F"), (12, 50.0, "F"), (14, 50.0, "M"), (16, 20.0, "F"), (17, 70.0, "M")])
     none = pl.DataFrame(schema={"caseid": pl.Int64, "value": pl.Utf8, "p": pl.Float64})
-    plan = plan_series(cases, entries, KEY.pseudonym_key, k=2, probabilities=none, thetas={})
-    assert plan.counts == {"fresh": 2, "returning": 3, "bundles": 1, "published_returning": 2, "withheld": 1,
-                           "withheld_small": 1, "withheld_theta": 0, "widened": 2}  # fmt: skip
+    plan = plan_series(cases, entries, KEY.pseudonym_key, k=2, probabilities=lambda _: none, thetas={})
+    assert plan.counts == {"fresh": 2, "returning": 3, "bundles": 1, "published_returning": 2,
+                           "republished": 0, "withheld": 1, "withheld_small": 1, "withheld_theta": 0,
+                           "widened": 2}  # fmt: skip
     assert plan.withheld.to_list() == [14]
     frozen = plan.frozen.sort("caseid")
     assert frozen.select("caseid", "age_group", "age_min", "age_max", "sex").rows() == [
@@ -145,7 +147,9 @@ def test_placement_bundles_withholds_and_widens() -> None:
     ]  # fmt: skip
     # The same bundle over θ: both cases carry DEATH (p = 1), conf = 1 > θ 0.6 → withheld too.
     death = pl.DataFrame({"caseid": [11, 12], "value": ["DEATH", "DEATH"], "p": [1.0, 1.0]})
-    plan = plan_series(cases, entries, KEY.pseudonym_key, k=2, probabilities=death, thetas={"DEATH": 0.6})
+    plan = plan_series(
+        cases, entries, KEY.pseudonym_key, k=2, probabilities=lambda _: death, thetas={"DEATH": 0.6}
+    )
     assert plan.counts["withheld_theta"] == 2 and sorted(plan.withheld.to_list()) == [11, 12, 14]
     assert plan.frozen.height == 0
 
@@ -166,8 +170,45 @@ def test_exposure_is_the_union_of_now_and_before() -> None:
     cases = pl.DataFrame(now_lists, schema_overrides=lists)
     knowledge = pl.DataFrame(schema={"drug_key": pl.Utf8, "disease": pl.Utf8, "weight": pl.Float64})
     now = pl.DataFrame({"caseid": [21], "outc_cod": ["HO"]})
-    p = exposed_probabilities(cases, entries, ids, knowledge, AnonymizeConfig(), now)
+    p = exposed_probabilities(cases.join(ids, on="caseid"), entries, knowledge, AnonymizeConfig(), now)
     assert {v for v in p.get_column("value").to_list() if not v.startswith("class:")} == {
         "PYREXIA", "RASH", "outc:DE", "outc:HO"
     }  # fmt: skip
     assert p.get_column("p").to_list() == [1.0] * p.height
+
+
+def test_a_returning_case_travels_with_its_stored_group_mates() -> None:
+    # Release 1 group 0 = {11, 12, 13}. Only 11 returns now. k = 3: alone it is withheld; with the
+    # store holding 12 and 13, its unit {11, 12, 13} is published and 12, 13 are republished; if 13
+    # is on a DELETE list the unit has 2 < k members and 11 is withheld again.
+    raw = pl.DataFrame({"caseid": [11, 12, 13]})
+    p = dict(pseudonym_ids(raw, KEY.pseudonym_key).rows())
+    entries = pl.DataFrame(
+        [(1, p[c], 0, *ADULT, "F", None, None) for c in (11, 12, 13)], orient="row",
+        schema={"release": pl.UInt32, "caseid": pl.Int64, "group": pl.UInt32, "age_group": pl.Utf8,
+                "age_min": pl.Float64, "age_max": pl.Float64, "sex": pl.Utf8, "wt_min": pl.Float64,
+                "wt_max": pl.Float64},
+    )  # fmt: skip
+    stored = _current([(12, 30.0, "F"), (13, 40.0, "F")]).with_columns(
+        pl.Series("pseudonym", [p[12], p[13]]), pl.lit(1, pl.Int64).alias("store")
+    )
+    none = pl.DataFrame(schema={"caseid": pl.Int64, "value": pl.Utf8, "p": pl.Float64})
+    cases = _current([(11, 31.0, "F")])
+    alone = plan_series(cases, entries, KEY.pseudonym_key, k=3, probabilities=lambda _: none, thetas={})
+    assert alone.withheld.to_list() == [11] and alone.counts["withheld_small"] == 1
+    plan = plan_series(cases, entries, KEY.pseudonym_key, k=3, probabilities=lambda _: none, thetas={},
+                       stored=stored)  # fmt: skip
+    assert plan.withheld.is_empty() and (plan.counts["published_returning"], plan.counts["republished"]) == (
+        1,
+        2,
+    )
+    assert sorted(plan.republish.rows()) == [(12, 1), (13, 1)]
+    assert plan.frozen.select("caseid", "age_group", "age_min", "age_max").sort("caseid").rows() == [
+        (11, *ADULT),
+        (12, *ADULT),
+        (13, *ADULT),
+    ]  # fmt: skip (the frozen region: every member's age lies in [25, 45))
+    gone = pl.Series([p[13]])
+    again = plan_series(cases, entries, KEY.pseudonym_key, k=3, probabilities=lambda _: none, thetas={},
+                        stored=stored, deleted=gone)  # fmt: skip
+    assert again.withheld.to_list() == [11] and again.republish.is_empty()

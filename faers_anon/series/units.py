@@ -1,0 +1,77 @@
+"""Units of a series: the earlier cases a returning case must be published with.
+
+Source: issue 14 item 3; docs/series.md §4. A case's *history* is its ``release:group`` list in the
+ledger (:func:`faers_anon.series.ledger.history`), e.g. ``1:5|2:7``. Every case whose history starts
+with h (h itself or h followed by ``|…``) shared a group with every case of history h in every
+release of h, so it lies in their intersection I.
+
+For the histories of this quarter's returning cases, the *units* are the maximal ones: a returning
+history is a unit unless a proper prefix of it is also a returning history (then it travels inside
+that unit). Each ledger case belongs to at most one unit (the prefixes of one history form a chain,
+so two maximal histories cannot both be prefixes of it). The work is done once per distinct history
+string (their number is that of the groups, not of the cases).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from faers_anon.pseudonyms import case_pseudonyms
+
+__all__ = ["prefixes", "unit_of", "prefix_counts", "pseudonym_ids"]
+
+
+def pseudonym_ids(cases: pl.DataFrame, pseudonym_key: bytes) -> pl.DataFrame:
+    """``caseid`` (raw) → ``pseudonym`` of this quarter's cases under the series key."""
+    mapping, _ = case_pseudonyms(cases.get_column("caseid").to_list(), pseudonym_key)
+    return pl.DataFrame({"caseid": list(mapping), "pseudonym": list(mapping.values())},
+                        schema={"caseid": pl.Int64, "pseudonym": pl.Int64})  # fmt: skip
+
+
+def prefixes(history: str) -> list[str]:
+    """``1:5|2:7`` → ``["1:5", "1:5|2:7"]`` (every prefix, the history itself last)."""
+    parts = history.split("|")
+    return ["|".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def unit_of(histories: pl.Series, returning: pl.Series) -> pl.DataFrame:
+    """``history`` → ``unit`` for every ledger history that lies in a unit of the returning histories.
+
+    Args:
+        histories: the distinct histories of the ledger's cases.
+        returning: the histories of this quarter's returning cases.
+
+    Returns:
+        ``history``, ``unit`` (Utf8), one row per history inside a unit.
+    """
+    wanted = set(returning.unique().to_list())
+    units = {h for h in wanted if not any(p in wanted for p in prefixes(h)[:-1])}
+    rows = []
+    for history in histories.unique().to_list():
+        inside = next((p for p in prefixes(history) if p in units), None)
+        if inside is not None:
+            rows.append((history, inside))
+    return pl.DataFrame(rows, schema={"history": pl.Utf8, "unit": pl.Utf8}, orient="row")
+
+
+def prefix_counts(members: pl.DataFrame, /) -> pl.DataFrame:
+    """Per member, how many members of its unit have a history starting with its own.
+
+    Args:
+        members: ``pseudonym``, ``unit``, ``history``.
+
+    Returns:
+        ``pseudonym``, ``with_prefix`` (itself included): |I| after the release is at least this.
+    """
+    distinct = members.get_column("history").unique().to_list()
+    pairs = pl.DataFrame([(h, p) for h in distinct for p in prefixes(h)], schema={"history": pl.Utf8,
+                         "prefix": pl.Utf8}, orient="row")  # fmt: skip
+    counts = (
+        members.select("unit", "history")
+        .join(pairs, on="history")
+        .group_by("unit", "prefix")
+        .len("with_prefix")
+    )
+    return members.join(counts, left_on=["unit", "history"], right_on=["unit", "prefix"]).select(
+        "pseudonym", pl.col("with_prefix").cast(pl.Int64)
+    )
