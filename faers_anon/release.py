@@ -312,7 +312,8 @@ def _series(ingested: IngestResult, work: Path, config: ReleaseConfig, say: Prog
     c = step.plan.counts
     say(f"[series] ledger {config.ledger}: {len(step.ledger.meta['releases'])} earlier release(s); "
         f"{c['returning']:,} returning cases: {c['published_returning']:,} in {c['bundles']:,} frozen "
-        f"group(s) with {c['republished']:,} earlier cases republished, {c['withheld']:,} withheld ({c['withheld_small']:,} below k, {c['withheld_theta']:,} "
+        f"group(s) with {c['republished']:,} earlier cases republished, {c['withheld']:,} withheld "
+        f"({c['withheld_small']:,} below k, {c['withheld_theta']:,} "
         f"over theta); {c['fresh']:,} fresh")  # fmt: skip
     return step
 
