@@ -193,3 +193,7 @@ def _compare(source: Path, work: Path) -> None:
               f"Evans signals surviving {figures['evans']}")  # fmt: skip
         print("  NIL per QID: " + ", ".join(f"{k} {v:.4f}" for k, v in figures["nil_by_qid"].items()))
         print("  attacks: " + ", ".join(f"{k} {v:.4g}" for k, v in figures["attacks"].items()))
+
+
+if __name__ == "__main__":
+    main()
