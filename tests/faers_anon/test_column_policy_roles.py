@@ -118,3 +118,22 @@ def test_every_version_of_a_case_counts_for_its_group() -> None:
     assert out.get_column("i_f_code").to_list() == ["*", "*"] and nil == {"i_f_code": 1.0}
     same, nil = generalize_fields(partition, reports.filter(pl.col("primaryid") != 11), only)
     assert same.get_column("i_f_code").to_list() == ["F", "F"] and nil == {"i_f_code": 0.0}
+
+
+def test_a_bad_policy_file_on_the_command_line_is_one_error_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from faers_anon.cli import cli
+
+    bad = tmp_path / "policy.csv"
+    bad.write_text("table,column,role\ndemo,fda_dt,publish\n", encoding="utf-8")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["ingest", "--demo", "-o", str(tmp_path / "in")]).exit_code == 0
+    result = runner.invoke(cli, ["anonymize", str(tmp_path / "in"), "-o", str(tmp_path / "out"),
+                                 "--column-policy", str(bad)])  # fmt: skip
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.output.strip().splitlines()[-1] == (
+        "Error: policy.csv:2: demo.fda_dt: role 'publish' (expected one of id, qid, sensitive, keep, drop, "
+        "restricted)"
+    )
+    assert not (tmp_path / "out").exists()
