@@ -43,7 +43,7 @@ import polars as pl
 from faers_anon.series.ledger import REGION, history
 from faers_anon.series.units import prefix_counts, pseudonym_ids, unit_of
 
-__all__ = ["SeriesPlan", "plan_series", "pseudonym_ids", "ROOT"]
+__all__ = ["SeriesPlan", "over_theta", "plan_series", "pseudonym_ids", "ROOT"]
 
 #: The root of each QID's generalization: the region a QID is widened to when a follow-up leaves it.
 ROOT: dict[str, dict[str, object]] = {
@@ -105,6 +105,14 @@ def _widened(bundles: pl.DataFrame) -> pl.DataFrame:
     return flags.with_columns(*widen, widened.alias("widened")).drop(f"_out_{q}" for q in ROOT)
 
 
+def over_theta(frozen: pl.DataFrame, probabilities: pl.DataFrame, thetas: dict[str, float]) -> frozenset[str]:
+    """The units of ``frozen`` (``caseid``, ``bundle``, ``unit``) with some conf(B → s) > θ_s."""
+    kept = _within_theta(frozen, probabilities, thetas)
+    return frozenset(
+        frozen.filter(~pl.col("bundle").is_in(kept.implode())).get_column("unit").unique().to_list()
+    )
+
+
 def _within_theta(members: pl.DataFrame, probabilities: pl.DataFrame, thetas: dict[str, float]) -> pl.Series:
     """Bundles whose conf(B → s) ≤ θ_s for every protected s (SPEC §5 on the bundle alone)."""
     theta = pl.DataFrame({"value": list(thetas), "theta": list(thetas.values())},
@@ -159,6 +167,7 @@ def plan_series(
     thetas: dict[str, float],
     stored: pl.DataFrame | None = None,
     deleted: pl.Series | None = None,
+    withhold: frozenset[str] = frozenset(),
 ) -> SeriesPlan:
     """Split this quarter's cases into fresh, published returning (with their units) and withheld.
 
@@ -173,6 +182,8 @@ def plan_series(
         stored: the earlier cases that can be republished (``pseudonym``, ``caseid`` raw, ``store``,
             QID ranges, value lists); None: none (a returning case then needs ≥ k returning mates).
         deleted: case pseudonyms on a DELETE list (never republished).
+        withhold: units (their history strings) to withhold whatever the checks say (a unit found
+            over θ* once the release's own E and θ* are known: :func:`faers_anon.series.step.prepare`).
     """
     ids = pseudonym_ids(cases, pseudonym_key)
     current = cases.select("caseid", *[pl.col(c).alias(f"case_{c}") for c in _QIDS], *_LISTS).join(
@@ -187,7 +198,9 @@ def plan_series(
                        pl.Series([], dtype=pl.Int64) if deleted is None else deleted)  # fmt: skip
     counted = members.join(prefix_counts(members), on="pseudonym")
     small = counted.filter(pl.col("with_prefix") < k).get_column("bundle").unique()
-    large = _widened(members.filter(~pl.col("bundle").is_in(small.implode())))
+    large = _widened(
+        members.filter(~pl.col("bundle").is_in(small.implode()) & ~pl.col("unit").is_in(withhold))
+    )
     kept = _within_theta(large, probabilities(large), thetas)
     frozen = large.filter(pl.col("bundle").is_in(kept.implode()))
     withheld = returning.join(frozen, on="caseid", how="anti").get_column("caseid")
@@ -205,5 +218,5 @@ def plan_series(
         "widened": int(frozen.get_column("widened").sum()),
     }  # fmt: skip
     counts["withheld_theta"] = counts["withheld"] - counts["withheld_small"]
-    return SeriesPlan(frozen.select("caseid", "bundle", *REGION), withheld, counts,
+    return SeriesPlan(frozen.select("caseid", "bundle", "unit", *REGION), withheld, counts,
                       again.select("caseid", "store"))  # fmt: skip

@@ -29,7 +29,7 @@ from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import AgencyKey
 from faers_anon.partition import PARTITION_SCHEMA
 from faers_anon.series.ledger import Ledger, open_ledger, stage
-from faers_anon.series.placement import SeriesPlan, plan_series
+from faers_anon.series.placement import SeriesPlan, over_theta, plan_series
 from faers_anon.series.store import republished_rows, stored_cases
 from faers_anon.series.units import pseudonym_ids
 from faers_anon.value_classes import read_classes, read_outcomes, with_classes_and_outcomes
@@ -123,10 +123,32 @@ def exposed_probabilities(
     return with_classes_and_outcomes(probabilities, classes=read_classes(config.classes), outcomes=outcomes)
 
 
+def _release_inputs(
+    folder: Path, config: AnonymizeConfig
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None, dict[str, float]]:
+    """Cases, E, OUTC codes and θ* of an ingested folder, as anonymization computes them."""
+    cases = pl.read_parquet(folder / "cases.parquet")
+    knowledge = knowledge_table(folder, sensitive=config.sensitive, knowledge=config.knowledge)
+    outcomes = read_outcomes(folder) if config.protect_outcomes else None
+    _, thresholds = sensitive_thresholds(
+        cases, knowledge, config=config, classes=read_classes(config.classes), outcomes=outcomes
+    )
+    return cases, knowledge, outcomes, thresholds.thetas
+
+
+#: Re-plans when a unit fails θ* under the release's own E and θ* (each removes the failing units).
+_ATTEMPTS = 4
+
+
 def prepare(
     ledger_dir: Path, ingested: Path, quarters: list[str], work: Path, config: AnonymizeConfig, key: AgencyKey
 ) -> SeriesStep:
     """Open and check the ledger, plan this quarter's returning cases, write what anonymize needs.
+
+    The units are checked against θ* with this quarter's E and θ*; the folder the release is made
+    from (with the republished cases) mines its own E and θ*, so each planned unit is checked again
+    with those, and a unit over θ* there is withheld and the plan made again (at most
+    :data:`_ATTEMPTS` times; the release's verification stays the last word).
 
     Raises:
         InputError: a ledger that does not match (another key, tampered, a missing earlier quarter).
@@ -136,28 +158,39 @@ def prepare(
         raise ConfigError("ledger: composition-safe series need the ms-k-theta model without --method")
     ledger = open_ledger(ledger_dir, key)
     ledger.check_next(quarters)
-    cases = pl.read_parquet(ingested / "cases.parquet")
-    knowledge = knowledge_table(ingested, sensitive=config.sensitive, knowledge=config.knowledge)
-    outcomes = read_outcomes(ingested) if config.protect_outcomes else None
-    _, thresholds = sensitive_thresholds(
-        cases, knowledge, config=config, classes=read_classes(config.classes), outcomes=outcomes
-    )
+    cases, knowledge, outcomes, thetas = _release_inputs(ingested, config)
     stored, deleted = stored_cases(ledger.path, ledger.meta["releases"], key.pseudonym_key)
     if (ingested / "deleted.parquet").is_file():
         now = pl.read_parquet(ingested / "deleted.parquet", columns=["caseid"]).unique()
         deleted = pl.concat([deleted, pseudonym_ids(now, key.pseudonym_key).get_column("pseudonym")])
-
-    def probabilities(members: pl.DataFrame) -> pl.DataFrame:
-        return exposed_probabilities(members, ledger.entries, knowledge, config, outcomes)
-
-    plan = plan_series(cases, ledger.entries, key.pseudonym_key, k=config.k, probabilities=probabilities,
-                       thetas=thresholds.thetas, stored=stored, deleted=deleted)  # fmt: skip
-    folder = ingested
-    if plan.withheld.len() or plan.republish.height:
+    withhold: frozenset[str] = frozenset()
+    for attempt in range(_ATTEMPTS):
+        plan = plan_series(
+            cases, ledger.entries, key.pseudonym_key, k=config.k, thetas=thetas, stored=stored,
+            deleted=deleted, withhold=withhold,
+            probabilities=lambda m: exposed_probabilities(m, ledger.entries, knowledge, config, outcomes),
+        )  # fmt: skip
+        if not (plan.withheld.len() or plan.republish.height):
+            folder = ingested
+            break
         added = republished_rows(ledger.path, ledger.meta["releases"], plan.republish)
-        folder = _composed(ingested, plan.withheld, added, work / "ingested-series")
+        folder = _composed(ingested, plan.withheld, added, work / f"ingested-series-{attempt}")
+        final, final_e, final_outcomes, final_thetas = _release_inputs(folder, config)
+        members = final.select("caseid", *_LISTS).join(
+            plan.frozen.select("caseid", "bundle", "unit"), on="caseid"
+        )
+        members = members.join(pseudonym_ids(members, key.pseudonym_key), on="caseid")
+        failing = over_theta(
+            members,
+            exposed_probabilities(members, ledger.entries, final_e, config, final_outcomes),
+            final_thetas,
+        )
+        if not failing:
+            break
+        withhold |= failing
     frozen = work / FROZEN_NAME
     plan.frozen.write_parquet(frozen)
+    plan.counts["rechecked_withheld_units"] = len(withhold)
     return SeriesStep(ledger, plan, folder, frozen, quarters)
 
 
