@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from faers_anon.series.ledger import REGION, history
-from faers_anon.series.units import prefix_counts, pseudonym_ids, unit_of
+from faers_anon.series.units import intersection_pairs, pseudonym_ids, unit_of
 
 __all__ = ["SeriesPlan", "over_theta", "plan_series", "pseudonym_ids", "ROOT"]
 
@@ -105,29 +105,50 @@ def _widened(bundles: pl.DataFrame) -> pl.DataFrame:
     return flags.with_columns(*widen, widened.alias("widened")).drop(f"_out_{q}" for q in ROOT)
 
 
-def over_theta(frozen: pl.DataFrame, probabilities: pl.DataFrame, thetas: dict[str, float]) -> frozenset[str]:
-    """The units of ``frozen`` (``caseid``, ``bundle``, ``unit``) with some conf(B → s) > θ_s."""
-    kept = _within_theta(frozen, probabilities, thetas)
-    return frozenset(
-        frozen.filter(~pl.col("bundle").is_in(kept.implode())).get_column("unit").unique().to_list()
+def _intersections(members: pl.DataFrame) -> pl.DataFrame:
+    """``unit``, ``d_history``, ``e_history``, ``e_count``: the members of each member's I after the
+    release, counted per history (:func:`faers_anon.series.units.intersection_pairs`)."""
+    counts = members.group_by("unit", "history").len("e_count")
+    return intersection_pairs(members).join(
+        counts, left_on=["unit", "e_history"], right_on=["unit", "history"]
     )
 
 
-def _within_theta(members: pl.DataFrame, probabilities: pl.DataFrame, thetas: dict[str, float]) -> pl.Series:
-    """Bundles whose conf(B → s) ≤ θ_s for every protected s (SPEC §5 on the bundle alone)."""
+def _sizes(members: pl.DataFrame) -> pl.DataFrame:
+    """``unit``, ``d_history``, ``size``: |I(d)| after the release for each history of each unit."""
+    return _intersections(members).group_by("unit", "d_history").agg(pl.col("e_count").sum().alias("size"))
+
+
+def over_theta(
+    members: pl.DataFrame, probabilities: pl.DataFrame, thetas: dict[str, float]
+) -> frozenset[str]:
+    """The units with some member d and protected s where conf(I(d) → s) > θ_s.
+
+    Args:
+        members: ``caseid`` (raw), ``unit``, ``history``; probabilities: P(s | c) of them (caseid,
+            value, p); thetas: θ* of the protected values.
+
+    conf(I(d) → s) = Σ_{e ∈ I(d)} P(s | e) / |I(d)| (SPEC §5 over the attacker's intersection, which
+    is the whole unit for a member whose history is the unit's).
+    """
     theta = pl.DataFrame({"value": list(thetas), "theta": list(thetas.values())},
                          schema={"value": pl.Utf8, "theta": pl.Float64})  # fmt: skip
-    sizes = members.group_by("bundle").len("size")
-    over = (
-        members.select("bundle", "caseid")
+    sums = (
+        members.select("unit", "history", "caseid")
         .join(probabilities, on="caseid")
-        .group_by("bundle", "value")
+        .group_by("unit", "history", "value")
         .agg(pl.col("p").sum())
-        .join(sizes, on="bundle")
+    )
+    over = (
+        intersection_pairs(members)
+        .join(sums, left_on=["unit", "e_history"], right_on=["unit", "history"])
+        .group_by("unit", "d_history", "value")
+        .agg(pl.col("p").sum())
+        .join(_sizes(members), on=["unit", "d_history"])
         .join(theta, on="value")
         .filter(pl.col("p") / pl.col("size") > pl.col("theta") + 1e-12)
     )
-    return sizes.join(over, on="bundle", how="anti").get_column("bundle")
+    return frozenset(over.get_column("unit").unique().to_list())
 
 
 _QIDS = ("age_min", "age_max", "sex", "wt_min", "wt_max")
@@ -196,13 +217,11 @@ def plan_series(
                                  **dict.fromkeys(_LISTS, pl.List(pl.Utf8))})  # fmt: skip
     members = _members(returning, past, empty if stored is None else stored,
                        pl.Series([], dtype=pl.Int64) if deleted is None else deleted)  # fmt: skip
-    counted = members.join(prefix_counts(members), on="pseudonym")
-    small = counted.filter(pl.col("with_prefix") < k).get_column("bundle").unique()
-    large = _widened(
-        members.filter(~pl.col("bundle").is_in(small.implode()) & ~pl.col("unit").is_in(withhold))
-    )
-    kept = _within_theta(large, probabilities(large), thetas)
-    frozen = large.filter(pl.col("bundle").is_in(kept.implode()))
+    small = _sizes(members).filter(pl.col("size") < k).get_column("unit").unique()
+    large = _widened(members.filter(~pl.col("unit").is_in(small.implode()) & ~pl.col("unit").is_in(withhold)))
+    failing = over_theta(large, probabilities(large), thetas)
+    frozen = large.filter(~pl.col("unit").is_in(failing))
+    kept = frozen.get_column("bundle").unique()
     withheld = returning.join(frozen, on="caseid", how="anti").get_column("caseid")
     again = frozen.filter(pl.col("store").is_not_null())
     published = frozen.height - again.height
@@ -213,10 +232,10 @@ def plan_series(
         "published_returning": published,
         "republished": again.height,
         "withheld": withheld.len(),
-        "withheld_small": returning.join(members.filter(pl.col("bundle").is_in(small.implode())), on="caseid",
+        "withheld_small": returning.join(members.filter(pl.col("unit").is_in(small.implode())), on="caseid",
                                          how="semi").height,
         "widened": int(frozen.get_column("widened").sum()),
     }  # fmt: skip
     counts["withheld_theta"] = counts["withheld"] - counts["withheld_small"]
-    return SeriesPlan(frozen.select("caseid", "bundle", "unit", *REGION), withheld, counts,
+    return SeriesPlan(frozen.select("caseid", "bundle", "unit", "history", *REGION), withheld, counts,
                       again.select("caseid", "store"))  # fmt: skip

@@ -177,7 +177,7 @@ def prepare(
         folder = _composed(ingested, plan.withheld, added, work / f"ingested-series-{attempt}")
         final, final_e, final_outcomes, final_thetas = _release_inputs(folder, config)
         members = final.select("caseid", *_LISTS).join(
-            plan.frozen.select("caseid", "bundle", "unit"), on="caseid"
+            plan.frozen.select("caseid", "bundle", "unit", "history"), on="caseid"
         )
         members = members.join(pseudonym_ids(members, key.pseudonym_key), on="caseid")
         failing = over_theta(

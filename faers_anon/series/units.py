@@ -18,7 +18,7 @@ import polars as pl
 
 from faers_anon.pseudonyms import case_pseudonyms
 
-__all__ = ["prefixes", "unit_of", "prefix_counts", "pseudonym_ids"]
+__all__ = ["prefixes", "unit_of", "intersection_pairs", "pseudonym_ids"]
 
 
 def pseudonym_ids(cases: pl.DataFrame, pseudonym_key: bytes) -> pl.DataFrame:
@@ -54,24 +54,24 @@ def unit_of(histories: pl.Series, returning: pl.Series) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={"history": pl.Utf8, "unit": pl.Utf8}, orient="row")
 
 
-def prefix_counts(members: pl.DataFrame, /) -> pl.DataFrame:
-    """Per member, how many members of its unit have a history starting with its own.
+def intersection_pairs(members: pl.DataFrame, /) -> pl.DataFrame:
+    """Within each unit, which histories lie in which members' intersections after the release.
+
+    A member e lies in d's intersection I(d) when e shared d's group in every release of d, i.e.
+    e's ``release:group`` pairs contain d's (e may have more). Published as one group, the unit
+    leaves d with I(d) = the members whose history contains d's (other units never share all of d's
+    groups: they would be in this unit).
 
     Args:
-        members: ``pseudonym``, ``unit``, ``history``.
+        members: ``unit``, ``history`` (one row per member).
 
     Returns:
-        ``pseudonym``, ``with_prefix`` (itself included): |I| after the release is at least this.
+        ``unit``, ``d_history``, ``e_history``: e's history contains d's (each history contains itself).
     """
-    distinct = members.get_column("history").unique().to_list()
-    pairs = pl.DataFrame([(h, p) for h in distinct for p in prefixes(h)], schema={"history": pl.Utf8,
-                         "prefix": pl.Utf8}, orient="row")  # fmt: skip
-    counts = (
-        members.select("unit", "history")
-        .join(pairs, on="history")
-        .group_by("unit", "prefix")
-        .len("with_prefix")
-    )
-    return members.join(counts, left_on=["unit", "history"], right_on=["unit", "prefix"]).select(
-        "pseudonym", pl.col("with_prefix").cast(pl.Int64)
+    rows = []
+    for (unit,), group in members.select("unit", "history").unique().group_by("unit"):
+        histories = [(h, set(h.split("|"))) for h in group.get_column("history").to_list()]
+        rows += [(unit, hd, he) for hd, sd in histories for he, se in histories if sd <= se]
+    return pl.DataFrame(
+        rows, schema={"unit": pl.Utf8, "d_history": pl.Utf8, "e_history": pl.Utf8}, orient="row"
     )

@@ -19,8 +19,9 @@ from faers_anon.anonymize import AnonymizeConfig
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import AgencyKey
 from faers_anon.series.ledger import check_apart, ledger_entries, open_ledger, stage
-from faers_anon.series.placement import plan_series, pseudonym_ids
+from faers_anon.series.placement import over_theta, plan_series, pseudonym_ids
 from faers_anon.series.step import exposed_probabilities
+from faers_anon.series.units import intersection_pairs
 
 KEY = AgencyKey.from_secret(bytes(range(32)))
 OTHER = AgencyKey.from_secret(bytes(range(1, 33)))
@@ -212,3 +213,25 @@ def test_a_returning_case_travels_with_its_stored_group_mates() -> None:
     again = plan_series(cases, entries, KEY.pseudonym_key, k=3, probabilities=lambda _: none, thetas={},
                         stored=stored, deleted=gone)  # fmt: skip
     assert again.withheld.to_list() == [11] and again.republish.is_empty()
+
+
+def test_intersections_follow_contained_histories_not_prefixes() -> None:
+    members = pl.DataFrame({"unit": ["1:0"] * 4, "history": ["1:0", "1:0|2:3", "1:0|3:1", "1:0|2:3|3:1"]})
+    pairs = {(d, e) for _, d, e in intersection_pairs(members).rows()}
+    assert pairs == {
+        ("1:0", "1:0"), ("1:0", "1:0|2:3"), ("1:0", "1:0|3:1"), ("1:0", "1:0|2:3|3:1"),
+        ("1:0|2:3", "1:0|2:3"), ("1:0|2:3", "1:0|2:3|3:1"),
+        ("1:0|3:1", "1:0|3:1"), ("1:0|3:1", "1:0|2:3|3:1"),  # contained, though not a prefix
+        ("1:0|2:3|3:1", "1:0|2:3|3:1"),
+    }  # fmt: skip
+
+
+def test_theta_is_checked_on_every_members_intersection() -> None:
+    # Unit 1:0 = A, B (history 1:0) and C, D (1:0|2:3). C and D both carry DEATH: conf over the unit
+    # is 2/4 = 0.5 <= 0.6, but an attacker following C intersects to {C, D}: conf 1.0 > 0.6.
+    members = pl.DataFrame({"caseid": [1, 2, 3, 4], "unit": ["1:0"] * 4,
+                            "history": ["1:0", "1:0", "1:0|2:3", "1:0|2:3"]})  # fmt: skip
+    death = pl.DataFrame({"caseid": [3, 4], "value": ["DEATH", "DEATH"], "p": [1.0, 1.0]})
+    assert over_theta(members, death, {"DEATH": 0.6}) == frozenset({"1:0"})
+    spread = pl.DataFrame({"caseid": [1, 3], "value": ["DEATH", "DEATH"], "p": [1.0, 1.0]})
+    assert over_theta(members, spread, {"DEATH": 0.6}) == frozenset()  # conf 0.5 over I(A) and I(C)
