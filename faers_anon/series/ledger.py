@@ -264,7 +264,8 @@ def stage(ledger: Ledger, built: Path, out: Path, quarters: list[str], key: Agen
                   "groups": entries.get_column("group").n_unique(), "withheld": withheld}  # fmt: skip
         if ingested is not None:
             shutil.rmtree(store, ignore_errors=True)  # a store left by an interrupted run
-            record["store"] = {"folder": store.name, "files": write_store(ingested, store)}
+            files = write_store(ingested, store, knowledge=built / "knowledge.csv")
+            record["store"] = {"folder": store.name, "files": files}
         meta = {**ledger.meta, "releases": [*ledger.meta["releases"], record]}
         meta["mac"] = _mac(meta, key)
         temp = ledger.path / f".{LEDGER_NAME}.tmp-{os.getpid()}"

@@ -30,7 +30,7 @@ from faers_anon.keys import AgencyKey
 from faers_anon.partition import PARTITION_SCHEMA
 from faers_anon.series.ledger import Ledger, open_ledger, stage
 from faers_anon.series.placement import SeriesPlan, over_theta, plan_series
-from faers_anon.series.store import republished_rows, stored_cases
+from faers_anon.series.store import republished_rows, stored_cases, stored_knowledge
 from faers_anon.series.units import pseudonym_ids
 from faers_anon.value_classes import read_classes, read_outcomes, with_classes_and_outcomes
 from knowledge import case_value_probabilities
@@ -159,6 +159,7 @@ def prepare(
     ledger = open_ledger(ledger_dir, key)
     ledger.check_next(quarters)
     cases, knowledge, outcomes, thetas = _release_inputs(ingested, config)
+    knowledge = stored_knowledge(ledger.path, ledger.meta["releases"], knowledge)
     stored, deleted = stored_cases(ledger.path, ledger.meta["releases"], key.pseudonym_key)
     if (ingested / "deleted.parquet").is_file():
         now = pl.read_parquet(ingested / "deleted.parquet", columns=["caseid"]).unique()
@@ -176,6 +177,7 @@ def prepare(
         added = republished_rows(ledger.path, ledger.meta["releases"], plan.republish)
         folder = _composed(ingested, plan.withheld, added, work / f"ingested-series-{attempt}")
         final, final_e, final_outcomes, final_thetas = _release_inputs(folder, config)
+        final_e = stored_knowledge(ledger.path, ledger.meta["releases"], final_e)
         members = final.select("caseid", *_LISTS).join(
             plan.frozen.select("caseid", "bundle", "unit", "history"), on="caseid"
         )

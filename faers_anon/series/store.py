@@ -23,22 +23,41 @@ from faers_anon.errors import InputError
 from faers_anon.manifest import sha256_file
 from faers_anon.series.units import pseudonym_ids
 
-__all__ = ["STORED", "write_store", "check_store", "stored_cases", "republished_rows"]
+__all__ = ["STORED", "write_store", "check_store", "stored_cases", "stored_knowledge", "republished_rows"]
 
 #: The ingested tables kept per release (those with a caseid; the others are not republished).
 STORED = ("reports", "drug", "reac", "indi", "outc", "ther", "rpsr", "cases", "deleted")
 
 
-def write_store(ingested: Path, folder: Path, /) -> dict[str, str]:
-    """Copy the ingested tables into ``folder`` (0700); return file name → SHA-256."""
+def write_store(ingested: Path, folder: Path, /, *, knowledge: Path | None = None) -> dict[str, str]:
+    """Copy the ingested tables (and the release's ``knowledge.csv``, E) into ``folder`` (0700);
+    return file name → SHA-256."""
     folder.mkdir(mode=0o700)
+    sources = [ingested / f"{name}.parquet" for name in STORED] + (
+        [knowledge] if knowledge is not None else []
+    )
     hashes = {}
-    for name in STORED:
-        source = ingested / f"{name}.parquet"
+    for source in sources:
         if source.is_file():
             shutil.copyfile(source, folder / source.name)
             hashes[source.name] = sha256_file(folder / source.name)
     return hashes
+
+
+def stored_knowledge(ledger: Path, releases: list[dict[str, Any]], current: pl.DataFrame) -> pl.DataFrame:
+    """E for the θ check of a unit: the largest weight of each (drug_key, disease) over the current E
+    and the E every earlier release published (an attacker reads them all)."""
+    tables = [current.select("drug_key", "disease", pl.col("weight").cast(pl.Float64))]
+    for _, folder in _stores(ledger, releases):
+        if (folder / "knowledge.csv").is_file():
+            earlier = pl.read_csv(folder / "knowledge.csv", infer_schema=False)
+            tables.append(earlier.select("drug_key", "disease", pl.col("weight").cast(pl.Float64)))
+    return (
+        pl.concat(tables)
+        .group_by("drug_key", "disease")
+        .agg(pl.col("weight").max())
+        .sort("drug_key", "disease")
+    )
 
 
 def check_store(ledger: Path, record: dict[str, Any], /) -> None:
