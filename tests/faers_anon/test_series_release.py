@@ -58,6 +58,7 @@ def test_no_case_below_k_across_the_ledgered_releases(series: dict[str, Path]) -
     assert f"series of 3 releases: OK (series_k, k = {K})" in result.output
     risk = assess_risk(releases[2], config=RiskConfig(series=tuple(releases[:2])))
     assert risk.figures["composition"]["below_k"] == 0.0 and risk.figures["composition"]["unique"] == 0.0
+    assert risk.figures["composition"]["intersections_above_theta"] == 0  # attribute composition too
     meta = json.loads((series["ledger"] / "ledger.json").read_text())
     assert [r["quarters"] for r in meta["releases"]] == [["2024Q1"], ["2024Q2"], ["2024Q3"]]
     # every returning case of quarters 2 and 3 is either published in a frozen group or withheld
