@@ -235,3 +235,11 @@ def test_theta_is_checked_on_every_members_intersection() -> None:
     assert over_theta(members, death, {"DEATH": 0.6}) == frozenset({"1:0"})
     spread = pl.DataFrame({"caseid": [1, 3], "value": ["DEATH", "DEATH"], "p": [1.0, 1.0]})
     assert over_theta(members, spread, {"DEATH": 0.6}) == frozenset()  # conf 0.5 over I(A) and I(C)
+
+
+def test_config_key_ledger_is_read_relative_to_the_file(tmp_path: Path) -> None:
+    from faers_anon.release_config import build_release_config, load_toml
+
+    (tmp_path / "release.toml").write_text('[release]\nledger = "private/ledger"\nk = 3\n')
+    config = build_release_config(file_options=load_toml(tmp_path / "release.toml"))
+    assert config.ledger == (tmp_path / "private" / "ledger").resolve() and config.anonymize.k == 3
