@@ -93,3 +93,16 @@ def test_a_gap_in_the_quarters_is_named(series: dict[str, Path], tmp_path: Path)
         "(their follow-ups and DELETE lists are not applied)"
     ]
     assert quarter_gaps(["2012Q3", "2013Q2", "2012Q4"]) == ["2013Q1"]
+
+
+def test_the_summary_has_a_line_per_quarter(series: dict[str, Path], tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from faers_anon.cli import cli
+
+    args = ["ingest", *map(str, series.values()), "-o", str(tmp_path / "out")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    lines = [line.split() for line in result.output.splitlines() if line.strip().startswith("2012Q3 (AERS)")]
+    assert lines == [["2012Q3", "(AERS)", "read", "3", "latest", "1", "superseded", "2", "deleted", "0",
+                      "quarantined", "0"]]  # fmt: skip
