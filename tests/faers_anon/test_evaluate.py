@@ -14,6 +14,7 @@ from faers_anon.anonymize import AnonymizeConfig, anonymize_folder
 from faers_anon.cli import cli
 from faers_anon.errors import ConfigError
 from faers_anon.evaluate import CORE_COLUMNS, EvaluateConfig, EvaluationResult
+from faers_anon.io.column_policy import DEFAULT_POLICY
 from faers_anon.models import MODELS
 from faers_anon.synthetic import make_quarter, write_quarter
 from faers_anon.verify import verify_release
@@ -91,8 +92,16 @@ def test_rows_agree_with_anonymize_and_the_verifier(
     result = evaluated[0]
     ingested = result.quarters[0][1]
     rows = result.rows.filter(pl.col("theta_setting") == "uniform")
+    # evaluate is the paper's setting: QIDs age, sex, weight only; no value classes, OUTC unbounded
+    # (issue 18's defaults are switched off: the other DEMO qids dropped, an empty class file)
+    fields = DEFAULT_POLICY.field_qids()
+    (tmp_path / "paper.csv").write_text("table,column,role\n" + "".join(f"demo,{c},drop\n" for c in fields))
+    (tmp_path / "none.csv").write_text("value,class,theta\n")
     for model in ("ms-k-theta", "k-anonymity"):
-        config = AnonymizeConfig(model=model, k=3, theta=0.4, on_infeasible="raise-theta", seed=2)
+        config = AnonymizeConfig(
+            model=model, k=3, theta=0.4, on_infeasible="raise-theta", seed=2,
+            column_policy=tmp_path / "paper.csv", classes=tmp_path / "none.csv", protect_outcomes=False,
+        )  # fmt: skip
         done = anonymize_folder(ingested, tmp_path / model, config=config)
         row = rows.filter(pl.col("model") == model).row(0, named=True)
         assert row["nil"] == pytest.approx(done.nil, abs=1e-12)
