@@ -67,22 +67,9 @@ def _link(
     keys = keys.with_columns(
         (pl.col("caseversion").cast(pl.Int64) + pl.col("offset")).cast(pl.Utf8).alias("new_version")
     ).with_columns(pl.concat_str("new_caseid", "new_version").alias("new_primaryid"))
-    out = {}
-    for name, frame in tables.items():
-        if "primaryid" not in frame.columns:
-            out[name] = frame
-            continue
-        joined = frame.join(
-            keys.select("primaryid", "new_primaryid", "new_caseid", "new_version"), on="primaryid", how="left"
-        )
-        fixed = joined.with_columns(
-            pl.coalesce("new_primaryid", "primaryid").alias("primaryid"),
-            pl.coalesce("new_caseid", "caseid").alias("caseid"),
-        )
-        if name == "DEMO":
-            fixed = fixed.with_columns(pl.coalesce("new_version", "caseversion").alias("caseversion"))
-        out[name] = fixed.select(frame.columns)
-    return out
+    from faers_anon.series.generate import relink_reports
+
+    return relink_reports(tables, keys)
 
 
 def _prepare(n_cases: int, quarters: int, first: str, work: Path, linked: float) -> list[Path]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-__all__ = ["quarter_labels", "make_series"]
+__all__ = ["quarter_labels", "make_series", "relink_reports"]
 
 
 def quarter_labels(first: str, n: int) -> list[str]:
@@ -43,6 +43,15 @@ def _relink(tables: dict[str, pl.DataFrame], seen: pl.DataFrame, follow: float, 
         .with_columns(pl.concat_str("new_caseid", "new_version").alias("new_primaryid"))
         .select("primaryid", "new_primaryid", "new_caseid", "new_version")
     )  # fmt: skip
+    return relink_reports(tables, keys)
+
+
+def relink_reports(tables: dict[str, pl.DataFrame], keys: pl.DataFrame, /) -> dict[str, pl.DataFrame]:
+    """Rewrite every table's ids by ``keys`` (primaryid → new_primaryid, new_caseid, new_version).
+
+    Reports absent from ``keys`` keep their ids; DEMO's caseversion takes the new version.
+    """
+    keys = keys.select("primaryid", "new_primaryid", "new_caseid", "new_version")
     out = {}
     for name, frame in tables.items():
         if "primaryid" not in frame.columns:
