@@ -21,7 +21,10 @@ b_s c_s > 0, e.g. a drug reported only with this event), ROR_MH and its CI are c
 added to every cell of each stratum holding a zero cell (Haldane–Anscombe, as for the crude ROR in
 :mod:`signals.measures`), and ``ror_mh_corrected`` is true. A pair never reported in any stratum
 (Σ a_s = 0) gets ROR_MH = 0 and lower bound 0, the upper bound that of the corrected tables: the
-zero-cell rule of the crude ROR.
+zero-cell rule of the crude ROR. Cells below 10⁻⁹ are round-off of fractional sums (the
+``expected`` reading of released ranges: a margin minus a) and count as 0, as in
+:mod:`signals.counts`; otherwise a 4·10⁻¹⁶ left in c would make S vanishingly small but positive,
+skip the correction and send the upper bound to infinity.
 
 Computation: numpy over a dense (pairs × strata) array of each cell (:func:`mh_arrays`), so a
 quarter's 10⁶ pairs over 15 strata cost a few vectorized passes; :func:`mantel_haenszel` takes the
@@ -40,6 +43,7 @@ __all__ = ["MH_COLUMNS", "mh_arrays", "mantel_haenszel"]
 
 MH_COLUMNS = ("ror_mh", "ror_mh_lo", "ror_mh_hi", "ror_mh_corrected", "breslow_day_p")
 _Z95 = 1.959963984540054
+_TINY = 1e-9  # cells below this are round-off of fractional sums: 0
 
 
 def _log_mh(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -85,6 +89,7 @@ def mh_arrays(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> dic
     Returns:
         ``n_strata`` and :data:`MH_COLUMNS`, one value per row.
     """
+    a, b, c, d = (np.where(x < _TINY, 0.0, x) for x in (a, b, c, d))
     n = a + b + c + d
     r, s, ln_or, se = _log_mh(a, b, c, d)
     fix = (r <= 0) | (s <= 0)

@@ -258,9 +258,15 @@ def _with_adjusted(
     config: SignalConfig,
     reading: str,
 ) -> pl.DataFrame:
-    """Join the Mantel–Haenszel columns across the bands within ``condition`` to the rules' rows."""
+    """Join the Mantel–Haenszel columns across the bands within ``condition`` to the rules' rows.
+
+    An unconditioned rule is read ``exact`` on released ranges too (the stratum ``all`` holds every
+    case); its bands are then read ``expected``, as :func:`signals.table.signal_table` reads them.
+    """
     bands = [intersect(condition, band) for band in band_strata(config.stratify, age_bands=config.age_bands)]
     caps = {"age": config.age_cap, "weight": config.weight_cap}
+    if reading == "exact" and has_ranges(cases):
+        reading = "expected"
     members = memberships(cases, bands, reading=reading, caps=caps)
     wanted = chosen.select("drug", pl.col("_event").alias("event"))
     adjusted = mantel_haenszel(count_2x2(co, members, min_a=0.0, wanted=wanted), by=["drug", "event"])

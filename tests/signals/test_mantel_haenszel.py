@@ -74,3 +74,11 @@ def test_never_reported_and_empty_strata() -> None:
     with_margin = _one([(2, 3, 5, 90), (4, 1, 6, 70), (0, 0, 9, 50)])
     without = _one([(2, 3, 5, 90), (4, 1, 6, 70)])
     assert with_margin["breslow_day_p"] == pytest.approx(without["breslow_day_p"])
+
+
+def test_round_off_in_a_cell_counts_as_zero() -> None:
+    # b = 4e-16 is what a margin minus a leaves of 0 in fractional (expected-reading) sums: S would be
+    # 4e-16 * 4 / 46 > 0, the correction skipped and the upper bound exp(huge) = inf
+    row = _one([(3.0, 0.0, 5.0, 50.0), (2.0, 4e-16, 4.0, 40.0)])
+    assert row == _one([(3.0, 0.0, 5.0, 50.0), (2.0, 0.0, 4.0, 40.0)])
+    assert row["ror_mh_corrected"] is True and math.isfinite(row["ror_mh_hi"])

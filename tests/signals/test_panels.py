@@ -7,7 +7,15 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from signals import CaseTables, SignalConfig, SignalsError, load_reference_pairs, medwatch_panel, panel_table
+from signals import (
+    DEFAULT_PRIOR,
+    CaseTables,
+    SignalConfig,
+    SignalsError,
+    load_reference_pairs,
+    medwatch_panel,
+    panel_table,
+)
 
 
 def test_bundled_panel_is_table_5() -> None:
@@ -71,6 +79,23 @@ def test_release_panel_has_three_readings() -> None:
         (2, 0, 1, 3),
         pytest.approx((1.6, 0, 0.8, 2.4)),
     ]
+
+
+def test_unconditioned_rule_on_a_release_gets_its_adjusted_ror() -> None:
+    # a reference pair without condition is read exact on released ranges (stratum all); its
+    # Mantel-Haenszel bands are read expected (this raised "reading 'exact' does not apply")
+    raw = _warfarin_tables(["WARFARIN", "WARFARIN"])
+    release = CaseTables(
+        raw.cases.drop("age_years").with_columns(age_min=pl.lit(45.0), age_max=pl.lit(None, pl.Float64)),
+        raw.drugs,
+        raw.events,
+    )
+    rule = medwatch_panel().filter(pl.col("drug") == "WARFARIN").with_columns(condition=pl.lit(None, pl.Utf8))
+    config = SignalConfig(stratify=("sex",), measures="all")
+    row = panel_table(release, rule, config=config, prior=DEFAULT_PRIOR).row(0, named=True)
+    assert (row["reading"], row["a"], row["b"], row["c"], row["d"]) == ("exact", 2, 0, 1, 3)
+    # all six cases are F: one stratum, b = 0, so MH is the corrected ROR 2.5 * 3.5 / (0.5 * 1.5)
+    assert row["ror_mh_corrected"] and row["ror_mh"] == pytest.approx(2.5 * 3.5 / (0.5 * 1.5))
 
 
 def test_reference_pairs_from_the_shared_data(shared_data: Path) -> None:
