@@ -10,18 +10,18 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from faers_anon._targets import check_outputs, check_release_target, key_inputs, resolved
-from faers_anon.analysis import ComparisonRun, SignalsRun, run_compare, run_signals
-from faers_anon.anonymize import AnonymizeConfig, AnonymizeResult, anonymize_folder
-from faers_anon.evaluate import EvaluateConfig, EvaluationResult, evaluate_sources
-from faers_anon.fetch import FetchConfig, FetchResult, fetch_quarters
+from faers_anon.analysis.signals import ComparisonRun, SignalsRun, run_compare, run_signals
+from faers_anon.anonymize.pipeline import AnonymizeConfig, AnonymizeResult, anonymize_folder
+from faers_anon.evaluate.pipeline import EvaluateConfig, EvaluationResult, evaluate_sources
+from faers_anon.io.fetch import FetchConfig, FetchResult, fetch_quarters
 from faers_anon.io.ingest import IngestConfig, demo_source, ingest_quarters
 from faers_anon.io.ingest_report import IngestResult
-from faers_anon.release import ReleaseResult
-from faers_anon.release import release as run_release
-from faers_anon.release_config import ReleaseConfig, build_release_config, load_toml
+from faers_anon.io.targets import check_outputs, check_release_target, key_inputs, resolved
+from faers_anon.release.config import ReleaseConfig, build_release_config, load_toml
+from faers_anon.release.pipeline import ReleaseResult
+from faers_anon.release.pipeline import release as run_release
 from faers_anon.risk import RiskConfig, RiskResult, assess_risk, write_risk
-from faers_anon.verify import Verdict, VerifyConfig, verify_release
+from faers_anon.verify.verifier import Verdict, VerifyConfig, verify_release
 from signals import CompareConfig, SignalConfig
 
 __all__ = [
@@ -46,7 +46,7 @@ def fetch(
     config: FetchConfig | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> FetchResult:
-    """Download the FDA's quarterly ASCII zips into ``out``; see :func:`faers_anon.fetch.fetch_quarters`."""
+    """Download the FDA's quarterly ASCII zips into ``out``; see :func:`.io.fetch.fetch_quarters`."""
     return fetch_quarters(quarters, out, config=config, progress=progress)
 
 
@@ -59,7 +59,7 @@ def ingest(sources: Sequence[Path], out: Path, /, *, config: IngestConfig | None
 
 
 def verify(release: Path, /, *, config: VerifyConfig | None = None) -> Verdict:
-    """Re-check a written release from its files alone; see :func:`faers_anon.verify.verify_release`."""
+    """Re-check a written release from its files alone; see :func:`.verify.verifier.verify_release`."""
     cfg = config or VerifyConfig()
     return verify_release(
         release,
@@ -81,7 +81,7 @@ def signals(
     """PRR/ROR/IC/χ² and criteria for every drug–event pair of an ingested folder or a release
     (or a series of them: each case once, at its latest version).
 
-    Writes ``output`` (``.csv``, else Parquet); see :func:`faers_anon.analysis.run_signals`.
+    Writes ``output`` (``.csv``, else Parquet); see :func:`faers_anon.analysis.signals.run_signals`.
     """
     check_outputs([output], [data] if isinstance(data, Path) else list(data))
     return run_signals(data, output, config=config)
@@ -98,7 +98,7 @@ def compare(
     """Signal survival from an ingested folder to its release, with the reference panel, into ``out``
     (either side may be a series of folders).
 
-    See :func:`faers_anon.analysis.run_compare`.
+    See :func:`faers_anon.analysis.signals.run_compare`.
     """
     cfg = config or CompareConfig()
     sides = [p for side in (raw, release) for p in ([side] if isinstance(side, Path) else side)]
@@ -139,7 +139,7 @@ def release(
 ) -> ReleaseResult:
     """Ingest, anonymize, verify, compare and report into the release folder ``out``.
 
-    See :func:`faers_anon.release.release`.
+    See :func:`faers_anon.release.pipeline.release`.
     """
     return run_release(sources, out, config=config or ReleaseConfig(), progress=progress)
 
@@ -154,7 +154,7 @@ def evaluate(
 ) -> EvaluationResult:
     """Every model (and method) on every quarter, k, θ and θ* setting: results.csv, figures, HTML in ``out``.
 
-    See :func:`faers_anon.evaluate.evaluate_sources`.
+    See :func:`faers_anon.evaluate.pipeline.evaluate_sources`.
     """
     cfg = config or EvaluateConfig()
     check_outputs([out], [*sources, demo_source() if cfg.demo else None, cfg.theta_file, cfg.knowledge])

@@ -15,20 +15,20 @@ from typing import Any
 import click
 
 from faers_anon import __version__, api, configure
-from faers_anon._evaluate_cli import evaluate_command
-from faers_anon._targets import check_outputs
-from faers_anon._verify_series import verify_series
-from faers_anon._workspace import signals_raise
-from faers_anon.anonymize import AnonymizeConfig
+from faers_anon.anonymize.method_run import RELEASE_METHODS
+from faers_anon.anonymize.pipeline import AnonymizeConfig
 from faers_anon.errors import FaersAnonError, Interrupted, VerificationError
-from faers_anon.fetch import FDA_BASE_URL, FetchConfig
+from faers_anon.evaluate.command import evaluate_command
+from faers_anon.io.fetch import FDA_BASE_URL, FetchConfig
 from faers_anon.io.ingest import IngestConfig
+from faers_anon.io.targets import check_outputs
+from faers_anon.io.workspace import signals_raise
 from faers_anon.keys import load_key, read_public_key
-from faers_anon.method_release import RELEASE_METHODS
 from faers_anon.models import MODELS
 from faers_anon.risk import RiskConfig
 from faers_anon.risk import parse_items as risk_items
-from faers_anon.verify import VerifyConfig
+from faers_anon.verify.series import verify_series
+from faers_anon.verify.verifier import VerifyConfig
 from hierarchies.errors import HierarchyError
 from knowledge.errors import KnowledgeError
 from signals import CompareConfig, GammaMixture, SignalConfig
@@ -314,7 +314,7 @@ def verify(
         click.echo(verdict.summary(limit=20))
         if not verdict.ok:
             failed.append(f"{one}: fails {verdict.label} ({verdict.violations.height} violation(s))")
-    if series:  # composition across the releases (faers_anon._verify_series: the verifier's own code)
+    if series:  # composition across the releases (faers_anon.verify.series: the verifier's own code)
         composed = verify_series(release, k=k)
         click.echo(composed.summary(limit=20))
         if not composed.ok:

@@ -65,7 +65,7 @@ class OutputError(InputError, ConfigError):
     """An output path that would overwrite an input, or replace a folder faers-anon did not write.
 
     Both an :class:`InputError` (it concerns the user's files) and a :class:`ConfigError` (the ``-o``
-    option is wrong); see :mod:`faers_anon._targets`.
+    option is wrong); see :mod:`faers_anon.io.targets`.
     """
 
 
@@ -92,7 +92,7 @@ class VerificationError(FaersAnonError):
 
 
 class Interrupted(BaseException):
-    """SIGINT, SIGTERM or SIGHUP arrived during a run (raised by the handler of :mod:`faers_anon._workspace`).
+    """SIGINT, SIGTERM or SIGHUP arrived during a run (raised by :mod:`faers_anon.io.workspace`).
 
     A ``BaseException`` like ``KeyboardInterrupt``, so no ``except Exception`` swallows it and every
     ``finally`` on the way up removes its temporary folders.

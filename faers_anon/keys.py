@@ -11,9 +11,9 @@ derived secret key.
 Derivation (HKDF-SHA256, RFC 5869, no salt; the ``info`` labels keep the two keys independent, so
 learning one derived key tells nothing of the other or of the secret):
 
-* ``faers-anon/v1/pseudonyms`` → the HMAC-SHA256 key of the pseudonymous ids (:mod:`faers_anon.pseudonyms`);
+* ``faers-anon/v1/pseudonyms`` → the HMAC-SHA256 key of pseudonymous ids (:mod:`.release.pseudonyms`);
 * ``faers-anon/v1/certificate`` → the 32-byte seed of the Ed25519 signing key of the certificate
-  (:mod:`faers_anon.certificate`). Its public key is published (``<key>.pub``, ``certificate.json``).
+  (:mod:`faers_anon.release.certificate`). Its public key is published (``<key>.pub``, ``certificate.json``).
 
 Decision: one secret, not two files. Both keys are used by the same run on the same machine, so
 separating them protects nothing against the realistic loss (the agency's machine or backup), while

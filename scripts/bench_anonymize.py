@@ -85,7 +85,7 @@ def _child_read(raw: Path) -> dict[str, object]:
 
 
 def _child_msk(ingested: Path, k: int, theta: float) -> dict[str, object]:
-    from faers_anon.anonymize import AnonymizeConfig, anonymize_folder
+    from faers_anon.anonymize.pipeline import AnonymizeConfig, anonymize_folder
 
     start, cpu = time.perf_counter(), _cpu_seconds()
     config = AnonymizeConfig(k=k, theta=theta, on_infeasible="raise-theta", seed=0)

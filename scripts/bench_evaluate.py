@@ -52,7 +52,7 @@ def _peak_rss_mb() -> float:
 def _child(ingested: Path, out: Path, ks: str, thetas: str, methods: str, signals: bool) -> dict[str, object]:
     import polars as pl
 
-    from faers_anon.evaluate import EvaluateConfig, evaluate_sources
+    from faers_anon.evaluate.pipeline import EvaluateConfig, evaluate_sources
 
     config = EvaluateConfig(
         ks=tuple(int(k) for k in ks.split(",")),

@@ -35,8 +35,8 @@ os.environ.setdefault("FAERS_ANON_JIT", "compiled")
 _CHILD = """
 import json, sys, time
 from pathlib import Path
-from faers_anon.release import release
-from faers_anon.release_config import build_release_config
+from faers_anon.release.pipeline import release
+from faers_anon.release.config import build_release_config
 source, out = Path(sys.argv[1]), Path(sys.argv[2])
 extra = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
 config = build_release_config(flag_options={"k": 5, "theta": 0.4, "on_infeasible": "raise-theta",
@@ -127,8 +127,8 @@ rpsr,rpsr_cod,keep,old default
 
 
 def _attacks(release: Path) -> dict[str, float]:
+    from faers_anon.anonymize.value_classes import DEFAULT_CLASSES
     from faers_anon.risk import RiskConfig, assess_risk
-    from faers_anon.value_classes import DEFAULT_CLASSES
 
     figures = assess_risk(release, config=RiskConfig(classes=DEFAULT_CLASSES)).figures
     demo = tuple(f for f in figures["fields"] if f != "outc_cod")
@@ -153,7 +153,7 @@ def _variant(ingested: Path, work: Path, name: str, options: dict[str, Any]) -> 
     import polars as pl
 
     from faers_anon import api
-    from faers_anon.anonymize import AnonymizeConfig
+    from faers_anon.anonymize.pipeline import AnonymizeConfig
 
     release = work / f"variant-{name}"
     config = AnonymizeConfig(k=5, theta=0.4, on_infeasible="raise-theta", force=True,

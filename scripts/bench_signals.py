@@ -125,7 +125,7 @@ def _cpu_s() -> float:
 
 
 def _signals_step(folder: str, options: dict[str, Any], queue: Any) -> None:
-    from faers_anon.analysis import read_case_tables
+    from faers_anon.analysis.signals import read_case_tables
     from signals import SignalConfig, signal_table
 
     started = time.perf_counter()
@@ -152,7 +152,7 @@ def _signals_step(folder: str, options: dict[str, Any], queue: Any) -> None:
 
 
 def _vigipy_step(folder: str, role: str, max_gb: float, queue: Any) -> None:
-    from faers_anon.analysis import read_case_tables
+    from faers_anon.analysis.signals import read_case_tables
     from signals import co_reports, prepare
 
     tables = read_case_tables(Path(folder))

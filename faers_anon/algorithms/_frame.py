@@ -22,9 +22,9 @@ from numpy.typing import NDArray
 from faers_anon.algorithms._encode import build_cases, build_pool, build_tables
 from faers_anon.algorithms._groups import Store
 from faers_anon.algorithms._pool import Cases, Pool, Tables
+from faers_anon.anonymize.partition import PARTITION_SCHEMA
 from faers_anon.errors import InputError
 from faers_anon.models.base import Requirements
-from faers_anon.partition import PARTITION_SCHEMA
 
 if TYPE_CHECKING:
     from faers_anon.algorithms.greedy_cluster import QidHierarchies

@@ -36,9 +36,9 @@ from numpy.typing import NDArray
 
 from faers_anon.algorithms._frame import partition_frame
 from faers_anon.algorithms.greedy_cluster import Partition, QidHierarchies
+from faers_anon.anonymize.partition import PARTITION_SCHEMA
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.models.base import GroupModel, Requirements
-from faers_anon.partition import PARTITION_SCHEMA
 from hierarchies import Hierarchy
 
 __all__ = ["mondrian"]

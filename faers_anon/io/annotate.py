@@ -117,7 +117,7 @@ def annotated_reports(scans: list[Scan], deleted_ids: pl.Series) -> pl.LazyFrame
 
 def _with_is_latest(frame: pl.LazyFrame) -> pl.LazyFrame:
     """Add ``is_latest``: the row's primaryid is its caseid's latest version (as
-    :func:`faers_anon.cases.latest_primaryid`: :data:`~faers_anon.cases.VERSION_ORDER`, nulls lowest).
+    :func:`faers_anon.io.cases.latest_primaryid`: :data:`~faers_anon.io.cases.VERSION_ORDER`, nulls lowest).
 
     The lexicographic maximum is found key by key (FDA's rule): the rows of a case tied at the
     maximum of ``caseversion`` (all rows when it is missing in all), then among them at the maximum

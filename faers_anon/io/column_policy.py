@@ -39,9 +39,9 @@ from typing import Any, Literal, cast
 
 import polars as pl
 
+from faers_anon.anonymize.partition import PARTITION_SCHEMA
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.io._policy_file import BUILTIN_HIERARCHIES, DEFAULT_POLICY_FILE, PolicyFile, read_policy_file
-from faers_anon.partition import PARTITION_SCHEMA
 
 __all__ = [
     "Action",

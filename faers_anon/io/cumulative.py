@@ -8,7 +8,7 @@ cases into FAERS under the same case number, ``caseversion`` counting on from th
 How several quarters become one database (the work is done by :mod:`faers_anon.io.annotate` on
 the one DEMO frame of every quarter given; this module counts what it did):
 
-* **Latest version** (:data:`faers_anon.cases.VERSION_ORDER`): among a case's kept reports of every
+* **Latest version** (:data:`faers_anon.io.cases.VERSION_ORDER`): among a case's kept reports of every
   quarter, the highest ``caseversion``, then the latest ``fda_dt``, then the highest ``primaryid``.
   The quarter a report came in plays no part; the same primaryid in two quarters is one report, the
   later extract's row kept (rule ``primaryid_latest_quarter``).

@@ -10,7 +10,7 @@ named rules of :mod:`faers_anon.io.rules`, and given a status: *quarantined* whe
 fails, else *kept*. Kept rows go to ``<table>.parquet``; the others to ``rejects/<table>.parquet``
 with ``source_file``, ``line``, ``reason`` and their raw text. DEMO is done first; child rows are
 matched to its kept (or deleted) reports by (quarter, primaryid), and legacy child rows take their
-caseid from there. Then ``cases.parquet`` (:func:`faers_anon.cases.merge_versions`) and
+caseid from there. Then ``cases.parquet`` (:func:`faers_anon.io.cases.merge_versions`) and
 ``ingest_report.json``. Several quarters make one cumulative database (latest version across them,
 every DELETE list applied to every quarter, AERS cases linked to FAERS across 2012Q3/Q4, an
 accounting per quarter in ``by_quarter``): :mod:`faers_anon.io.cumulative`.
@@ -45,7 +45,6 @@ import polars as pl
 
 from faers_anon import __version__
 from faers_anon._paths import bundled
-from faers_anon.cases import TERM_LISTS, combine, term_lists, version_summary
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.io import rules
 from faers_anon.io.annotate import (
@@ -58,6 +57,7 @@ from faers_anon.io.annotate import (
     report_rules,
     typed_rows,
 )
+from faers_anon.io.cases import TERM_LISTS, combine, term_lists, version_summary
 from faers_anon.io.cumulative import check_quarters, quarter_accounting
 from faers_anon.io.faers_ascii import scan_deleted, scan_table
 from faers_anon.io.ingest_report import FILE_CODE, KEPT, QUARANTINED, STATUS, IngestResult
@@ -94,7 +94,7 @@ _VERSION_COLUMNS = (
     "sex",
     "weight_kg",
 )
-#: Child table → the super-record attribute it feeds (faers_anon.cases.TERM_LISTS).
+#: Child table → the super-record attribute it feeds (faers_anon.io.cases.TERM_LISTS).
 _LISTS = {"indi": "indications", "reac": "reactions", "drug": "drug_keys"}
 
 

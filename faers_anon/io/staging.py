@@ -1,14 +1,14 @@
 """Writing the ingested folder atomically: built in a private work folder, renamed into place when complete.
 
 Decisions:
-    * Before anything is written, ``out`` is checked against every input (:mod:`faers_anon._targets`):
+    * Before anything is written, ``out`` is checked against every input (:mod:`faers_anon.io.targets`):
       it may not be, contain or lie inside a source (or the folder of a source zip), and an existing
       ``out`` is replaced only when it is empty or a previous ingest (it holds ``ingest_report.json``),
       so a typo in ``-o`` never deletes unrelated files.
     * ``out`` is resolved first (``..`` and symlinks), so ``-o out/../out`` names the same folder
       before and after the earlier ingest is moved away.
     * The tables are written into ``<work>/ingested`` inside a private 0700 work folder under the
-      system temp folder or ``work_dir`` (:mod:`faers_anon._workspace`); only the complete folder is
+      system temp folder or ``work_dir`` (:mod:`faers_anon.io.workspace`); only the complete folder is
       moved beside ``out`` and renamed. A failed or interrupted run leaves the previous output
       untouched and removes its work folder; a killed run's folder is removed by the next run.
 """
@@ -19,9 +19,9 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from faers_anon._targets import check_outputs, check_replaceable, check_work_dir, resolved
-from faers_anon._workspace import make_work_folder, publish_folder, remove_work_folder
 from faers_anon.errors import InputError
+from faers_anon.io.targets import check_outputs, check_replaceable, check_work_dir, resolved
+from faers_anon.io.workspace import make_work_folder, publish_folder, remove_work_folder
 
 __all__ = ["REPORT_NAME", "open_staging", "publish", "discard"]
 

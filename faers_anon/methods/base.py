@@ -26,8 +26,8 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from faers_anon.anonymize.partition import PARTITION_SCHEMA
 from faers_anon.errors import ConfigError, InputError
-from faers_anon.partition import PARTITION_SCHEMA
 from hierarchies import Hierarchy, mesh_age_tree, sex_tree
 
 __all__ = [

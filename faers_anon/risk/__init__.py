@@ -28,7 +28,7 @@ import polars as pl
 
 from faers_anon._paths import bundled
 from faers_anon.errors import ConfigError, InputError
-from faers_anon.manifest import read_manifest
+from faers_anon.release.manifest import read_manifest
 from faers_anon.risk._classes import class_sizes
 from faers_anon.risk._composition import composition
 from faers_anon.risk._inference import inference, read_classes
@@ -134,7 +134,7 @@ def parse_items(text: str | None) -> tuple[str, int | str] | None:
 
 def write_risk(result: RiskResult, path: Path) -> Path:
     """Write ``result.figures`` as risk.json (sorted keys, rounded floats: byte-identical reruns)."""
-    from faers_anon.report import write_json
+    from faers_anon.release.report import write_json
 
     if not path.parent.is_dir():
         raise InputError("output folder does not exist", path=path.parent)

@@ -6,7 +6,7 @@ published and never inside a release folder (:func:`check_apart`).
 Layout of the ledger folder ``DIR``:
 
 * ``release-NNNN.parquet`` (one per release, NNNN = 1, 2, …), one row per case pseudonym published:
-  ``caseid`` (the case pseudonym, :mod:`faers_anon.pseudonyms`: the same key gives the same pseudonym
+  ``caseid`` (the case pseudonym, :mod:`faers_anon.release.pseudonyms`: the same key gives the same pseudonym
   in every release), ``group`` (the index of its QID-group in that release: the cases sharing the
   whole released QID tuple, ``age_group, age_min, age_max, sex, wt_min, wt_max`` and every other
   DEMO QID of the manifest's ``columns.demo.qid``, as the verifier groups them: the finest grouping
@@ -14,7 +14,7 @@ Layout of the ledger folder ``DIR``:
   ``group_size``, ``reports`` (its report pseudonyms published), and the sensitive
   values it exposed there: ``reactions``, ``indications`` (canonical value keys, as ``thresholds.csv``
   names them), ``drug_keys`` (the diseases of E are read through its drugs) and ``outcomes`` (OUTC
-  codes, bounded by θ as pseudo-values: :mod:`faers_anon.value_classes`). The group's member
+  codes, bounded by θ as pseudo-values: :mod:`faers_anon.anonymize.value_classes`). The group's member
   pseudonyms are the rows sharing ``group``.
 * ``store-NNNN/``: the ingested tables release NNNN was written from (raw rows, to republish a
   unit's members: :mod:`faers_anon.series.store`).
@@ -54,7 +54,7 @@ import polars as pl
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.io.cumulative import quarter_gaps
 from faers_anon.keys import AgencyKey
-from faers_anon.manifest import MANIFEST_NAME, sha256_file
+from faers_anon.release.manifest import MANIFEST_NAME, sha256_file
 from faers_anon.series.store import check_store, write_store
 from knowledge.values import value_key_expr
 

@@ -24,15 +24,15 @@ from pathlib import Path
 import polars as pl
 
 from faers_anon.algorithms import Partition
-from faers_anon.anonymize import AnonymizeConfig, knowledge_table, sensitive_thresholds
+from faers_anon.anonymize.partition import PARTITION_SCHEMA
+from faers_anon.anonymize.pipeline import AnonymizeConfig, knowledge_table, sensitive_thresholds
+from faers_anon.anonymize.value_classes import read_classes, read_outcomes, with_classes_and_outcomes
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import AgencyKey
-from faers_anon.partition import PARTITION_SCHEMA
 from faers_anon.series.ledger import Ledger, open_ledger, stage
 from faers_anon.series.placement import SeriesPlan, over_theta, plan_series
 from faers_anon.series.store import republished_rows, stored_cases, stored_knowledge
 from faers_anon.series.units import pseudonym_ids
-from faers_anon.value_classes import read_classes, read_outcomes, with_classes_and_outcomes
 from knowledge import case_value_probabilities
 
 __all__ = ["SeriesStep", "exposed_probabilities", "prepare", "with_frozen", "publish_with_ledger"]
@@ -95,7 +95,7 @@ def exposed_probabilities(
 
     Each list attribute is the union of the member's list and every value the ledger records it
     exposed; P is then computed as for a release (SPEC §5, with the value classes and OUTC
-    pseudo-values of :mod:`faers_anon.value_classes`), so p is the largest an attacker holding every
+    pseudo-values of :mod:`faers_anon.anonymize.value_classes`), so p is the largest an attacker holding every
     release can read (with the current E and class file).
     """
     past = (

@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 
 from faers_anon.errors import InputError
-from faers_anon.manifest import sha256_file
+from faers_anon.release.manifest import sha256_file
 from faers_anon.series.units import pseudonym_ids
 
 __all__ = ["STORED", "write_store", "check_store", "stored_cases", "stored_knowledge", "republished_rows"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from faers_anon.pseudonyms import case_pseudonyms
+from faers_anon.release.pseudonyms import case_pseudonyms
 
 __all__ = ["prefixes", "unit_of", "intersection_pairs", "pseudonym_ids"]
 

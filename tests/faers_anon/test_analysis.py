@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from faers_anon import api
-from faers_anon.analysis import COMPARE_FILES, read_case_tables, run_compare, run_signals
+from faers_anon.analysis.signals import COMPARE_FILES, read_case_tables, run_compare, run_signals
 from faers_anon.errors import InputError
 from faers_anon.synthetic import demo_zip
 from signals import SignalConfig

@@ -10,12 +10,12 @@ import pytest
 from click.testing import CliRunner
 
 from faers_anon import api
-from faers_anon.anonymize import AnonymizeConfig, anonymize_folder, knowledge_table
+from faers_anon.anonymize.pipeline import AnonymizeConfig, anonymize_folder, knowledge_table
 from faers_anon.cli import cli
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.io.ingest import ingest_quarters
 from faers_anon.synthetic import make_quarter, write_quarter
-from faers_anon.verify import verify_release
+from faers_anon.verify.verifier import verify_release
 
 
 @pytest.fixture(scope="module")

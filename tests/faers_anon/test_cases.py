@@ -6,7 +6,7 @@ import datetime as dt
 
 import polars as pl
 
-from faers_anon.cases import combine, latest_versions, merge_versions, term_lists, version_summary
+from faers_anon.io.cases import combine, latest_versions, merge_versions, term_lists, version_summary
 
 D = dt.date
 

@@ -10,11 +10,11 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from faers_anon.certificate import seal
 from faers_anon.cli import cli
 from faers_anon.io.ingest import ingest_quarters
 from faers_anon.keys import AgencyKey, load_key
-from faers_anon.release_config import build_release_config, load_toml
+from faers_anon.release.certificate import seal
+from faers_anon.release.config import build_release_config, load_toml
 from faers_anon.synthetic import make_quarter, write_quarter
 
 

@@ -13,14 +13,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from faers_anon._verify_classes import class_violations, demo_field_violations
-from faers_anon.errors import InputError
-from faers_anon.value_classes import (
+from faers_anon.anonymize.value_classes import (
     read_classes,
     release_files,
     with_class_thetas,
     with_classes_and_outcomes,
 )
+from faers_anon.errors import InputError
+from faers_anon.verify.classes import class_violations, demo_field_violations
 
 PROBABILITIES = pl.DataFrame(
     {"caseid": [1, 1, 2, 2], "value": ["BREAST CANCER", "LUNG CANCER", "DEPRESSION", "LUNG CANCER"],

@@ -10,12 +10,12 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
+from faers_anon.anonymize.disassociation_run import DISASSOCIATED, case_tables
 from faers_anon.cli import cli
-from faers_anon.disassociation_release import DISASSOCIATED, case_tables
-from faers_anon.manifest import MANIFEST_NAME, hash_tree, read_manifest
 from faers_anon.methods.disassociation import check_km, read_released
+from faers_anon.release.manifest import MANIFEST_NAME, hash_tree, read_manifest
 from faers_anon.synthetic import make_quarter, write_quarter
-from faers_anon.verify import verify_release
+from faers_anon.verify.verifier import verify_release
 
 
 @pytest.fixture(scope="module")

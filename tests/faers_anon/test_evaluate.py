@@ -10,14 +10,14 @@ import pytest
 from click.testing import CliRunner
 
 from faers_anon import api
-from faers_anon.anonymize import AnonymizeConfig, anonymize_folder
+from faers_anon.anonymize.pipeline import AnonymizeConfig, anonymize_folder
 from faers_anon.cli import cli
 from faers_anon.errors import ConfigError
-from faers_anon.evaluate import CORE_COLUMNS, EvaluateConfig, EvaluationResult
+from faers_anon.evaluate.pipeline import CORE_COLUMNS, EvaluateConfig, EvaluationResult
 from faers_anon.io.column_policy import DEFAULT_POLICY
 from faers_anon.models import MODELS
 from faers_anon.synthetic import make_quarter, write_quarter
-from faers_anon.verify import verify_release
+from faers_anon.verify.verifier import verify_release
 
 CONFIG = EvaluateConfig(ks=(3,), thetas=(0.4,), methods=("ra", "kl-anonymity"), seed=2)
 

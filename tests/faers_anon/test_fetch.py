@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from faers_anon.cli import cli
 from faers_anon.errors import ConfigError, FaersAnonError
-from faers_anon.fetch import FetchConfig, Quarter, fetch_quarters, parse_quarter, zip_name
+from faers_anon.io.fetch import FetchConfig, Quarter, fetch_quarters, parse_quarter, zip_name
 
 
 def _quarter_zip() -> bytes:

@@ -13,12 +13,12 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from faers_anon.anonymize import AnonymizeConfig, anonymize_folder
-from faers_anon.certificate import seal
+from faers_anon.anonymize.pipeline import AnonymizeConfig, anonymize_folder
 from faers_anon.cli import cli
 from faers_anon.io.ingest import demo_source, ingest_quarters
 from faers_anon.keys import AgencyKey, load_key
-from faers_anon.verify import Verdict, verify_release
+from faers_anon.release.certificate import seal
+from faers_anon.verify.verifier import Verdict, verify_release
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import click
 from click.testing import CliRunner
 
 from faers_anon.cli import cli
-from faers_anon.release_config import RELEASE_OPTIONS, build_release_config
+from faers_anon.release.config import RELEASE_OPTIONS, build_release_config
 
 ROOT = Path(__file__).resolve().parents[2]
 FORMAT_WORDS = ("CSV", "TSV", "TOML", "JSON", "θ-file", "class file", "Value-class")

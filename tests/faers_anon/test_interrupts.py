@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from faers_anon import _workspace
+from faers_anon.io import workspace as _workspace
 from faers_anon.io.ingest import demo_source
 
 FAERS_ANON = Path(sys.executable).with_name("faers-anon")

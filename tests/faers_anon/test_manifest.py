@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from faers_anon.errors import ConfigError, InputError
-from faers_anon.manifest import (
+from faers_anon.release.manifest import (
     build_manifest,
     dump_manifest,
     dump_parameters,

@@ -9,15 +9,15 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from faers_anon import method_release
-from faers_anon._verify_methods import diverse_at_least, kl_violations
-from faers_anon.anonymize import AnonymizeConfig
+from faers_anon.anonymize import method_run as method_release
+from faers_anon.anonymize.method_run import RELEASE_METHODS
+from faers_anon.anonymize.pipeline import AnonymizeConfig
 from faers_anon.cli import cli
 from faers_anon.io.ingest import ingest_quarters
-from faers_anon.manifest import read_manifest
-from faers_anon.method_release import RELEASE_METHODS
+from faers_anon.release.manifest import read_manifest
 from faers_anon.synthetic import make_quarter, write_quarter
-from faers_anon.verify import verify_release
+from faers_anon.verify.methods import diverse_at_least, kl_violations
+from faers_anon.verify.verifier import verify_release
 
 FIGURE = {
     "ra": "probabilistic_anonymity",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from faers_anon import metrics
 from faers_anon.algorithms import QidHierarchies
+from faers_anon.anonymize import metrics
 
 CASES = pl.DataFrame(
     {

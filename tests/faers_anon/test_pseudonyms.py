@@ -11,7 +11,7 @@ import pytest
 
 from faers_anon.errors import InputError
 from faers_anon.keys import AgencyKey
-from faers_anon.pseudonyms import SLOTS, case_pseudonyms, pseudonymize_ids
+from faers_anon.release.pseudonyms import SLOTS, case_pseudonyms, pseudonymize_ids
 
 KEY = AgencyKey.from_secret(bytes(range(32))).pseudonym_key
 OTHER = AgencyKey.from_secret(bytes(range(1, 33))).pseudonym_key

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from faers_anon import _targets
 from faers_anon.cli import cli
 from faers_anon.errors import OutputError
+from faers_anon.io import targets as _targets
 from faers_anon.io.ingest import demo_source
 
 

@@ -10,14 +10,14 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from faers_anon import release as release_module
 from faers_anon.api import release_config
 from faers_anon.cli import cli
 from faers_anon.errors import ConfigError, InputError, VerificationError
 from faers_anon.io.ingest import demo_source, ingest_quarters
-from faers_anon.manifest import fingerprint, read_manifest, sha256_file
-from faers_anon.release import release
-from faers_anon.release_config import ReleaseConfig, build_release_config, load_toml
+from faers_anon.release import pipeline as release_module
+from faers_anon.release.config import ReleaseConfig, build_release_config, load_toml
+from faers_anon.release.manifest import fingerprint, read_manifest, sha256_file
+from faers_anon.release.pipeline import release
 from faers_anon.synthetic import make_quarter, write_quarter
 
 TABLES = ("reports", "drug", "reac", "indi", "outc", "ther", "rpsr")

@@ -16,11 +16,11 @@ import polars as pl
 import pytest
 
 from faers_anon import api
-from faers_anon.anonymize import AnonymizeConfig
+from faers_anon.anonymize.pipeline import AnonymizeConfig
+from faers_anon.anonymize.value_classes import DEFAULT_CLASSES
 from faers_anon.io.ingest import IngestConfig
 from faers_anon.risk import RiskConfig, assess_risk
-from faers_anon.value_classes import DEFAULT_CLASSES
-from faers_anon.verify import verify_release
+from faers_anon.verify.verifier import verify_release
 
 K = 5
 LEGACY = """table,column,role,why

@@ -9,8 +9,15 @@ import re
 import numpy as np
 import polars as pl
 
-from faers_anon._report_html import worst_stratum
-from faers_anon.report import ReportInputs, _known_ranges, _spread, build_figures, render_html, write_json
+from faers_anon.release.report import (
+    ReportInputs,
+    _known_ranges,
+    _spread,
+    build_figures,
+    render_html,
+    write_json,
+)
+from faers_anon.release.report_html import worst_stratum
 
 
 def _inputs() -> ReportInputs:

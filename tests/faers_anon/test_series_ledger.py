@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from faers_anon.anonymize import AnonymizeConfig
+from faers_anon.anonymize.pipeline import AnonymizeConfig
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import AgencyKey
 from faers_anon.series.ledger import check_apart, ledger_entries, open_ledger, stage
@@ -238,7 +238,7 @@ def test_theta_is_checked_on_every_members_intersection() -> None:
 
 
 def test_config_key_ledger_is_read_relative_to_the_file(tmp_path: Path) -> None:
-    from faers_anon.release_config import build_release_config, load_toml
+    from faers_anon.release.config import build_release_config, load_toml
 
     (tmp_path / "release.toml").write_text('[release]\nledger = "private/ledger"\nk = 3\n')
     config = build_release_config(file_options=load_toml(tmp_path / "release.toml"))

@@ -20,12 +20,12 @@ import pytest
 from click.testing import CliRunner
 
 from faers_anon import api
-from faers_anon._verify_series import verify_series
-from faers_anon.analysis import read_case_tables
+from faers_anon.analysis.signals import read_case_tables
 from faers_anon.cli import cli
 from faers_anon.errors import InputError
 from faers_anon.risk import RiskConfig, assess_risk
 from faers_anon.series.generate import make_series
+from faers_anon.verify.series import verify_series
 
 K = 3
 
@@ -106,7 +106,7 @@ def test_release_and_ledger_both_or_neither(
     ledger = tmp_path / "ledger"
     _release(series["raw0"], tmp_path / "r0", ledger)
     before = sorted(p.name for p in ledger.iterdir())
-    from faers_anon import release as release_module
+    from faers_anon.release import pipeline as release_module
 
     def fail(*_: object, **__: object) -> None:
         raise InputError("simulated: cannot publish")

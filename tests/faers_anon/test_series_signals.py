@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from faers_anon import api
-from faers_anon.analysis import read_case_tables
+from faers_anon.analysis.signals import read_case_tables
 from faers_anon.cli import cli
 from faers_anon.errors import InputError
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import polars as pl
 from click.testing import CliRunner
 
-from faers_anon._verify_series import verify_series
 from faers_anon.cli import cli
+from faers_anon.verify.series import verify_series
 
 A, B, C, D = (("A", 20.0), ("B", 40.0), ("C", 60.0), ("D", 80.0))
 

@@ -8,14 +8,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from faers_anon.errors import ConfigError, InfeasibleThetaError, InputError
-from faers_anon.thresholds import (
+from faers_anon.anonymize.thresholds import (
     build_thresholds,
     frequency_thetas,
     load_level_file,
     value_shares,
     with_declared_values,
 )
+from faers_anon.errors import ConfigError, InfeasibleThetaError, InputError
 
 # 4 cases: A in 3 of them (share 0.75), B with p 0.5 in 2 (share 0.25), C in 1 (0.25)
 PROBS = pl.DataFrame(

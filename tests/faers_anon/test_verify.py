@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from faers_anon.errors import ConfigError, InputError
-from faers_anon.io.release_writer import write_release
-from faers_anon.verify import Verdict, verify_release
+from faers_anon.release.writer import write_release
+from faers_anon.verify.verifier import Verdict, verify_release
 
 # A group tuple: (age_group, age_min, age_max, sex, wt_min, wt_max)
 ADULT_F = ("Adult", 19.0, 45.0, "F", 50.0, 70.0)

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from faers_anon._verify_disassociation import km_support, km_violations
 from faers_anon.methods.disassociation import DisassociationConfig, check_km, disassociate, write_released
 from faers_anon.synthetic import make_quarter
+from faers_anon.verify.disassociation import km_support, km_violations
 
 EMPTY_SHARED = pl.DataFrame(schema={"shared_id": pl.Int64, "record_in_chunk": pl.Int64, "item": pl.String})
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import faers_anon
 
 PACKAGE = Path(faers_anon.__file__).parent
-VERIFIER = ("verify", "_verify_models", "_verify_methods", "_verify_disassociation", "_verify_integrity",
-            "_verify_stated", "_verify_series", "_verify_classes")  # fmt: skip
-ALLOWED = {"faers_anon.errors", "faers_anon.keys", *(f"faers_anon.{m}" for m in VERIFIER)}
+VERIFIER = sorted((PACKAGE / "verify").glob("*.py"))  # every module of the verify package
+ALLOWED = {"faers_anon.errors", "faers_anon.keys", "faers_anon.verify",
+           *(f"faers_anon.verify.{path.stem}" for path in VERIFIER)}  # fmt: skip
 PRODUCER_LIBRARIES = ("knowledge", "hierarchies", "signals")
 
 
@@ -40,15 +40,15 @@ def _forbidden(name: str) -> bool:
     return (ours and name != "faers_anon" and name not in ALLOWED) or name.split(".")[0] in PRODUCER_LIBRARIES
 
 
-def test_every_verifier_module_exists() -> None:
-    assert all((PACKAGE / f"{m}.py").is_file() for m in VERIFIER)
+def test_the_verifier_is_one_package() -> None:
+    assert {path.stem for path in VERIFIER} >= {"verifier", "integrity", "models", "classes", "series"}
 
 
 def test_verifier_imports_nothing_of_the_anonymizer() -> None:
     found = {
-        f"{module}.py imports {name}"
-        for module in VERIFIER
-        for name in _imports(PACKAGE / f"{module}.py")
+        f"verify/{path.name} imports {name}"
+        for path in VERIFIER
+        for name in _imports(path)
         if _forbidden(name)
     }
     assert found == set()
@@ -59,10 +59,11 @@ def test_the_check_sees_every_kind_of_import(tmp_path: Path) -> None:
     source.write_text(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from faers_anon.methods.disassociation import check_km\n"
-        "def f():\n    import faers_anon.manifest\n    from faers_anon import anonymize\n"
+        "def f():\n    import faers_anon.release.manifest\n    from faers_anon import anonymize\n"
         "from knowledge import value_key_expr\nfrom faers_anon.errors import InputError\n"
     )
     names = _imports(source)
     assert sorted(n for n in names if _forbidden(n)) == [
-        "faers_anon.anonymize", "faers_anon.manifest", "faers_anon.methods.disassociation", "knowledge",
+        "faers_anon.anonymize", "faers_anon.methods.disassociation", "faers_anon.release.manifest",
+        "knowledge",
     ]  # fmt: skip

@@ -6,8 +6,8 @@ import datetime as dt
 
 import polars as pl
 
-from faers_anon.cases import latest_primaryid
 from faers_anon.io.annotate import _with_is_latest
+from faers_anon.io.cases import latest_primaryid
 from faers_anon.io.ingest_report import KEPT, QUARANTINED, STATUS
 from faers_anon.io.rules import QUARTER_CODE
 

@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 
 from faers_anon import __version__
 from faers_anon.errors import ConfigError, InputError
-from faers_anon.io import release_writer
 from faers_anon.io.column_policy import DEFAULT_POLICY, QID_COLUMNS, ColumnPolicy
-from faers_anon.io.release_writer import restricted_path, write_release
 from faers_anon.keys import load_key
-from faers_anon.manifest import fingerprint, hash_tree, sha256_file
-from faers_anon.pseudonyms import case_pseudonyms
+from faers_anon.release import writer as release_writer
+from faers_anon.release.manifest import fingerprint, hash_tree, sha256_file
+from faers_anon.release.pseudonyms import case_pseudonyms
+from faers_anon.release.writer import restricted_path, write_release
 
 D = dt.date
 TABLE_FILES = {"demo": "reports", "drug": "drug", "reac": "reac", "indi": "indi", "outc": "outc",
@@ -165,7 +165,7 @@ def release(ingested: Path, tmp_path: Path) -> Path:
 
 
 def _pseudo() -> dict[int, int]:
-    """Raw caseid → case pseudonym under the session's agency key (faers_anon.pseudonyms)."""
+    """Raw caseid → case pseudonym under the session's agency key (faers_anon.release.pseudonyms)."""
     return case_pseudonyms([10, 20, 30], load_key(None).pseudonym_key)[0]
 
 

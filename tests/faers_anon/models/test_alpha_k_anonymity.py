@@ -8,10 +8,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from faers_anon.anonymize import AnonymizeConfig, anonymize_folder
+from faers_anon.anonymize.pipeline import AnonymizeConfig, anonymize_folder
 from faers_anon.errors import ConfigError
 from faers_anon.models import AlphaKAnonymity, CaseStats, GroupStats
-from faers_anon.verify import verify_release
+from faers_anon.verify.verifier import verify_release
 
 
 def _rows(with_s: int, without: int) -> GroupStats:

@@ -19,10 +19,10 @@ import pytest
 
 from faers_anon.algorithms import QidHierarchies, greedy_cluster
 from faers_anon.algorithms.mondrian import mondrian
-from faers_anon.anonymize import AnonymizeConfig, anonymize_folder
+from faers_anon.anonymize.pipeline import AnonymizeConfig, anonymize_folder
 from faers_anon.errors import ConfigError
 from faers_anon.models import MODELS, CaseStats, GroupModel, GroupStats, make_model
-from faers_anon.verify import verify_release
+from faers_anon.verify.verifier import verify_release
 
 VALUES = [f"indications:I{i}" for i in range(6)] + [f"reactions:R{i}" for i in range(6)]
 THETAS = {"indications:I0": 0.5, "reactions:R1": 0.4, "indications:I2": 0.6}

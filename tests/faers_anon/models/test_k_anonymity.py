@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from faers_anon import metrics
 from faers_anon.algorithms import QidHierarchies
+from faers_anon.anonymize import metrics
+from faers_anon.anonymize.units import partition_model, unit_view
 from faers_anon.models import CaseStats, GroupStats, KAnonymity, XYAnonymity
-from faers_anon.units import partition_model, unit_view
 from hierarchies import mesh_age_tree, sex_tree
 from knowledge import E_SCHEMA
 

@@ -8,14 +8,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from faers_anon import metrics
 from faers_anon.algorithms import QidHierarchies
 from faers_anon.algorithms.mondrian import mondrian
-from faers_anon.anonymize import AnonymizeConfig, anonymize_folder
+from faers_anon.anonymize import metrics
+from faers_anon.anonymize.pipeline import AnonymizeConfig, anonymize_folder
 from faers_anon.errors import ConfigError
 from faers_anon.models import CaseStats, GroupStats, LDiversity, MSKTheta
 from faers_anon.models.l_diversity import value_key
-from faers_anon.verify import verify_release
+from faers_anon.verify.verifier import verify_release
 from hierarchies import mesh_age_tree
 
 

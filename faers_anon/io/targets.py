@@ -30,7 +30,7 @@ from faers_anon.keys import KEY_ENV
 
 __all__ = ["resolved", "check_outputs", "check_work_dir", "check_replaceable", "is_release", "RELEASE_MARKER"]
 
-#: The file that marks a folder as a faers-anon release (see :mod:`faers_anon.manifest`).
+#: The file that marks a folder as a faers-anon release (see :mod:`faers_anon.release.manifest`).
 RELEASE_MARKER = "manifest.json"
 
 
@@ -103,7 +103,7 @@ def check_release_target(out: Path, /, *, force: bool, inputs: Iterable[Path | N
             earlier release, or is one without ``force``; ``<out>-restricted`` exists and is not the
             restricted folder ``out``'s manifest names.
     """
-    restricted = out.parent / f"{out.name}-restricted"  # faers_anon.io.release_writer.restricted_path
+    restricted = out.parent / f"{out.name}-restricted"  # faers_anon.release.writer.restricted_path
     check_outputs([out, restricted], inputs)
     out, restricted = resolved(out), resolved(restricted)
     check_replaceable(out, force=force)

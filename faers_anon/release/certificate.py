@@ -29,7 +29,7 @@ from pathlib import Path
 
 from faers_anon.errors import InputError
 from faers_anon.keys import AgencyKey
-from faers_anon.manifest import CERTIFICATE_NAME, MANIFEST_NAME, dump_manifest, read_manifest
+from faers_anon.release.manifest import CERTIFICATE_NAME, MANIFEST_NAME, dump_manifest, read_manifest
 
 __all__ = ["ALGORITHM", "CERTIFICATE_FORMAT", "seal"]
 

@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from faers_anon._report_html import worst_stratum
-from faers_anon.disassociation_release import SIGNALS_NOTE
-from faers_anon.method_release import json_data
-from faers_anon.report import ReportInputs
+from faers_anon.anonymize.disassociation_run import SIGNALS_NOTE
+from faers_anon.anonymize.method_run import json_data
+from faers_anon.release.report import ReportInputs
+from faers_anon.release.report_html import worst_stratum
 
 if TYPE_CHECKING:
-    from faers_anon.anonymize import AnonymizeResult
+    from faers_anon.anonymize.pipeline import AnonymizeResult
     from faers_anon.io.ingest_report import IngestResult
-    from faers_anon.release_config import ReleaseConfig
-    from faers_anon.verify import Verdict
+    from faers_anon.release.config import ReleaseConfig
+    from faers_anon.verify.verifier import Verdict
     from signals import Comparison
 
 __all__ = ["build_report", "report_inputs"]

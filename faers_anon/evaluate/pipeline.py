@@ -9,7 +9,7 @@ Sources: each SRC is one quarter, an FDA zip or folder (ingested once into ``OUT
 reused by later runs while that folder holds a complete ingest) or an already-ingested folder (has
 ``cases.parquet``). E is mined from each quarter's INDI and DRUG unless ``knowledge`` is given.
 
-θ* settings (:mod:`faers_anon.thresholds`): ``uniform`` (θ_s = θ), ``level`` (a class file; default
+θ* settings (:mod:`faers_anon.anonymize.thresholds`): ``uniform`` (θ_s = θ), ``level`` (a class file; default
 the bundled ``faers_anon/data/level_classes.csv``: stigmatizing conditions 0.2, product terms and
 common symptoms 1, every other value θ), ``frequency`` (θ_s = min(1, θ + slope · P(s))). Infeasible
 values (θ_s < P(s)) are raised to P(s) + 1/k by default (``on_infeasible``), as the paper could only
@@ -17,8 +17,8 @@ observe the resulting high NIL; the ``raised_values`` column counts them.
 
 Outputs in ``OUT``: ``results.csv`` (tidy: one row per quarter × model × k × setting × θ; columns in
 :data:`CORE_COLUMNS`, then each method's scalar privacy figures), ``figures/*.png`` and
-``evaluation.html`` (:mod:`faers_anon._evaluate_report`). How each model is run and measured:
-:mod:`faers_anon._evaluate_runs`.
+``evaluation.html`` (:mod:`faers_anon.evaluate.report`). How each model is run and measured:
+:mod:`faers_anon.evaluate.runs`.
 """
 
 from __future__ import annotations
@@ -33,15 +33,15 @@ from typing import Any
 
 import polars as pl
 
-from faers_anon._evaluate_report import draw_figures, render_page, summary_table
-from faers_anon._evaluate_runs import CORE_COLUMNS, RunSpec, load_quarter, quarter_rows
 from faers_anon._paths import bundled
-from faers_anon.anonymize import knowledge_table
+from faers_anon.anonymize.pipeline import knowledge_table
+from faers_anon.anonymize.thresholds import ON_INFEASIBLE, THETA_RULES
 from faers_anon.errors import ConfigError, InputError
+from faers_anon.evaluate.report import draw_figures, render_page, summary_table
+from faers_anon.evaluate.runs import CORE_COLUMNS, RunSpec, load_quarter, quarter_rows
 from faers_anon.io.ingest import demo_source, ingest_quarters
 from faers_anon.methods import METHODS
 from faers_anon.models import MODELS
-from faers_anon.thresholds import ON_INFEASIBLE, THETA_RULES
 from knowledge import SENSITIVE_ATTRIBUTES
 
 __all__ = ["CORE_COLUMNS", "DEFAULT_LEVEL_FILE", "EvaluateConfig", "EvaluationResult", "evaluate_sources"]

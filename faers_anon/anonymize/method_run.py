@@ -2,7 +2,7 @@
 
 A method of :data:`faers_anon.methods.METHODS` replaces the privacy model and the clustering engine:
 it runs on the cases frame with the run's generator (``numpy.random.default_rng(seed)``) and its
-partition frame is written by :func:`faers_anon.io.release_writer.write_release` like a model's. The
+partition frame is written by :func:`faers_anon.release.writer.write_release` like a model's. The
 rest of the run is the same as for a model: E, P(s | c) and θ* are built from the options, travel with
 the release (``knowledge.csv``, ``thresholds.csv``) and measure DR *for information* (the methods are
 not bounded by θ*; evaluate measures them the same way), NIL is measured on the same hierarchies.
@@ -22,7 +22,7 @@ manifest.json → ``parameters`` records ``method``, ``method_parameters`` (the 
 with a group size; ``model`` is absent (the verifier reads ``method``).
 
 Disassociation publishes DRUG and REAC as its chunked form in ``disassociated/`` instead of rows
-(:func:`faers_anon.disassociation_release.publish_disassociated`, which also records ``m``).
+(:func:`faers_anon.anonymize.disassociation_run.publish_disassociated`, which also records ``m``).
 """
 
 from __future__ import annotations
@@ -37,19 +37,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from faers_anon import metrics
 from faers_anon.algorithms import Partition
-from faers_anon.certificate import seal
-from faers_anon.disassociation_release import publish_disassociated
-from faers_anon.io.release_writer import write_release
+from faers_anon.anonymize import metrics
+from faers_anon.anonymize.disassociation_run import publish_disassociated
+from faers_anon.anonymize.partition import PARTITION_SCHEMA
+from faers_anon.anonymize.units import case_members
 from faers_anon.keys import load_key
 from faers_anon.methods import METHODS, MethodResult
 from faers_anon.methods.disassociation import DisassociationResult
-from faers_anon.partition import PARTITION_SCHEMA
-from faers_anon.units import case_members
+from faers_anon.release.certificate import seal
+from faers_anon.release.writer import write_release
 
 if TYPE_CHECKING:
-    from faers_anon.anonymize import AnonymizeConfig, AnonymizeResult
+    from faers_anon.anonymize.pipeline import AnonymizeConfig, AnonymizeResult
 
 __all__ = [
     "METHOD_K",
@@ -64,7 +64,7 @@ METHOD_K = frozenset({"kl-anonymity", "disassociation"})
 """Methods whose ``k`` is a group size: they get the run's ``--k``."""
 
 RELEASE_METHODS: tuple[str, ...] = tuple(METHODS)
-"""The methods ``--method`` accepts (disassociation's release: :mod:`faers_anon.disassociation_release`)."""
+"""The methods ``--method`` accepts (disassociation's release: :mod:`.disassociation_run`)."""
 
 _QIDS = tuple(c for c in PARTITION_SCHEMA if c not in ("caseid", "group_id"))
 
@@ -135,7 +135,7 @@ def anonymize_with_method(
         ConfigError: invalid method options, or ``out`` exists without ``force``.
         InfeasibleThetaError: some θ_s < P(s) with ``on_infeasible = "error"`` (θ* measures DR).
     """
-    from faers_anon.anonymize import AnonymizeResult
+    from faers_anon.anonymize.pipeline import AnonymizeResult
 
     assert config.method is not None
     seconds: dict[str, float] = {}
@@ -147,7 +147,9 @@ def anonymize_with_method(
     frame = released_groups(result.release)
     seconds["anonymize"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    from faers_anon.anonymize import sensitive_thresholds  # anonymize imports this module: import late
+    from faers_anon.anonymize.pipeline import (
+        sensitive_thresholds,  # anonymize imports this module: import late
+    )
 
     probabilities, thresholds = sensitive_thresholds(cases, knowledge, config=config)
     losses = metrics.information_loss(frame, cases, hierarchies=config.hierarchies())

@@ -1,6 +1,6 @@
 """Disassociation as a release mode (``--method disassociation`` of ``anonymize`` and ``release``; SPEC §7).
 
-The release folder is the one :func:`faers_anon.io.release_writer.write_release` writes for the
+The release folder is the one :func:`faers_anon.release.writer.write_release` writes for the
 method's point partition, then changed by :func:`publish_disassociated`:
 
 * **DEMO, OUTC, THER, RPSR, INDI** stay as written: every case at its own QID values (the method
@@ -44,15 +44,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from faers_anon.analysis import read_case_tables
+from faers_anon.analysis.signals import read_case_tables
 from faers_anon.errors import InputError
-from faers_anon.manifest import MANIFEST_NAME, dump_manifest, hash_tree, read_manifest
 from faers_anon.methods.disassociation import read_released, reconstruct, split_items, write_released
+from faers_anon.release.manifest import MANIFEST_NAME, dump_manifest, hash_tree, read_manifest
 from signals import CaseTables
 
 if TYPE_CHECKING:
     from faers_anon.methods.disassociation import DisassociationResult
-    from faers_anon.release_config import ReleaseConfig
+    from faers_anon.release.config import ReleaseConfig
     from signals import CompareConfig
 
 __all__ = [

@@ -12,11 +12,11 @@ Layout (keys sorted, two-space indent, UTF-8, trailing newline):
   compare :func:`fingerprint`, which leaves them out.
 * ``inputs``: relative path → SHA-256 of every file of the ingested folder.
 * ``outputs``: relative path → SHA-256 of every file of the release except ``manifest.json`` and
-  ``certificate.json`` (which signs the manifest: :mod:`faers_anon.certificate`).
+  ``certificate.json`` (which signs the manifest: :mod:`faers_anon.release.certificate`).
 * ``restricted``: ``null``, or the restricted folder's name and its files' SHA-256.
 * ``counts``: per table ``rows_in``, ``rows_out`` and per quarter the same; ``rejects``: rows per file.
 * ``columns``: per table the published, dropped and restricted columns; ``policy``: the column policy.
-* ``pseudonyms``: the id scheme and its counts (:mod:`faers_anon.pseudonyms`; no id, no key);
+* ``pseudonyms``: the id scheme and its counts (:mod:`faers_anon.release.pseudonyms`; no id, no key);
   ``certificate``: the signature scheme, key id and public key (written by ``certificate.seal``).
 """
 
@@ -116,7 +116,7 @@ def build_manifest(
         policy: the column policy's ``describe()``.
         restricted: the restricted folder's description, or None.
         created: the timestamp (default: now, UTC, whole seconds).
-        pseudonyms: the id scheme and its counts (:meth:`faers_anon.pseudonyms.IdMap.describe`).
+        pseudonyms: the id scheme and its counts (:meth:`faers_anon.release.pseudonyms.IdMap.describe`).
     """
     when = created or dt.datetime.now(dt.UTC).replace(microsecond=0)
     params = json.loads(dump_parameters(parameters))

@@ -15,10 +15,10 @@ Layout written (all paths relative to the release folder ``out``):
 * ``rejects/<table>.parquet``: see :class:`~faers_anon.io.column_policy.ColumnPolicy` ``rejects``;
   with ``keep``, the raw id columns (``primaryid``, ``caseid``, legacy ``isr``, ``case``) are left out.
 * extra files from the caller (``report.json``, ``report.html``), then ``manifest.json``, signed into
-  ``certificate.json`` (:func:`faers_anon.certificate.seal`).
+  ``certificate.json`` (:func:`faers_anon.release.certificate.seal`).
 
 Ids: every ``primaryid`` and ``caseid`` written (ascii, parquet, the restricted folder) is its keyed
-pseudonym (:mod:`faers_anon.pseudonyms`, under the agency key); the raw ids are replaced right after
+pseudonym (:mod:`faers_anon.release.pseudonyms`, under the agency key); the raw ids are replaced right after
 the tables are read, so no later step sees them, and the map lives in memory only
 (:attr:`ReleaseWritten.ids`, for a method that publishes ids in a form of its own).
 
@@ -55,9 +55,7 @@ from typing import Any
 
 import polars as pl
 
-from faers_anon.certificate import seal
 from faers_anon.errors import ConfigError, InputError
-from faers_anon.io._release_checks import KNOWLEDGE, THRESHOLDS, check_extras, check_frame, check_partition
 from faers_anon.io.column_policy import (
     ASCII_NAMES,
     DEFAULT_POLICY,
@@ -73,8 +71,16 @@ from faers_anon.io.column_policy import (
 from faers_anon.io.qid_fields import generalize_fields
 from faers_anon.io.rejects import write_rejects_csv
 from faers_anon.keys import AgencyKey, load_key
-from faers_anon.manifest import CERTIFICATE_NAME, MANIFEST_NAME, build_manifest, dump_manifest, hash_tree
-from faers_anon.pseudonyms import IdMap, release_id_map
+from faers_anon.release.certificate import seal
+from faers_anon.release.manifest import (
+    CERTIFICATE_NAME,
+    MANIFEST_NAME,
+    build_manifest,
+    dump_manifest,
+    hash_tree,
+)
+from faers_anon.release.pseudonyms import IdMap, release_id_map
+from faers_anon.release.writer_checks import KNOWLEDGE, THRESHOLDS, check_extras, check_frame, check_partition
 
 __all__ = ["ReleaseWritten", "write_release", "restricted_path"]
 

@@ -2,10 +2,10 @@
 
 One run reads ``cases.parquet`` (and ``drug.parquet``/``indi.parquet`` to mine E when no knowledge file
 is given), computes P(s | c) (:func:`knowledge.case_value_probabilities`), θ*
-(:func:`faers_anon.thresholds.build_thresholds`), builds the model from the registry, partitions the
+(:func:`faers_anon.anonymize.thresholds.build_thresholds`), builds the model from the registry, partitions the
 cases with :func:`faers_anon.algorithms.greedy_cluster` (one ``numpy.random.default_rng(seed)`` per run),
 measures NIL, DR and the group sizes, and writes the release with
-:func:`faers_anon.io.release_writer.write_release`.
+:func:`faers_anon.release.writer.write_release`.
 
 When ``diseases`` is not among the sensitive attributes the release carries an empty E: the bound then
 does not cover what E reveals, and an empty knowledge.csv tells a re-verifier the same.
@@ -22,25 +22,18 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from faers_anon import metrics
 from faers_anon.algorithms import Partition, QidHierarchies
-from faers_anon.errors import ConfigError, InputError
-from faers_anon.io.column_policy import load_policy
-from faers_anon.io.qid_fields import generalize_fields
-from faers_anon.io.release_writer import write_release
-from faers_anon.keys import load_key
-from faers_anon.method_release import RELEASE_METHODS, anonymize_with_method
-from faers_anon.methods import MethodResult
-from faers_anon.models import MODELS, make_model
-from faers_anon.thresholds import (
+from faers_anon.anonymize import metrics
+from faers_anon.anonymize.method_run import RELEASE_METHODS, anonymize_with_method
+from faers_anon.anonymize.thresholds import (
     ON_INFEASIBLE,
     THETA_RULES,
     Thresholds,
     build_thresholds,
     with_declared_values,
 )
-from faers_anon.units import case_members, model_unit, partition_model, report_records, unit_view
-from faers_anon.value_classes import (
+from faers_anon.anonymize.units import case_members, model_unit, partition_model, report_records, unit_view
+from faers_anon.anonymize.value_classes import (
     ValueClasses,
     read_classes,
     read_outcomes,
@@ -48,6 +41,13 @@ from faers_anon.value_classes import (
     with_class_thetas,
     with_classes_and_outcomes,
 )
+from faers_anon.errors import ConfigError, InputError
+from faers_anon.io.column_policy import load_policy
+from faers_anon.io.qid_fields import generalize_fields
+from faers_anon.keys import load_key
+from faers_anon.methods import MethodResult
+from faers_anon.models import MODELS, make_model
+from faers_anon.release.writer import write_release
 from hierarchies import mesh_age_tree, sex_tree
 from knowledge import (
     E_SCHEMA,
@@ -82,7 +82,7 @@ class AnonymizeConfig:
         model: a key of :data:`faers_anon.models.MODELS`.
         k: minimum distinct cases per group (≥ 2).
         theta: θ of the uniform rule, the base of the frequency rule, the level rule's default.
-        theta_rule: ``uniform``, ``level`` or ``frequency`` (:mod:`faers_anon.thresholds`).
+        theta_rule: ``uniform``, ``level`` or ``frequency`` (:mod:`.thresholds`).
         theta_file: the level-wise CSV (required by ``level``).
         frequency_slope: slope of the frequency rule (≥ 0).
         sensitive: a non-empty subset of ``indications``, ``reactions``, ``diseases``.
@@ -96,14 +96,14 @@ class AnonymizeConfig:
         scan_limit: evaluations per search at most (≥ candidates).
         force: replace an existing release folder.
         method: a key of :data:`faers_anon.methods.METHODS` run instead of the model (exclusive with a
-            non-default ``model``; :mod:`faers_anon.method_release`).
+            non-default ``model``; :mod:`faers_anon.anonymize.method_run`).
         key_file: the agency key file (:mod:`faers_anon.keys`; None: ``$FAERS_ANON_KEY_FILE``); never
             recorded in the manifest.
         column_policy: a user's column-policy file (TOML or CSV) overriding the bundled default
             (:func:`faers_anon.io.column_policy.load_policy`); its other DEMO qids are generalized to
             their group's common value and their NIL reported per field (:mod:`faers_anon.io.qid_fields`).
         classes: a value-class file (None: the bundled default); classes and OUTC codes are bounded by
-            θ like single values (:mod:`faers_anon.value_classes`) and travel as classes.csv, outcomes.csv.
+            θ like single values (:mod:`.value_classes`) and travel as classes.csv, outcomes.csv.
         protect_outcomes: bound the OUTC codes by θ (default; False: they are published unbounded).
     """
 
@@ -302,10 +302,10 @@ def sensitive_thresholds(
     classes: ValueClasses | None = None,
     outcomes: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, Thresholds]:
-    """P(s | c) of the cases (SPEC §5) and θ* over the values they reach (:mod:`faers_anon.thresholds`).
+    """P(s | c) of the cases (SPEC §5) and θ* over the values they reach (:mod:`.thresholds`).
 
     With ``classes``/``outcomes`` (caseid, outc_cod), P(s | c) also holds the class and OUTC pseudo-values
-    of :mod:`faers_anon.value_classes`, so θ* and the model bound them like single values (SPEC §11).
+    of :mod:`.value_classes`, so θ* and the model bound them like single values (SPEC §11).
     """
     probabilities = case_value_probabilities(cases, knowledge, sensitive=config.sensitive)
     probabilities = with_classes_and_outcomes(probabilities, classes=classes, outcomes=outcomes)
@@ -337,8 +337,8 @@ def partition_cases(
 ) -> tuple[Partition, Thresholds, pl.DataFrame]:
     """P(s | c), θ* and the partition of one cases frame (no files); returns (partition, θ*, P(s | c)).
 
-    The model is fed as its requirements say (:mod:`faers_anon.units`): models whose unit is the report
-    need ``reports`` (:func:`faers_anon.units.report_records`), and their partition frame has one row
+    The model is fed as its requirements say (:mod:`.units`): models whose unit is the report
+    need ``reports`` (:func:`.units.report_records`), and their partition frame has one row
     per report (``primaryid``, ``caseid``). θ* and P(s | c) are always those of the cases.
     """
     probabilities, thresholds = sensitive_thresholds(

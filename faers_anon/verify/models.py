@@ -1,6 +1,6 @@
 """The verifier's model-specific rules (SPEC §7), read from ``manifest.json`` → ``parameters.model``.
 
-Kept apart from :mod:`faers_anon.verify` for size; like it, this module recomputes everything from the
+Kept apart from :mod:`.verifier` for size; like it, this module recomputes everything from the
 release's own files and imports nothing from the models, the engine or the writer. A QID-group is a
 distinct released QID tuple; its *cases* are the distinct caseids with a report in it, its *rows*
 the DEMO rows (reports) in it.

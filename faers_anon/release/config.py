@@ -1,7 +1,7 @@
 """Options of ``faers-anon release``: flags, a TOML file, and which wins.
 
 A release is described by one :class:`ReleaseConfig`: the anonymization options
-(:class:`~faers_anon.anonymize.AnonymizeConfig`), the ingest options, the signal-comparison options
+(:class:`~faers_anon.anonymize.pipeline.AnonymizeConfig`), the ingest options, the signal-comparison options
 and the publishing options. ``--config release.toml`` gives the same options as a file; a flag given
 on the command line wins over the file, and the file wins over the defaults.
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from faers_anon.anonymize import AnonymizeConfig
+from faers_anon.anonymize.pipeline import AnonymizeConfig
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.io.ingest import IngestConfig
 from signals import CompareConfig, SignalConfig
@@ -85,7 +85,7 @@ class ReleaseConfig:
         force: replace an existing release folder.
         work: the parent of the private (0700) work folder holding the intermediate (raw,
             ingested) tables; default the system temp folder. Removed at the end (on an error or
-            an interrupt too); never inside the release (:mod:`faers_anon._workspace`).
+            an interrupt too); never inside the release (:mod:`faers_anon.io.workspace`).
         keep_work: keep ``work`` after the run (for audits; it is raw data).
         ledger: the agency's private release ledger folder of a series (:mod:`faers_anon.series`):
             checked, followed (returning cases in frozen groups or withheld) and updated with the

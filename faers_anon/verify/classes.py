@@ -176,7 +176,7 @@ def release_class_rules(
     theta: bool,
     policy_roles: bool,
 ) -> list[pl.DataFrame]:
-    """The rules this module adds, as the verifier calls them (one hook in ``faers_anon.verify``).
+    """The rules this module adds, as the verifier calls them (one hook in ``faers_anon.verify.verifier``).
 
     ``demo_fields`` runs for models whose groups are sets of cases and releases whose manifest
     declares column roles (written since issue 18); the θ rules for models that bound θ.

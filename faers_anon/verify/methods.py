@@ -1,6 +1,6 @@
 """The verifier's rules for releases made with a comparison method (manifest ``parameters.method``; SPEC §7).
 
-Like :mod:`faers_anon.verify`, this module recomputes from the release's own files and imports nothing
+Like :mod:`.verifier`, this module recomputes from the release's own files and imports nothing
 from the methods. What each method guarantees, and so what is checked:
 
 * every method: ``case_split`` (all reports of a case carry one released QID tuple).
@@ -17,10 +17,10 @@ from the methods. What each method guarantees, and so what is checked:
   recorded privacy figure (``method_privacy``: probabilistic anonymity Pa, swap disclosure), and DR is
   reported as for every release; the structure rules (``case_split``, ``integrity``) decide.
 * ``disassociation``: ``km`` and ``disassociated`` on the released form, read and checked by the
-  verifier's own code (:mod:`faers_anon._verify_disassociation`), no QID group size; DR on each
+  verifier's own code (:mod:`faers_anon.verify.disassociation`), no QID group size; DR on each
   case's possible items.
 
-Models (``parameters.model``) are dispatched to :mod:`faers_anon._verify_models` unchanged.
+Models (``parameters.model``) are dispatched to :mod:`faers_anon.verify.models` unchanged.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from typing import Any
 
 import polars as pl
 
-from faers_anon._verify_disassociation import KM_LABEL, km_m, km_violations, with_possible_items
-from faers_anon._verify_models import ModelCheck, Reader, check_for, model_violations
 from faers_anon.errors import ConfigError, InputError
+from faers_anon.verify.disassociation import KM_LABEL, km_m, km_violations, with_possible_items
+from faers_anon.verify.models import ModelCheck, Reader, check_for, model_violations
 
 __all__ = ["METHOD_CHECKS", "SEARCH_LIMIT", "check_for_release", "kl_violations", "release_violations",
            "with_possible_items"]  # fmt: skip
@@ -190,7 +190,7 @@ def release_violations(
     tolerance: float,
     release: Path | None = None,
 ) -> list[pl.DataFrame]:
-    """The model's rules (:func:`faers_anon._verify_models.model_violations`) plus a method's own rules.
+    """The model's rules (:func:`faers_anon.verify.models.model_violations`) plus a method's own rules.
 
     Methods without a group-size guarantee are checked with k = 1 (every group passes the size rule);
     disassociation's k is the k of k^m (checked on ``release``'s ``disassociated/`` form).

@@ -18,7 +18,7 @@ values matched on their canonical key: upper case, whitespace collapsed). The bu
 ``faers_anon/data/value_classes.csv`` covers cancers, HIV, mental health, pregnancy and substance use
 with PTs as they appear in FAERS (``scripts/build_value_classes.py``); a user may pass one built from a
 licensed MedDRA hierarchy (``--classes``). The release carries the file it was bounded against as
-``classes.csv``, so that anyone can re-verify the class bounds (``faers_anon._verify_classes``).
+``classes.csv``, so that anyone can re-verify the class bounds (``faers_anon.verify.classes``).
 """
 
 from __future__ import annotations

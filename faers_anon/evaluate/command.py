@@ -1,6 +1,6 @@
 """The ``faers-anon evaluate`` command (registered on the group in :mod:`faers_anon.cli`).
 
-Parses options, builds an :class:`~faers_anon.evaluate.EvaluateConfig`, calls :func:`faers_anon.api.evaluate`
+Parses options, builds an :class:`~.pipeline.EvaluateConfig`, calls :func:`faers_anon.api.evaluate`
 and prints its summary; user errors reach the group's handler (one ``Error:`` line).
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from faers_anon import api
-from faers_anon.evaluate import EvaluateConfig
+from faers_anon.evaluate.pipeline import EvaluateConfig
 from faers_anon.methods import METHODS
 from faers_anon.models import MODELS
 

@@ -1,7 +1,7 @@
 """The verifier's integrity rules: the release is the one the agency signed, whole and self-consistent.
 
-Like :mod:`faers_anon.verify`, this module reads only the release's files and shares no code with the
-writer (:mod:`faers_anon.io.release_writer`, :mod:`faers_anon.certificate`). Rules, each a violation
+Like :mod:`faers_anon.verify.verifier`, this module reads only the release's files and shares no code with the
+writer (:mod:`faers_anon.release.writer`, :mod:`faers_anon.release.certificate`). Rules, each a violation
 of the verdict (never an exception), all skipped with ``check_hashes=False``:
 
 * ``manifest``: ``manifest.json`` exists and is a JSON object.

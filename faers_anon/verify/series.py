@@ -1,6 +1,6 @@
 """Composition check of a series of releases from their files alone (SPEC §11 "Composition"; issue 14).
 
-Like :mod:`faers_anon.verify`, this module imports nothing of the anonymizer (only
+Like :mod:`faers_anon.verify.verifier`, this module imports nothing of the anonymizer (only
 :mod:`faers_anon.errors`; ``tests/faers_anon/test_verify_independence.py`` enforces it): a bug in the
 series placement cannot hide here.
 

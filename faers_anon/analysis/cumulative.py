@@ -1,10 +1,10 @@
 """Cumulative signals: the case frames of several ingested folders or releases, each case counted once.
 
 Source: issue 14 item 5; FDA README §C (the latest version of a case is its current information);
-the rule of :data:`faers_anon.cases.VERSION_ORDER`.
+the rule of :data:`faers_anon.io.cases.VERSION_ORDER`.
 
 The folders are all ingested folders (raw ids) or all releases (pseudonymous ids: made with the same
-agency key, a case keeps its pseudonym across releases, :mod:`faers_anon.pseudonyms`). Every DEMO
+agency key, a case keeps its pseudonym across releases, :mod:`faers_anon.release.pseudonyms`). Every DEMO
 row of every folder is a candidate version of its case; the case's one row is the highest
 ``caseversion``, then the latest ``fda_dt``, then the highest ``primaryid`` (in a release the report
 pseudonym orders a case's reports by version, so it serves as the last key there too), then the
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import polars as pl
 
-from faers_anon import analysis
+from faers_anon.analysis import signals as analysis
 from faers_anon.errors import InputError
 from signals import CaseTables
 
@@ -66,7 +66,7 @@ def read_series_case_tables(folders: Sequence[Path], /) -> CaseTables:
 
     Raises:
         InputError: a folder of neither layout, a mix of ingested folders and releases, or a
-            missing file or column (:func:`faers_anon.analysis.read_case_tables`).
+            missing file or column (:func:`faers_anon.analysis.signals.read_case_tables`).
     """
     layouts = [analysis.folder_layout(f) for f in folders]
     if len({id(layout) for layout in layouts}) > 1:

@@ -207,7 +207,7 @@ def _remove_stale_siblings(out: Path) -> None:
 def publish_folder(built: Path, out: Path, /) -> None:
     """Move the finished folder ``built`` to ``out`` (resolved) in one atomic rename, replacing ``out``.
 
-    The caller has checked that ``out`` may be replaced (:mod:`faers_anon._targets`).
+    The caller has checked that ``out`` may be replaced (:mod:`faers_anon.io.targets`).
     """
     _remove_stale_siblings(out)
     staging = out.with_name(f".{out.name}.staging-{os.getpid()}")

@@ -12,7 +12,7 @@ latest version, ``is_latest``), and writes what the library returns:
 DRUG and REAC rows are those of the latest report of each case (joined on ``primaryid``), so a
 follow-up that dropped a drug or a reaction is read as the case now stands. Several folders (the
 quarters of a series, all ingested or all releases) count each case once, at its latest version
-across them (:mod:`faers_anon._series_cases`).
+across them (:mod:`faers_anon.analysis.cumulative`).
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def read_case_tables(folder: Path | Sequence[Path], /) -> CaseTables:
 
     Args:
         folder: an ingested folder (has ``reports.parquet``) or a release (has ``parquet/demo.parquet``),
-            or several (the quarters of a series: :mod:`faers_anon._series_cases`).
+            or several (the quarters of a series: :mod:`faers_anon.analysis.cumulative`).
 
     Returns:
         :class:`signals.CaseTables` of the latest version of every case.
@@ -110,7 +110,7 @@ def read_case_tables(folder: Path | Sequence[Path], /) -> CaseTables:
     """
     if not isinstance(folder, Path):
         if len(folder) != 1:
-            from faers_anon._series_cases import read_series_case_tables  # imports this module
+            from faers_anon.analysis.cumulative import read_series_case_tables  # imports this module
 
             return read_series_case_tables(folder)
         folder = folder[0]

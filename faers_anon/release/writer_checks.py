@@ -1,4 +1,4 @@
-"""Argument checks of :func:`faers_anon.io.release_writer.write_release`: partition, CSV frames, extra files.
+"""Argument checks of :func:`faers_anon.release.writer.write_release`: partition, CSV frames, extra files.
 
 Each raises :class:`~faers_anon.errors.ConfigError` with one line naming what is wrong.
 """

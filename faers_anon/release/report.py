@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from faers_anon._report_html import render_page, stratum_words  # noqa: E402
+from faers_anon.release.report_html import render_page, stratum_words  # noqa: E402
 
 __all__ = ["ReportInputs", "build_figures", "render_html", "write_json"]
 
@@ -214,7 +214,7 @@ def _img(figures: Mapping[str, str], name: str, alt: str) -> str:
 def render_html(report: Mapping[str, Any], figures: Mapping[str, str]) -> str:
     """Render ``report`` (the dict written to report.json) and the figures as one HTML page.
 
-    The page is laid out for a reviewer (:mod:`faers_anon._report_html`).
+    The page is laid out for a reviewer (:mod:`faers_anon.release.report_html`).
     """
     return render_page(report, figures, _img)
 

@@ -5,21 +5,21 @@ Stages, each reported through ``progress`` with its counts and elapsed time:
 1. **ingest** the sources (zips, folders, the bundled demo) into a private *work* folder of typed tables;
 2. **anonymize**: cases, E, P(s | c), θ*, the partition, and the release tables, written inside the
    work folder too;
-3. **verify** that release from its files alone (:func:`faers_anon.verify.verify_release`);
+3. **verify** that release from its files alone (:func:`faers_anon.verify.verifier.verify_release`);
    a failing verdict stops the run: nothing is published and :class:`VerificationError` says why;
 4. **signals**: PRR/ROR/IC on the raw data and on the release, survival overall and per stratum,
    and the reference panel (:func:`signals.compare`); for a disassociation release the release side
-   is one reconstruction of its drug and reaction lists (:mod:`faers_anon.disassociation_release`);
+   is one reconstruction of its drug and reaction lists (:mod:`faers_anon.anonymize.disassociation_run`);
 5. **report**: ``report.json`` and ``report.html`` are added to the release, the manifest is
    re-hashed to cover them (and records the SHA-256 of every source file), and the finished release
-   is moved into place in one atomic rename (:func:`faers_anon._workspace.publish_folder`).
+   is moved into place in one atomic rename (:func:`faers_anon.io.workspace.publish_folder`).
 
 So a release folder exists only when it is complete and verified; an interrupted (SIGINT, SIGTERM,
 SIGHUP) or failed run leaves no release and removes its work folder; a SIGKILLed run's work folder
-is removed by the next run (:mod:`faers_anon._workspace`).
+is removed by the next run (:mod:`faers_anon.io.workspace`).
 
 Decisions:
-    Before anything is written, ``out`` is checked against every input (:mod:`faers_anon._targets`):
+    Before anything is written, ``out`` is checked against every input (:mod:`faers_anon.io.targets`):
     it may not be, contain or lie inside a source, the demo zip or an option file, and an existing
     ``out`` is replaced only when it is an earlier release (its faers-anon ``manifest.json``) and
     ``force`` is set.
@@ -45,24 +45,23 @@ from pathlib import Path
 from typing import Any
 
 from faers_anon import __version__
-from faers_anon._release_report import build_report, report_inputs
-from faers_anon._targets import (
+from faers_anon.anonymize.disassociation_run import signal_inputs
+from faers_anon.anonymize.pipeline import AnonymizeConfig, AnonymizeResult, anonymize_folder
+from faers_anon.errors import InputError, VerificationError
+from faers_anon.io.ingest import demo_source, ingest_quarters
+from faers_anon.io.ingest_report import IngestResult
+from faers_anon.io.targets import (
     check_release_target,
     check_replaceable,
     check_work_dir,
     key_inputs,
     resolved,
 )
-from faers_anon._workspace import publish_folder, signals_raise, work_folder
-from faers_anon.anonymize import AnonymizeConfig, AnonymizeResult, anonymize_folder
-from faers_anon.certificate import seal
-from faers_anon.disassociation_release import signal_inputs
-from faers_anon.errors import InputError, VerificationError
-from faers_anon.io.ingest import demo_source, ingest_quarters
-from faers_anon.io.ingest_report import IngestResult
-from faers_anon.io.release_writer import restricted_path
+from faers_anon.io.workspace import publish_folder, signals_raise, work_folder
 from faers_anon.keys import load_key
-from faers_anon.manifest import (
+from faers_anon.release.certificate import seal
+from faers_anon.release.config import ReleaseConfig
+from faers_anon.release.manifest import (
     MANIFEST_NAME,
     TIMINGS_FIELD,
     dump_manifest,
@@ -70,12 +69,13 @@ from faers_anon.manifest import (
     read_manifest,
     sha256_file,
 )
-from faers_anon.release_config import ReleaseConfig
-from faers_anon.report import build_figures, render_html, write_json
+from faers_anon.release.report import build_figures, render_html, write_json
+from faers_anon.release.report_figures import build_report, report_inputs
+from faers_anon.release.writer import restricted_path
 from faers_anon.risk import RiskConfig, assess_risk
 from faers_anon.series.ledger import check_apart
 from faers_anon.series.step import SeriesStep, prepare, publish_with_ledger
-from faers_anon.verify import Verdict, verify_release
+from faers_anon.verify.verifier import Verdict, verify_release
 from signals import Comparison, compare
 
 __all__ = ["ReleaseResult", "release"]
@@ -155,7 +155,7 @@ def _sources_hashes(sources: Sequence[Path], demo: bool) -> dict[str, str]:
 
 
 def _check_target(sources: Sequence[Path], out: Path, config: ReleaseConfig) -> None:
-    """The shared output guard (:mod:`faers_anon._targets`) for the release, restricted folder, work."""
+    """The shared output guard (:mod:`faers_anon.io.targets`) for the release, restricted folder, work."""
     inputs = [*sources, demo_source() if config.ingest.demo else None, config.ingest.drug_names,
               config.anonymize.theta_file, config.anonymize.knowledge, config.compare.reference,
               config.compare.outcome_groups, *key_inputs(config.anonymize.key_file)]  # fmt: skip
@@ -176,7 +176,7 @@ def release(
     Args:
         sources: FDA zips, folders or files (may be empty with ``config.ingest.demo``).
         out: the release folder to create.
-        config: all options (see :mod:`faers_anon.release_config`).
+        config: all options (see :mod:`faers_anon.release.config`).
         progress: called with one line per stage start and end.
 
     Returns:

@@ -7,7 +7,7 @@ engine or the writer (only :mod:`faers_anon.errors`, and :mod:`faers_anon.keys` 
 trusted key; ``tests/faers_anon/test_verify_independence.py`` enforces it), so a bug there cannot
 hide here. What the agency states separately (``k``, ``thresholds``, ``knowledge``, ``policy``)
 overrides what the release says about itself, and each difference is a violation
-(:mod:`faers_anon._verify_stated`). Rules checked:
+(:mod:`faers_anon.verify.stated`). Rules checked:
 
 * ``k``: every QID-group, a distinct released tuple (``age_group``, ``age_min``, ``age_max``, ``sex``,
   ``wt_min``, ``wt_max`` and any extra QID columns), holds at least k distinct caseids (SPEC §4: k
@@ -22,13 +22,13 @@ overrides what the release says about itself, and each difference is a violation
   ``thresholds.csv`` is a violation of its own (``unlisted``): its decision must be stated. Terms,
   diseases, drug keys and threshold values are compared by the canonical key
   upper(strip(collapse whitespace(term))); a value listed twice keeps its smallest θ.
-* ``unlisted``, ``policy``, ``stated``: :mod:`faers_anon._verify_stated`.
+* ``unlisted``, ``policy``, ``stated``: :mod:`faers_anon.verify.stated`.
 * ``manifest``, ``certificate``, ``integrity``, ``counts``, ``ascii``: the release is the one the
   agency signed, whole, its counts as the manifest says and its ascii copy equal to its Parquet copy
-  (:mod:`faers_anon._verify_integrity`; skipped with ``check_hashes=False``).
+  (:mod:`faers_anon.verify.integrity`; skipped with ``check_hashes=False``).
 
 These are the rules of MS(k, θ*)-bounding, the default. Another model (``parameters.model``) has its
-own (:mod:`faers_anon._verify_models`): k in rows for k-anonymity and (α,k)-anonymity, no ``case_split``
+own (:mod:`faers_anon.verify.models`): k in rows for k-anonymity and (α,k)-anonymity, no ``case_split``
 when reports are the units, ``l``, ``alpha``; ``theta`` fails only MS(k, θ*). Methods: ``_verify_methods``.
 
 DR = dangerous groups / groups, a group being dangerous when some s has conf > θ_s + tolerance
@@ -46,12 +46,12 @@ from pathlib import Path
 
 import polars as pl
 
-from faers_anon._verify_classes import release_class_rules
-from faers_anon._verify_integrity import integrity_violations, read_manifest_json
-from faers_anon._verify_methods import check_for_release, release_violations, with_possible_items
-from faers_anon._verify_stated import canonical, checked_inputs, policy_violations
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import default_public_key
+from faers_anon.verify.classes import release_class_rules
+from faers_anon.verify.integrity import integrity_violations, read_manifest_json
+from faers_anon.verify.methods import check_for_release, release_violations, with_possible_items
+from faers_anon.verify.stated import canonical, checked_inputs, policy_violations
 
 __all__ = ["VerifyConfig", "Verdict", "verify_release", "STANDARD_QIDS"]
 

@@ -3,7 +3,7 @@
 docs/architecture.md, "The partition frame": one row per caseid with its group and the group's
 generalized QIDs. The greedy clustering engine, the top-down Mondrian of l-diversity, the methods
 of :mod:`faers_anon.methods` (RA, swapping, (k,l), disassociation) all return frames with exactly
-these columns and types, and :func:`faers_anon.io.release_writer.write_release` applies them.
+these columns and types, and :func:`faers_anon.release.writer.write_release` applies them.
 """
 
 from __future__ import annotations

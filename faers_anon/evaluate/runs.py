@@ -2,7 +2,7 @@
 
 The quarter's tables are read once (:class:`QuarterData`). For each k:
 
-* θ* is built for every (setting, θ) pair (:func:`faers_anon.thresholds.build_thresholds`, with the
+* θ* is built for every (setting, θ) pair (:func:`faers_anon.anonymize.thresholds.build_thresholds`, with the
   run's ``on_infeasible`` and k: a raised θ_s depends on k).
 * A model is run once per θ* it depends on and its partition reused for every row it serves:
   models without value caps or risk term (k-anonymity, (X,Y)-anonymity, l-diversity) once per k;
@@ -34,14 +34,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from faers_anon import metrics
 from faers_anon.algorithms import QidHierarchies
-from faers_anon.analysis import read_case_tables
+from faers_anon.analysis.signals import read_case_tables
+from faers_anon.anonymize import metrics
+from faers_anon.anonymize.thresholds import Thresholds, build_thresholds
+from faers_anon.anonymize.units import case_members, model_unit, partition_model, report_records, unit_view
 from faers_anon.methods import METHODS
 from faers_anon.models import make_model
 from faers_anon.models.base import CONF_TOLERANCE
-from faers_anon.thresholds import Thresholds, build_thresholds
-from faers_anon.units import case_members, model_unit, partition_model, report_records, unit_view
 from knowledge import case_value_probabilities
 from signals import CaseTables, compare
 
@@ -76,7 +76,7 @@ left empty (the method's own k^m figures are in its columns)."""
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunSpec:
-    """What :func:`quarter_rows` runs (a validated subset of :class:`faers_anon.evaluate.EvaluateConfig`)."""
+    """What :func:`quarter_rows` runs (a validated subset of :class:`.pipeline.EvaluateConfig`)."""
 
     models: tuple[str, ...]
     methods: tuple[str, ...]

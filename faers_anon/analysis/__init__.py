@@ -1,0 +1,1 @@
+"""Signal analysis of ingested folders and releases, one quarter or cumulative (SPEC §9)."""
