@@ -28,7 +28,8 @@ not signal there.
 
 What a report shows (the shape of :class:`Comparison` it reads): survival per criterion is
 ``survival`` filtered on ``criterion`` (one of :data:`Comparison.criteria`) or, pooled,
-``as_dict()["overall"][name]`` and ``as_dict()["strata"][reading][name]``; the panel's per
+``as_dict()["overall"][name]`` and ``as_dict()["strata"][reading][name]``; the stratum whose
+raw signals survive least, ``as_dict()["worst_stratum"][name][reading]``; the panel's per
 criterion, ``as_dict()["panel"]["by_criterion"][name][reading]``; each criterion's rule,
 count floor and source are ``as_dict()["criteria"][name]``; the panel's adjusted ROR is
 ``panel["ror_mh_raw" / "ror_mh_lo_raw" / "ror_mh_hi_raw"]`` and the ``_release`` twins; the priors
@@ -47,7 +48,7 @@ import polars as pl
 from signals.counts import CaseTables
 from signals.errors import SignalsError
 from signals.measures import CRITERIA, CRITERION_RULES
-from signals.panels import load_reference_pairs, medwatch_panel, panel_comparison
+from signals.panels import load_reference_pairs, medwatch_panel, panel_by_criterion, panel_comparison
 from signals.strata import OVERALL
 from signals.table import SignalConfig, SignalTable, readings_of, signal_table, strata_of
 
@@ -128,18 +129,14 @@ class Comparison:
         return self.overview
 
     def summary(self) -> str:
-        """A few lines for the terminal: survival overall and per reading, the panel."""
+        """A few lines for the terminal: survival per criterion (overall, strata pooled, worst
+        stratum), the headline criterion per reading, the panel."""
         o = self.overview
         crit = o["criterion"]
-        lines = [
-            f"raw {o['cases']['raw']:,} cases, release {o['cases']['release']:,} cases; criterion {crit}"
-        ]
-        lines.append("  overall: " + _survival_text(o["overall"][crit]))
-        others = ", ".join(
-            f"{k} {v['n_survived']:,}/{v['n_raw']:,}" for k, v in o["overall"].items() if k != crit
-        )
-        if others:
-            lines.append(f"  overall, other criteria (survived/raw): {others}")
+        cases = f"raw {o['cases']['raw']:,} cases, release {o['cases']['release']:,} cases"
+        lines = [f"{cases}; criterion {crit}"]
+        reading = "expected" if "expected" in o["strata"] else next(iter(o["strata"]), None)
+        lines.extend(_criterion_line(o, name, reading) for name in o["criteria"])
         for reading, by_criterion in o["strata"].items():
             rho = o["prr_spearman"].get(reading)
             rho_text = "n/a" if rho is None else f"{rho:.3f}"
@@ -148,14 +145,29 @@ class Comparison:
             )
         for reading, counts in o["panel"]["survived"].items():
             lines.append(
-                f"  panel, {reading}: {counts['yes']} of {o['panel']['raw_signals']} raw signals survive "
+                f"  panel, {reading}: {counts['yes']} of {counts['yes'] + counts['no']} raw signals survive "
                 f"({o['panel']['rules']} rules)"
             )
         return "\n".join(lines)
 
 
-def _survival_text(row: dict[str, Any]) -> str:
+def _criterion_line(o: dict[str, Any], name: str, reading: str | None) -> str:
+    """``evans (rule; source): overall …; strata (expected) …; worst <stratum>: …``."""
+    rule = o["criteria"][name]
+    text = f"  {name} ({rule['rule']}; {rule['source']}): overall {_survival_text(o['overall'][name])}"
+    if reading is None:
+        return text
+    worst = o["worst_stratum"].get(name, {}).get(reading)
+    text += f"; strata ({reading}) {_survival_text(o['strata'][reading][name], short=True)}"
+    return text + (
+        "" if worst is None else f"; worst {worst['stratum']}: {_survival_text(worst, short=True)}"
+    )
+
+
+def _survival_text(row: dict[str, Any], *, short: bool = False) -> str:
     share = "n/a" if row["share_survived"] is None else f"{row['share_survived']:.1%}"
+    if short:
+        return f"{row['n_survived']:,} of {row['n_raw']:,} ({share})"
     return f"{row['n_survived']:,} of {row['n_raw']:,} raw signals survive ({share}), {row['n_new']:,} new"
 
 
@@ -305,6 +317,19 @@ def _pooled(survival: pl.DataFrame) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _worst(strata: pl.DataFrame) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per criterion and reading, the stratum with raw signals whose survival share is lowest (more
+    raw signals, then the label, break ties): ``as_dict()["worst_stratum"][criterion][reading]``."""
+    ranked = strata.filter(pl.col("n_raw") > 0).sort(
+        "share_survived", "n_raw", "stratum", descending=[False, True, False], maintain_order=True
+    )
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in ranked.group_by("criterion", "reading", maintain_order=True).first().iter_rows(named=True):
+        keep = ("stratum", "n_raw", "n_survived", "share_survived", "n_new")
+        out.setdefault(r["criterion"], {})[r["reading"]] = {k: r[k] for k in keep}
+    return out
+
+
 def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
@@ -346,6 +371,7 @@ def _overview(
         "rows": {"raw": raw.frame.height, "release": release.frame.height},
         "overall": _pooled(survival.filter(is_all)),
         "strata": {r: _pooled(strata.filter(pl.col("reading") == r)) for r in readings},
+        "worst_stratum": _worst(strata),
         "prr_spearman": rho,
         "panel": {
             "rules": int(panel.select(pl.struct("panel", "drug", "event", "condition").n_unique()).item()),
@@ -359,21 +385,6 @@ def _overview(
                 }
                 for r in panel.get_column("reading").unique(maintain_order=True).to_list()
             },
-            "by_criterion": _panel_by_criterion(panel),
+            "by_criterion": panel_by_criterion(panel),
         },
     }
-
-
-def _panel_by_criterion(panel: pl.DataFrame) -> dict[str, dict[str, dict[str, int]]]:
-    """Per criterion and reading, the panel rows whose ``survived_<criterion>`` is yes / no."""
-    counts = (
-        panel.unpivot(index="reading", on=[c for c in panel.columns if c.startswith("survived_")])
-        .filter(pl.col("value") != "n/a")
-        .group_by("variable", "reading", "value")
-        .len()
-    )
-    out: dict[str, dict[str, dict[str, int]]] = {}
-    for row in counts.sort("variable", "reading", "value").iter_rows(named=True):
-        by_reading = out.setdefault(row["variable"].removeprefix("survived_"), {})
-        by_reading.setdefault(row["reading"], {"yes": 0, "no": 0})[row["value"]] = int(row["len"])
-    return out

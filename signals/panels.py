@@ -39,7 +39,14 @@ from signals.measures import disproportionality
 from signals.strata import OVERALL, Stratum, band_strata, has_ranges, memberships, parse_condition
 from signals.table import SignalConfig, readings_of
 
-__all__ = ["PANEL_COLUMNS", "medwatch_panel", "load_reference_pairs", "panel_table", "panel_comparison"]
+__all__ = [
+    "PANEL_COLUMNS",
+    "medwatch_panel",
+    "load_reference_pairs",
+    "panel_table",
+    "panel_comparison",
+    "panel_by_criterion",
+]
 
 PANEL_COLUMNS = ("panel", "drug", "event", "event_group", "condition", "expected", "drug_keys", "event_terms")
 _GROUP_NOTE = re.compile(r"use group (\w+)")
@@ -326,3 +333,18 @@ def _survived(column: str) -> pl.Expr:
         .then(pl.lit("yes"))
         .otherwise(pl.lit("no"))
     )
+
+
+def panel_by_criterion(panel: pl.DataFrame) -> dict[str, dict[str, dict[str, int]]]:
+    """Per criterion and reading, the panel rows whose ``survived_<criterion>`` is yes / no."""
+    counts = (
+        panel.unpivot(index="reading", on=[c for c in panel.columns if c.startswith("survived_")])
+        .filter(pl.col("value") != "n/a")
+        .group_by("variable", "reading", "value")
+        .len()
+    )
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for row in counts.sort("variable", "reading", "value").iter_rows(named=True):
+        by_reading = out.setdefault(row["variable"].removeprefix("survived_"), {})
+        by_reading.setdefault(row["reading"], {"yes": 0, "no": 0})[row["value"]] = int(row["len"])
+    return out

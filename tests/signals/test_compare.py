@@ -44,6 +44,18 @@ def test_survival_of_a_planted_signal(planted: CaseTables, planted_release: Case
     }  # fmt: skip
     json.dumps(summary, allow_nan=False)
     assert "strata, possible: 1 of 2 raw signals survive (50.0%), 0 new" in result.summary()
+    # the stratum whose raw signals survive least, per criterion and reading: sex=F loses its one
+    # signal under expected; under certain both strata keep theirs and the label breaks the tie
+    assert summary["worst_stratum"]["evans"]["expected"] == {
+        "stratum": "sex=F", "n_raw": 1, "n_survived": 0, "share_survived": 0.0, "n_new": 0,
+    }  # fmt: skip
+    assert summary["worst_stratum"]["evans"]["certain"]["stratum"] == "sex=F"
+    lines = result.summary().splitlines()
+    assert (
+        "  evans (PRR >= 2, chi2 >= 4, a >= 3; Evans et al. 2001): overall 0 of 0 raw signals survive "
+        "(n/a), 0 new; strata (expected) 1 of 2 (50.0%); worst sex=F: 0 of 1 (0.0%)"
+    ) in lines
+    assert [line.split(" (")[0].strip() for line in lines[1:4]] == ["evans", "ror", "ic"]  # basic measures
 
 
 def test_new_signal_on_the_release(planted: CaseTables, planted_release: CaseTables) -> None:
