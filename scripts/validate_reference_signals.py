@@ -21,7 +21,17 @@ ROC AUC (ties count one half, Mann–Whitney) is computed for each measure, high
 ``old rule`` recomputes PRR and ROR with the former zero-cell rule
 (+0.5 on all cells when any is 0, a = 0 included) to show what ranking a = 0 last changes.
 
+Criteria on the quarter (as-is names): pairs flagged by each criterion of signals.measures with its
+count floor, ROR025 > 1 without its floor (and how many of those rest on a single case), Fisher's
+Benjamini–Hochberg q < 0.05, and the pairs meeting all four criteria.
+
+After anonymization: the quarter has no DEMO, so there is nothing to anonymize. ``--samples`` counts,
+for every real sample with DEMO in ``../shared/data/faers_samples/`` (PROVENANCE.md), how many
+reference pairs are scorable there and how many are reported together (a > 0), by primary suspect
+and by any role: the figures that decide whether an AUC before/after anonymization means anything.
+
 Usage: .venv/bin/python scripts/validate_reference_signals.py [--data DIR] [--reference DIR] [--json OUT]
+       [--samples]
 """
 
 from __future__ import annotations
@@ -38,7 +48,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import rankdata
 
-from signals import CaseTables, SignalConfig, load_reference_pairs, panel_table, signal_table
+from signals import CRITERIA, CaseTables, SignalConfig, load_reference_pairs, panel_table, signal_table
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 MEASURES = ("a", "prr", "prr_lo", "ror", "ror_lo", "ic", "ic025", "chi2", "ebgm", "eb05", "fisher_p")
@@ -84,22 +94,32 @@ def _old_rule(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def unconditioned(panel: pl.DataFrame) -> pl.DataFrame:
+    """The labelled reference rows without an age/sex condition, each pair once (7 rows repeat)."""
+    return panel.filter(
+        pl.col("condition").is_null() & pl.col("expected").is_in(["positive", "negative"])
+    ).unique(["drug", "event", "event_group", "expected"], keep="first", maintain_order=True)
+
+
+def with_scorable(scored: pl.DataFrame) -> pl.DataFrame:
+    """``drug_seen`` (a + b > 0), ``event_seen`` (a + c > 0) and ``scorable`` (both)."""
+    return scored.with_columns(
+        drug_seen=(pl.col("a") + pl.col("b")) > 0, event_seen=(pl.col("a") + pl.col("c")) > 0
+    ).with_columns(scorable=pl.col("drug_seen") & pl.col("event_seen"))
+
+
 def score(tables: CaseTables, reference: Path, groups: Path) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Every unconditioned reference pair with its counts, measures and ``scorable`` flag."""
     started = time.perf_counter()
     table = signal_table(tables, config=SignalConfig(measures="all"))
     seconds = time.perf_counter() - started
     panel = load_reference_pairs(reference, outcome_groups=groups)
-    plain = panel.filter(
-        pl.col("condition").is_null() & pl.col("expected").is_in(["positive", "negative"])
-    ).unique(["drug", "event", "event_group", "expected"], keep="first", maintain_order=True)  # 7 repeats
     scored = _old_rule(
-        panel_table(tables, plain, config=SignalConfig(measures="all"), prior=table.ebgm_prior)
-    )
-    drugs_seen = scored.select((pl.col("a") + pl.col("b")) > 0).to_series()
-    events_seen = scored.select((pl.col("a") + pl.col("c")) > 0).to_series()
-    scored = scored.with_columns(
-        drug_seen=drugs_seen, event_seen=events_seen, scorable=drugs_seen & events_seen
+        with_scorable(
+            panel_table(
+                tables, unconditioned(panel), config=SignalConfig(measures="all"), prior=table.ebgm_prior
+            )
+        )
     )
     info = {
         "cases": table.n_cases,
@@ -109,8 +129,23 @@ def score(tables: CaseTables, reference: Path, groups: Path) -> tuple[pl.DataFra
         "ebgm_prior": json.loads(table.ebgm_prior.to_json()) if table.ebgm_prior else None,
         "reference_rows": panel.height,
         "with_condition": panel.filter(pl.col("condition").is_not_null()).height,
+        "criteria": criterion_counts(table.frame),
     }
     return scored, info
+
+
+def criterion_counts(table: pl.DataFrame) -> dict[str, int]:
+    """Pairs flagged per criterion (with its count floor), ROR025 > 1 without the floor, BH q < 0.05."""
+    flags = {name: int(table.get_column(column).sum()) for name, column in CRITERIA.items()}
+    bare = table.filter(pl.col("ror_lo") > 1)
+    return {
+        "pairs": table.height,
+        **flags,
+        "ror025_no_floor": bare.height,
+        "ror025_no_floor_a1": bare.filter(pl.col("a") == 1).height,
+        "fisher_q_below_0.05": int((table.get_column("fisher_q") < 0.05).sum()),
+        "all_four": int(table.select(pl.all_horizontal(list(CRITERIA.values()))).to_series().sum()),
+    }
 
 
 def figures(scored: pl.DataFrame) -> dict[str, Any]:
@@ -144,6 +179,96 @@ def figures(scored: pl.DataFrame) -> dict[str, Any]:
     }
 
 
+SAMPLES = {  # the real samples with DEMO (PROVENANCE.md): folder under faers_samples, quarter folders
+    "nico8270-2025q4": ("ascii", ("25Q4",)),
+    "stutterk1d-2024q1": ("ascii", ("24Q1",)),
+    "yunuuuu-faers": ("ascii", ("17Q2",)),
+    "diana-package": ("ascii", None),  # 1,000 cleaned cases over 72 quarters, pooled
+}
+
+
+def _read_ascii(folder: Path, table: str, quarters: list[str]) -> pl.DataFrame:
+    frames = [
+        pl.read_csv(folder / q / f"{table}{q}.txt", separator="$", infer_schema=False, quote_char=None)
+        for q in quarters
+        if (folder / q / f"{table}{q}.txt").exists()
+    ]
+    columns = sorted(set.intersection(*(set(f.columns) for f in frames)))
+    return pl.concat([f.select(columns) for f in frames])
+
+
+def read_sample(folder: Path, quarters: tuple[str, ...] | None) -> CaseTables:
+    """caseid × drug name (upper-cased, as reported) and caseid × PT of a sample in FAERS layout."""
+    chosen = list(quarters) if quarters else sorted(p.name for p in folder.iterdir() if p.is_dir())
+    caseid = pl.col("caseid").cast(pl.Int64)
+    drugs = _read_ascii(folder, "DRUG", chosen).select(
+        caseid, pl.col("drugname").str.strip_chars().str.to_uppercase().alias("drug_key"), "role_cod"
+    )
+    events = _read_ascii(folder, "REAC", chosen).select(caseid, "pt")
+    cases = _read_ascii(folder, "DEMO", chosen).select(caseid).unique()
+    return CaseTables(cases=cases, drugs=drugs, events=events)
+
+
+def read_openfda(folder: Path) -> CaseTables:
+    """The openFDA sample (converted/): reports keyed by their openFDA id; suspect drugs count as PS."""
+
+    def read(name: str) -> pl.DataFrame:
+        return pl.read_csv(folder / name, separator="$", infer_schema=False, quote_char=None)
+
+    key = "openfda_safetyreportid"
+    ids = read("DEMO.txt").select(key).unique(maintain_order=True).with_row_index("caseid")
+    ids = ids.with_columns(pl.col("caseid").cast(pl.Int64))
+    role = pl.when(pl.col("openfda_drugcharacterization") == "1").then(pl.lit("PS")).otherwise(pl.lit("C"))
+    drugs = read("DRUG.txt").drop("caseid").join(ids, on=key)
+    drugs = drugs.select(
+        "caseid", pl.col("drugname").str.to_uppercase().alias("drug_key"), role.alias("role_cod")
+    )
+    events = read("REAC.txt").drop("caseid").join(ids, on=key).select("caseid", "pt")
+    return CaseTables(cases=ids.select("caseid"), drugs=drugs, events=events)
+
+
+def sample_coverage(tables: CaseTables, rules: pl.DataFrame) -> dict[str, Any]:
+    """Per role (ps, any): scorable reference pairs, positives, pairs with a > 0 and with a >= 3."""
+    out: dict[str, Any] = {"cases": tables.cases.height}
+    for role in ("ps", "any"):
+        ok = with_scorable(panel_table(tables, rules, config=SignalConfig(role=role))).filter("scorable")
+        reported = ok.filter(pl.col("a") > 0)
+        out[role] = {
+            "scorable": ok.height,
+            "positive": ok.filter(pl.col("expected") == "positive").height,
+            "a_above_0": reported.height,
+            "a_above_0_positive": reported.filter(pl.col("expected") == "positive").height,
+            "a_at_least_3": ok.filter(pl.col("a") >= 3).height,
+        }
+    return out
+
+
+def samples(root: Path, reference: Path) -> dict[str, Any]:
+    """:func:`sample_coverage` of every real sample with DEMO, and of the openFDA sample."""
+    rules = unconditioned(
+        load_reference_pairs(
+            reference / "reference_pairs.csv", outcome_groups=reference / "outcome_pt_groups.csv"
+        )
+    )
+    out = {
+        name: sample_coverage(read_sample(root / name / sub, q), rules) for name, (sub, q) in SAMPLES.items()
+    }
+    out["openfda-mirune0014"] = sample_coverage(
+        read_openfda(root / "openfda-mirune0014" / "converted"), rules
+    )
+    for name, f in out.items():
+        print(
+            f"{name}: {f['cases']:,} cases; "
+            + "; ".join(
+                f"role {r}: {f[r]['scorable']} scorable ({f[r]['positive']} positive), "
+                f"{f[r]['a_above_0']} with a > 0 ({f[r]['a_above_0_positive']} positive), "
+                f"{f[r]['a_at_least_3']} with a >= 3"
+                for r in ("ps", "any")
+            )
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=SHARED / "faers_samples/pvlrt-faers22q3raw/ascii/22Q3")
@@ -152,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         "--unii", type=Path, default=SHARED / "drug_names/fda_unii_names_bn_of/unii_names_bn_of.tsv"
     )
     parser.add_argument("--json", type=Path, default=None, help="write the figures here too")
+    parser.add_argument("--samples", action="store_true", help="also count coverage in the DEMO samples")
     args = parser.parse_args(argv)
     out: dict[str, Any] = {}
     for names in ("as-is", "unii"):
@@ -175,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
             f"  AUC among the {f['reported_together']} pairs with a > 0 ({f['reported_positive']} positive): "
             + ", ".join(f"{k} {v:.3f}" for k, v in f["auc_reported_only"].items())
         )
+        print("  criteria: " + ", ".join(f"{k} {v:,}" for k, v in f["criteria"].items()))
+    if args.samples:
+        out["samples"] = samples(SHARED / "faers_samples", args.reference)
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
     return 0
