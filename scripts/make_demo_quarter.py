@@ -1,7 +1,7 @@
 """Regenerate the bundled demo quarter ``faers_anon/data/demo/`` (zip + README.md) deterministically.
 
 Run ``python scripts/make_demo_quarter.py`` after changing ``faers_anon.synthetic``; the test
-``tests/faers_anon/test_synthetic.py`` fails while the bundled files differ from what this writes.
+``tests/faers_anon/synthetic/test_synthetic.py`` fails while the bundled files differ from what this writes.
 It prints the planted signals' 2×2 counts, PRR and χ² on the demo.
 """
 

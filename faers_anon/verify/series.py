@@ -1,7 +1,7 @@
 """Composition check of a series of releases from their files alone (SPEC §11 "Composition"; issue 14).
 
 Like :mod:`faers_anon.verify.verifier`, this module imports nothing of the anonymizer (only
-:mod:`faers_anon.errors`; ``tests/faers_anon/test_verify_independence.py`` enforces it): a bug in the
+:mod:`faers_anon.errors`; ``tests/faers_anon/verify/test_independence.py`` enforces it): a bug in the
 series placement cannot hide here.
 
 Per release r, every case pseudonym c (``caseid`` of ``parquet/demo.parquet``) is in one QID-group

@@ -4,7 +4,7 @@ The verifier reads only the release's files (``parquet/<table>.parquet``, or the
 a parquet table is absent; ``knowledge.csv``; ``thresholds.csv``; ``manifest.json``;
 ``certificate.json``) and recomputes everything itself, importing nothing of the anonymizer, the
 engine or the writer (only :mod:`faers_anon.errors`, and :mod:`faers_anon.keys` for the agency's own
-trusted key; ``tests/faers_anon/test_verify_independence.py`` enforces it), so a bug there cannot
+trusted key; ``tests/faers_anon/verify/test_independence.py`` enforces it), so a bug there cannot
 hide here. What the agency states separately (``k``, ``thresholds``, ``knowledge``, ``policy``)
 overrides what the release says about itself, and each difference is a violation
 (:mod:`faers_anon.verify.stated`). Rules checked:

@@ -31,7 +31,7 @@ from faers_anon.synthetic import (
     write_quarter,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 # FORMAT.md §2.1: the 2014Q3+ headers.
 HEADERS = {
     "DEMO": "primaryid$caseid$caseversion$i_f_code$event_dt$mfr_dt$init_fda_dt$fda_dt$rept_cod$auth_num"
