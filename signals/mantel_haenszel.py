@@ -21,10 +21,12 @@ b_s c_s > 0, e.g. a drug reported only with this event), ROR_MH and its CI are c
 added to every cell of each stratum holding a zero cell (Haldane–Anscombe, as for the crude ROR in
 :mod:`signals.measures`), and ``ror_mh_corrected`` is true. A pair never reported in any stratum
 (Σ a_s = 0) gets ROR_MH = 0 and lower bound 0, the upper bound that of the corrected tables: the
-zero-cell rule of the crude ROR. Cells below 10⁻⁹ are round-off of fractional sums (the
-``expected`` reading of released ranges: a margin minus a) and count as 0, as in
-:mod:`signals.counts`; otherwise a 4·10⁻¹⁶ left in c would make S vanishingly small but positive,
-skip the correction and send the upper bound to infinity.
+zero-cell rule of the crude ROR. A pair with no case in any stratum (a condition nobody meets) is
+the crude ROR's empty table: 0, 0 and exp(z·√8), the upper bound of the corrected table of four
+0.5s. Cells below 10⁻⁹ are round-off of fractional sums (the ``expected`` reading of released
+ranges: a margin minus a) and count as 0, as in :mod:`signals.counts`; otherwise a 4·10⁻¹⁶ left in
+c would make S vanishingly small but positive, skip the correction and send the upper bound to
+infinity.
 
 Computation: numpy over a dense (pairs × strata) array of each cell (:func:`mh_arrays`), so a
 quarter's 10⁶ pairs over 15 strata cost a few vectorized passes; :func:`mantel_haenszel` takes the
@@ -97,6 +99,8 @@ def mh_arrays(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> dic
         h = np.where((np.minimum(np.minimum(a, b), np.minimum(c, d)) < 0.5) & (n > 0), 0.5, 0.0)[fix]
         _, _, ln_h, se_h = _log_mh(a[fix] + h, b[fix] + h, c[fix] + h, d[fix] + h)
         ln_or[fix], se[fix] = ln_h, se_h
+    empty = n.sum(axis=1) <= 0
+    ln_or[empty], se[empty] = 0.0, np.sqrt(8.0)  # the corrected empty table: all four cells 0.5
     never = a.sum(axis=1) <= 0
     ror = np.where(never, 0.0, np.exp(ln_or))
     return {

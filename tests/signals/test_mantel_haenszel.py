@@ -82,3 +82,12 @@ def test_round_off_in_a_cell_counts_as_zero() -> None:
     row = _one([(3.0, 0.0, 5.0, 50.0), (2.0, 4e-16, 4.0, 40.0)])
     assert row == _one([(3.0, 0.0, 5.0, 50.0), (2.0, 0.0, 4.0, 40.0)])
     assert row["ror_mh_corrected"] is True and math.isfinite(row["ror_mh_hi"])
+
+
+def test_no_case_in_any_stratum_is_the_empty_table_not_nan() -> None:
+    # a condition nobody meets: every stratum is empty; like the crude ROR of an empty table,
+    # 0 and 0 with the upper bound of four corrected cells of 0.5: exp(z * sqrt(8)) = 255.6
+    row = _one([(0.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 0.0)])
+    assert (row["ror_mh"], row["ror_mh_lo"]) == (0.0, 0.0)
+    assert row["ror_mh_hi"] == pytest.approx(math.exp(1.959963984540054 * math.sqrt(8.0)))
+    assert row["n_strata"] == 0 and row["breslow_day_p"] == 1.0
