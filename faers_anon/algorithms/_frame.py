@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -22,12 +21,10 @@ from numpy.typing import NDArray
 from faers_anon.algorithms._encode import build_cases, build_pool, build_tables
 from faers_anon.algorithms._groups import Store
 from faers_anon.algorithms._pool import Cases, Pool, Tables
+from faers_anon.algorithms.types import QidHierarchies
 from faers_anon.anonymize.partition import PARTITION_SCHEMA
 from faers_anon.errors import InputError
 from faers_anon.models.base import Requirements
-
-if TYPE_CHECKING:
-    from faers_anon.algorithms.greedy_cluster import QidHierarchies
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from faers_anon.algorithms._frame import partition_frame
-from faers_anon.algorithms.greedy_cluster import Partition, QidHierarchies
+from faers_anon.algorithms.types import Partition, QidHierarchies
 from faers_anon.anonymize.partition import PARTITION_SCHEMA
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.models.base import GroupModel, Requirements

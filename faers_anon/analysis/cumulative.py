@@ -27,7 +27,7 @@ from pathlib import Path
 
 import polars as pl
 
-from faers_anon.analysis import signals as analysis
+from faers_anon.analysis import tables as analysis
 from faers_anon.errors import InputError
 from signals import CaseTables
 
@@ -66,7 +66,7 @@ def read_series_case_tables(folders: Sequence[Path], /) -> CaseTables:
 
     Raises:
         InputError: a folder of neither layout, a mix of ingested folders and releases, or a
-            missing file or column (:func:`faers_anon.analysis.signals.read_case_tables`).
+            missing file or column (:func:`faers_anon.analysis.tables.read_folder_tables`).
     """
     layouts = [analysis.folder_layout(f) for f in folders]
     if len({id(layout) for layout in layouts}) > 1:

@@ -25,6 +25,8 @@ from typing import Any
 
 import polars as pl
 
+from faers_anon.analysis.cumulative import read_series_case_tables
+from faers_anon.analysis.tables import read_folder_tables
 from faers_anon.errors import InputError
 from signals import CaseTables, CompareConfig, Comparison, SignalConfig, SignalTable, compare, signal_table
 
@@ -37,22 +39,6 @@ __all__ = [
     "COMPARE_FILES",
 ]
 
-#: Per frame: the file, its required columns and its optional ones.
-Layout = dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]]
-_INGESTED: Layout = {
-    "cases": ("reports.parquet", ("primaryid", "caseid", "is_latest", "age_years", "sex"), ("weight_kg",)),
-    "drugs": ("drug.parquet", ("primaryid", "drug_key", "role_cod"), ()),
-    "events": ("reac.parquet", ("primaryid", "pt"), ()),
-}
-_RELEASE: Layout = {
-    "cases": (
-        "parquet/demo.parquet",
-        ("primaryid", "caseid", "is_latest", "age_min", "age_max", "sex"),
-        ("wt_min", "wt_max"),
-    ),
-    "drugs": ("parquet/drug.parquet", ("primaryid", "drug_key", "role_cod"), ()),
-    "events": ("parquet/reac.parquet", ("primaryid", "pt"), ()),
-}
 COMPARE_FILES = (
     "summary.json",
     "survival.csv",
@@ -63,44 +49,13 @@ COMPARE_FILES = (
 )
 
 
-def _scan(folder: Path, relative: str, required: tuple[str, ...], optional: tuple[str, ...]) -> pl.LazyFrame:
-    path = folder / relative
-    if not path.is_file():
-        raise InputError(f"missing {relative} (expected an ingested folder or a release folder)", path=folder)
-    try:
-        names = list(pl.read_parquet_schema(path))
-    except (OSError, pl.exceptions.PolarsError) as exc:
-        raise InputError(f"unreadable parquet ({str(exc).splitlines()[0]})", path=path) from exc
-    for column in required:
-        if column not in names:
-            raise InputError(f"missing column (expected {', '.join(required)})", path=path, field=column)
-    return pl.scan_parquet(path).select(*required, *(c for c in optional if c in names))
-
-
-def folder_layout(folder: Path, /) -> Layout:
-    """:data:`INGESTED` for an ingested folder, :data:`RELEASE` for a release.
-
-    Raises:
-        InputError: neither.
-    """
-    if (folder / "reports.parquet").is_file():
-        return _INGESTED
-    if (folder / "parquet" / "demo.parquet").is_file():
-        return _RELEASE
-    raise InputError(
-        "neither an ingested folder (reports.parquet) nor a release (parquet/demo.parquet)", path=folder
-    )
-
-
-INGESTED, RELEASE, scan_columns = _INGESTED, _RELEASE, _scan
-
-
 def read_case_tables(folder: Path | Sequence[Path], /) -> CaseTables:
     """Read the case, drug and event frames of an ingested folder or a release folder.
 
     Args:
-        folder: an ingested folder (has ``reports.parquet``) or a release (has ``parquet/demo.parquet``),
-            or several (the quarters of a series: :mod:`faers_anon.analysis.cumulative`).
+        folder: an ingested folder (has ``reports.parquet``) or a release (has ``parquet/demo.parquet``)
+            (:func:`faers_anon.analysis.tables.read_folder_tables`), or several (the quarters of a
+            series: :func:`faers_anon.analysis.cumulative.read_series_case_tables`).
 
     Returns:
         :class:`signals.CaseTables` of the latest version of every case.
@@ -108,21 +63,11 @@ def read_case_tables(folder: Path | Sequence[Path], /) -> CaseTables:
     Raises:
         InputError: neither layout, a missing or unreadable file, or a missing column.
     """
-    if not isinstance(folder, Path):
-        if len(folder) != 1:
-            from faers_anon.analysis.cumulative import read_series_case_tables  # imports this module
-
-            return read_series_case_tables(folder)
-        folder = folder[0]
-    layout = folder_layout(folder)
-    reports = _scan(folder, *layout["cases"]).filter(pl.col("is_latest"))
-    latest = reports.select("primaryid", "caseid")
-    drugs = (
-        _scan(folder, *layout["drugs"]).join(latest, on="primaryid").select("caseid", "drug_key", "role_cod")
-    )
-    events = _scan(folder, *layout["events"]).join(latest, on="primaryid").select("caseid", "pt")
-    cases, drug_rows, event_rows = pl.collect_all([reports.drop("primaryid", "is_latest"), drugs, events])
-    return CaseTables(cases=cases, drugs=drug_rows, events=event_rows)
+    if isinstance(folder, Path):
+        return read_folder_tables(folder)
+    if len(folder) == 1:
+        return read_folder_tables(folder[0])
+    return read_series_case_tables(folder)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from faers_anon.algorithms.greedy_cluster import QidHierarchies
+from faers_anon.algorithms.types import QidHierarchies
 from faers_anon.models.base import CONF_TOLERANCE
 
 __all__ = [

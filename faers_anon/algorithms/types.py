@@ -1,0 +1,74 @@
+"""The engine's domain types: the QIDs with their hierarchies (input) and the partition (output).
+
+A leaf module (numpy-free; hierarchies and polars only), so that the engine's modules, the metrics and
+the orchestrators import the types without importing the engine (issue 13: no import cycle).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from hierarchies import Hierarchy, mesh_age_tree, sex_tree
+
+__all__ = ["Partition", "QidHierarchies"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class QidHierarchies:
+    """The QIDs and their hierarchies. ``None`` / ``False`` leaves an attribute out of the QID.
+
+    Attributes:
+        age: the age tree (numeric: cases' [age_min, age_max] are covered; categorical: the cases frame
+            needs an ``age_group`` column of node names).
+        sex: the sex tree (cases' ``sex`` names a node: F, M, ``*``, or null for missing).
+        weight: whether weight (hierarchy-free, wt_min/wt_max) is a QID.
+        weight_domain: (min, max) normalizing the weight term; default the data's own range.
+    """
+
+    age: Hierarchy | None
+    sex: Hierarchy | None
+    weight: bool = True
+    weight_domain: tuple[float, float] | None = None
+
+    @classmethod
+    def default(cls) -> QidHierarchies:
+        """MeSH age tree, sex tree, weight (SPEC §5)."""
+        return cls(age=mesh_age_tree(), sex=sex_tree(), weight=True)
+
+    @property
+    def trees(self) -> tuple[Hierarchy, ...]:
+        """The categorical QIDs' trees, age first."""
+        return tuple(t for t in (self.age, self.sex) if t is not None)
+
+    @property
+    def count(self) -> int:
+        """|QID|."""
+        return len(self.trees) + int(self.weight)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Partition:
+    """The engine's output: the partition frame and what happened on the way.
+
+    Attributes:
+        frame: one row per caseid (docs/architecture.md, "The partition frame").
+        groups: number of groups G.
+        leftovers: cases placed by stage 2.
+        forced: leftovers no group could take validly (placed where the excess was least).
+        failed_groups: stage-1 groups dissolved because no feasible candidate was found.
+        invalid_groups: groups that fail the model after the repair (0 unless the data as a whole
+            cannot satisfy it: fewer than k cases, or some θ_s below its share).
+        first_seed: caseid of the random first seed.
+        merged_groups: merges made by :mod:`faers_anon.algorithms.repair` to make invalid groups valid.
+    """
+
+    frame: pl.DataFrame
+    groups: int
+    leftovers: int
+    forced: int
+    failed_groups: int
+    invalid_groups: int
+    first_seed: int
+    merged_groups: int = 0
