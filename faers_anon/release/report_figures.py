@@ -5,9 +5,11 @@ same numbers): parameters; counts in and out (every input report accounted for: 
 quarantined + deleted); privacy (the verifier's DR and group sizes, k achieved, θ* actions);
 utility (NIL overall and per QID); for a release made with a method (``--method``), its name, parameters
 and own privacy figures beside DR; signals (survival overall and per stratum for the chosen
-criterion under the ``expected`` reading, the reference panel, release-only signals); rejects per
-table and reason. Stage timings differ from run to run, so they go to manifest.json's ``timings``
-(left out of reproducibility checks), not into the report.
+criterion under the ``expected`` reading; per criterion — Evans, ROR025 > 1, IC025 > 0, EB05 ≥ 2 —
+its rule, count floor and source with the survival overall, pooled over the strata and in the worst
+stratum, and the panel's; the reference panel with its Mantel–Haenszel ROR; release-only
+signals); rejects per table and reason. Stage timings differ from run to run, so they go to
+manifest.json's ``timings`` (left out of reproducibility checks), not into the report.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ if TYPE_CHECKING:
     from faers_anon.verify.verifier import Verdict
     from signals import Comparison
 
-__all__ = ["build_report", "report_inputs"]
+__all__ = ["build_report", "by_criterion", "report_inputs"]
 
 _PANEL_READING = "expected"
 _PANEL_COLUMNS = [
@@ -38,6 +40,8 @@ _PANEL_COLUMNS = [
     "a_release", "prr_release", "prr_lo_release", "prr_hi_release",
     "ror_release", "ror_lo_release", "ror_hi_release", "ic025_release",
     "prr_change", "ror_change", "survived",
+    "ror_mh_raw", "ror_mh_lo_raw", "ror_mh_hi_raw",
+    "ror_mh_release", "ror_mh_lo_release", "ror_mh_hi_release",
 ]  # fmt: skip
 
 
@@ -53,6 +57,28 @@ def _rejects(ingested: IngestResult) -> list[dict[str, Any]]:
         if counts.get("deleted"):
             rows.append({"table": table, "reason": "caseid_deleted", "rows": counts["deleted"]})
     return rows
+
+
+def by_criterion(overview: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per criterion of the comparison (``Comparison.as_dict()``): ``rule``, ``min_a``, ``source``;
+    survival ``overall``, pooled over the ``strata`` and in the ``worst_stratum`` (null when no
+    stratum holds a raw signal), both under the strata's reading (``expected`` on a release); and
+    ``panel``, the reference rules signalling on the raw data that do (``yes``) / do not (``no``)
+    still signal, in that reading."""
+    strata = overview["strata"]
+    reading = _PANEL_READING if _PANEL_READING in strata else next(iter(strata), None)
+    panel = overview["panel"]["by_criterion"]
+    return {
+        name: {
+            **rule,
+            "reading_of_strata": reading,
+            "overall": overview["overall"][name],
+            "strata": strata[reading][name] if reading else None,
+            "worst_stratum": overview["worst_stratum"].get(name, {}).get(reading),
+            "panel": panel.get(name, {}).get(reading, {"yes": 0, "no": 0}),
+        }
+        for name, rule in overview["criteria"].items()
+    }
 
 
 def _method_figures(anonymized: AnonymizeResult) -> dict[str, Any]:
@@ -151,6 +177,7 @@ def build_report(
                     survival.filter((pl.col("stratum") != "overall") & (pl.col("reading") == _PANEL_READING))
                 )
             ),
+            "by_criterion": by_criterion(overview),
             "panel": _rows(panel),
             "new_signals": _rows(new.head(100)),
         },

@@ -2,23 +2,33 @@
 
 Layout (issue 15): the first screen holds the verdict and what is guaranteed, in one sentence; the
 figures that matter, each with its definition beside it; what an attacker who knows more than the
-guarantee assumes can learn (``risk``); what changed from the raw data. Then the signals, headed by
-the survival per stratum and the worst stratum; the reference panel (rules absent from the raw
-quarter are listed as "not in this quarter", never plotted); rejects in words with counts; and a
+guarantee assumes can learn (``risk``); what changed from the raw data. Then the signals
+(:mod:`faers_anon.release.report_signals`): survival per stratum and the worst stratum, survival per
+criterion, the reference panel (rules absent from the raw quarter are listed as "not in this
+quarter", never plotted); rejects in words with counts; and a
 collapsed "all parameters" section, the only place internal option names appear. Tables are fixed
 width and wrap, so the page fits a 1400 px window.
 """
 
 from __future__ import annotations
 
-import html
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from faers_anon.io.rules import REASON_WORDS
+from faers_anon.release.report_markup import e as _e
+from faers_anon.release.report_markup import num as _num
+from faers_anon.release.report_markup import pct as _pct
+from faers_anon.release.report_markup import table as _table
+from faers_anon.release.report_signals import (
+    criteria_section,
+    panel_section,
+    signals_section,
+    stratum_words,
+    worst_stratum,
+)
 
-__all__ = ["render_page", "FIELD_WORDS", "knowledge_words", "worst_stratum"]
+__all__ = ["render_page", "FIELD_WORDS", "knowledge_words", "stratum_words", "worst_stratum"]
 
 FIELD_WORDS: dict[str, str] = {
     "caseversion": "the case's version number", "i_f_code": "whether the report is initial or a follow-up",
@@ -30,11 +40,6 @@ FIELD_WORDS: dict[str, str] = {
     "occr_country": "the country where the event occurred",
     "outc_cod": "the outcomes (death, hospitalization, …)",
 }  # fmt: skip
-_CRITERIA = {
-    "evans": "Evans' criterion: PRR ≥ 2, χ² ≥ 4 and at least 3 cases",
-    "ror": "criterion: the ROR's 95% lower bound above 1",
-    "ic": "criterion: the IC's 95% lower bound above 0",
-}
 _QIDS = ("age_group", "age_min", "age_max", "sex", "wt_min", "wt_max")
 
 _STYLE = """
@@ -54,29 +59,6 @@ dl.fig dd{margin:0} img{max-width:100%;display:block;margin:.5em 0}
 """
 
 
-def _e(value: Any) -> str:
-    return html.escape(str(value))
-
-
-def _pct(value: Any) -> str:
-    return "–" if value is None else f"{100 * float(value):.1f}%"
-
-
-def _num(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return f"{float(value):.{digits}g}"
-
-
-def _table(head: Sequence[str], rows: Sequence[Sequence[str]], widths: Sequence[int] | None = None) -> str:
-    cols = "".join(f"<col style='width:{w}%'>" for w in widths) if widths else ""
-    header = "".join(f"<th>{h}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><colgroup>{cols}</colgroup><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def knowledge_words(record: Mapping[str, Any]) -> str:
     """An attacker knowledge set of risk.json in words, e.g. "age band, sex, weight band + 2 drugs"."""
     knows = list(record.get("knows", []))
@@ -89,34 +71,6 @@ def knowledge_words(record: Mapping[str, Any]) -> str:
         extra = f"the whole {single} list" if count == "all" else f"{count} {kind if count != 1 else single}"
         text = f"{text} + {extra}" if text else extra
     return text or "nothing"
-
-
-def stratum_words(stratum: str) -> str:
-    """``age=[18,45)&sex=F`` → ``age 18–44, women``; ``age>=60`` → ``age ≥ 60``."""
-    words = []
-    for part in str(stratum).split("&"):
-        match = re.fullmatch(r"age=\[(\d+),(\d+|inf)\)", part)
-        if match:
-            lo, hi = match.groups()
-            words.append(f"age {lo}+" if hi == "inf" else f"age {lo}–{int(hi) - 1}")
-            continue
-        words.append(
-            {
-                "sex=F": "women",
-                "sex=M": "men",
-                "age=missing": "age unknown",
-                "sex=missing": "sex unknown",
-            }.get(part, part.replace(">=", " ≥ ").replace("<", " < "))
-        )
-    return ", ".join(words)
-
-
-def worst_stratum(per_stratum: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    """The stratum with raw signals whose survival share is lowest (more raw signals break ties)."""
-    rows = [r for r in per_stratum if (r.get("n_raw") or 0) > 0]
-    if not rows:
-        return None
-    return min(rows, key=lambda r: (r["n_survived"] / r["n_raw"], -r["n_raw"], str(r.get("stratum"))))
 
 
 def _qid_words(report: Mapping[str, Any]) -> str:
@@ -251,96 +205,6 @@ def _risk(report: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def _signals(signals: Mapping[str, Any], figures: Mapping[str, str], img: Any) -> str:
-    per = [r for r in signals.get("per_stratum", []) if r.get("stratum") not in ("overall", "all")]
-    worst = worst_stratum(per)
-    n_raw, n_surv = signals.get("n_raw_overall", 0), signals.get("n_survived_overall", 0)
-    head = (
-        "<p>A <b>signal</b> is a drug–event pair reported disproportionately often "
-        f"({_e(_CRITERIA.get(str(signals.get('criterion')), signals.get('criterion')))}). "
-        f"Overall, {n_surv} of {n_raw} raw signals still signal on the release; "
-        f"{signals.get('n_new_overall', 0)} appear only on the release. Within age and sex strata (a "
-        "released age range counts by the share of it inside the stratum):</p>"
-    )
-    if worst is not None:
-        style = "warn" if worst["n_survived"] < worst["n_raw"] else ""
-        head += (
-            f"<p class='{style}'>Worst stratum: <b>{_e(stratum_words(worst['stratum']))}</b>, "
-            f"{worst['n_survived']} of {worst['n_raw']} raw signals survive "
-            f"({_pct(worst['n_survived'] / worst['n_raw'])}).</p>"
-        )
-
-    def share(r: Mapping[str, Any]) -> str:
-        low = "low" if r["n_survived"] < r["n_raw"] else ""
-        return f"<span class='{low}'>{_pct(r['n_survived'] / r['n_raw'])}</span>"
-
-    rows = [
-        [_e(stratum_words(r["stratum"])), str(r["n_raw"]), str(r["n_survived"]), share(r),
-         str(r.get("n_new", 0))]
-        for r in sorted(per, key=lambda r: str(r["stratum"])) if r.get("n_raw")
-    ]  # fmt: skip
-    table = _table(["stratum", "raw signals", "still signal", "survival", "only on the release"], rows)
-    return head + table + img(figures, "survival", "signal survival per stratum")
-
-
-def _panel(signals: Mapping[str, Any], figures: Mapping[str, str], img: Any) -> str:
-    panel = [
-        r
-        for r in signals.get("panel", [])
-        if r.get("reading") == signals.get("reading_of_strata", "expected")
-    ]
-    present = [r for r in panel if (r.get("a_raw") or 0) > 0]
-    absent = sorted(
-        {f"{r['drug']} / {r['event']} ({r['condition']})" for r in panel if not (r.get("a_raw") or 0)}
-    )
-
-    def prr(r: Mapping[str, Any], side: str) -> str:
-        return (
-            f"{_num(r.get(f'prr_{side}'))} [{_num(r.get(f'prr_lo_{side}'))}, {_num(r.get(f'prr_hi_{side}'))}]"
-        )
-
-    rows = [
-        [_e(f"{r['drug']} / {r['event']}"), _e(r["condition"]), _num(int(r["a_raw"])),
-         _num(int(r.get("a_release") or 0)), prr(r, "raw"), prr(r, "release"), _e(r.get("survived"))]
-        for r in present
-    ]  # fmt: skip
-    intro = (
-        "<p>Known drug–event rules (MedWatch). PRR = proportional reporting ratio with its 95% interval; "
-        "cases = patients reporting both.</p>"
-    )
-    if not present:
-        return (
-            intro
-            + "<p>None of the rules' drug–event pairs is reported in this quarter: "
-            + "; ".join(_e(a) for a in absent)
-            + " (not plotted).</p>"
-        )
-    text = (
-        intro
-        + _table(
-            [
-                "rule",
-                "patients",
-                "cases raw",
-                "cases release",
-                "PRR raw [95% CI]",
-                "PRR release [95% CI]",
-                "still a signal",
-            ],
-            rows,
-            [24, 10, 9, 9, 18, 18, 12],
-        )  # fmt: skip
-        + img(figures, "panel_prr", "forest plot of PRR")
-    )
-    if absent:
-        text += (
-            "<p><b>Not in this quarter</b> (no raw report holds the pair; not plotted): "
-            + "; ".join(_e(a) for a in absent)
-            + ".</p>"
-        )
-    return text
-
-
 def _rejects(report: Mapping[str, Any]) -> str:
     rows = report.get("rejects", [])
     if not rows:
@@ -389,9 +253,10 @@ def render_page(report: Mapping[str, Any], figures: Mapping[str, str], img: Any)
         img(figures, "weight", "weight distribution raw vs released"),
         img(figures, "group_sizes", "group size histogram"),
         "<h2>Do the drug–event signals survive?</h2>",
-        _signals(signals, figures, img),
+        signals_section(signals, figures, img),
+        criteria_section(signals),
         "<h3>Reference rules</h3>",
-        _panel(signals, figures, img),
+        panel_section(signals, figures, img),
         "<h2>Rows set aside</h2>",
         _rejects(report),
         "<h2>Details</h2>",
