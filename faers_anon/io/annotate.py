@@ -148,18 +148,25 @@ def report_key(n_quarters: int) -> pl.Expr:
     )
 
 
-def _drug_key(frame: pl.DataFrame, lookup: pl.DataFrame | None) -> pl.Expr:
+def _drug_key(frame: pl.DataFrame, lookup: pl.DataFrame | None) -> pl.Series:
     """``drug_key`` of each row, each distinct name keyed once (``knowledge.drug_names``).
 
-    ``drug_key_expr(prod_ai, drugname)`` is the coalesce of the two names' keys, so the keys of the
-    distinct ``prod_ai`` and ``drugname`` values are computed once and looked up per row.
+    ``drug_key_expr(prod_ai, drugname)`` is the coalesce of the two names' keys: the keys of the
+    distinct ``prod_ai`` values are computed once and looked up per row; ``drugname`` is keyed only
+    for the rows whose ``prod_ai`` gave no key, since the coalesce reads it nowhere else (on the
+    realistic 400k synthetic quarter: 10% of the rows, 10,944 of 29,112 distinct names).
     """
-    keyed = []
-    for column in ("prod_ai", "drugname"):
-        names = frame.lazy().select(pl.col(column).drop_nulls().unique()).collect().to_series()
-        keys = pl.DataFrame({column: names}).select(name_key_expr(pl.col(column), lookup=lookup)).to_series()
-        keyed.append(pl.col(column).replace_strict(names, keys, default=None, return_dtype=pl.Utf8))
-    return pl.coalesce(keyed)
+    prod_ai = _looked_up(frame, pl.col("prod_ai"), lookup)
+    drugname = _looked_up(frame, pl.when(prod_ai.is_null()).then(pl.col("drugname")), lookup)
+    return prod_ai.fill_null(drugname)
+
+
+def _looked_up(frame: pl.DataFrame, names: pl.Expr, lookup: pl.DataFrame | None) -> pl.Series:
+    """The key of each of ``names`` (null where it is null), each distinct name keyed once."""
+    rows = frame.select(names.alias("name")).to_series()
+    distinct = rows.drop_nulls().unique()
+    keys = pl.DataFrame({"name": distinct}).select(name_key_expr(pl.col("name"), lookup=lookup)).to_series()
+    return rows.replace_strict(distinct, keys, default=None, return_dtype=pl.Utf8)
 
 
 def _with_report(frame: pl.LazyFrame, reports: pl.DataFrame, n_quarters: int) -> pl.LazyFrame:
