@@ -136,7 +136,8 @@ class Comparison:
         cases = f"raw {o['cases']['raw']:,} cases, release {o['cases']['release']:,} cases"
         lines = [f"{cases}; criterion {crit}"]
         reading = "expected" if "expected" in o["strata"] else next(iter(o["strata"]), None)
-        lines.extend(_criterion_line(o, name, reading) for name in o["criteria"])
+        names = [crit, *(n for n in o["criteria"] if n != crit)]  # the headline criterion first
+        lines.extend(_criterion_line(o, name, reading) for name in names if name in o["criteria"])
         for reading, by_criterion in o["strata"].items():
             rho = o["prr_spearman"].get(reading)
             rho_text = "n/a" if rho is None else f"{rho:.3f}"

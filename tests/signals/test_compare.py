@@ -56,6 +56,10 @@ def test_survival_of_a_planted_signal(planted: CaseTables, planted_release: Case
         "(n/a), 0 new; strata (expected) 1 of 2 (50.0%); worst sex=F: 0 of 1 (0.0%)"
     ) in lines
     assert [line.split(" (")[0].strip() for line in lines[1:4]] == ["evans", "ror", "ic"]  # basic measures
+    headline_ic = compare(
+        planted, planted_release, config=CompareConfig(signals=config.signals, criterion="ic")
+    )
+    assert headline_ic.summary().splitlines()[1].startswith("  ic (IC025 > 0;")  # the headline comes first
 
 
 def test_new_signal_on_the_release(planted: CaseTables, planted_release: CaseTables) -> None:
