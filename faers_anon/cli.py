@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from faers_anon import __version__, api, configure
+from faers_anon.anonymize.items import ITEM_STRATEGIES
 from faers_anon.anonymize.method_run import RELEASE_METHODS
 from faers_anon.anonymize.pipeline import AnonymizeConfig
 from faers_anon.errors import FaersAnonError, Interrupted, VerificationError
@@ -246,6 +247,11 @@ _MODEL_OPTIONS = [
         help="Value-class file (docs/formats.md): classes bounded by θ [default: bundled cancers, HIV, "
         "mental health, pregnancy, substance use].",
     ),
+    click.option("--items-m", type=int, default=0, show_default=True,
+                 help="k^m-anonymity of the drug and reaction sets in each group: an attacker knowing the "
+                 "QIDs and M items finds >= k cases (0 off, 1, 2; docs/items.md)."),  # fmt: skip
+    click.option("--items-strategy", type=click.Choice(ITEM_STRATEGIES), default="suppress",
+                 show_default=True, help="How --items-m is met (docs/items.md)."),  # fmt: skip
 ]
 
 

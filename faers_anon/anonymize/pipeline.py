@@ -18,12 +18,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from faers_anon.algorithms import Partition, QidHierarchies
 from faers_anon.anonymize import metrics
+from faers_anon.anonymize.items import ITEM_STRATEGIES, MAX_ITEMS_M, ItemProtection
 from faers_anon.anonymize.method_run import RELEASE_METHODS, anonymize_with_method
 from faers_anon.anonymize.thresholds import (
     ON_INFEASIBLE,
@@ -32,7 +34,14 @@ from faers_anon.anonymize.thresholds import (
     build_thresholds,
     with_declared_values,
 )
-from faers_anon.anonymize.units import case_members, model_unit, partition_model, report_records, unit_view
+from faers_anon.anonymize.units import (
+    case_members,
+    engine_fields,
+    model_unit,
+    partition_model,
+    report_records,
+    unit_view,
+)
 from faers_anon.anonymize.value_classes import (
     ValueClasses,
     read_classes,
@@ -42,7 +51,7 @@ from faers_anon.anonymize.value_classes import (
     with_classes_and_outcomes,
 )
 from faers_anon.errors import ConfigError, InputError
-from faers_anon.io.column_policy import load_policy
+from faers_anon.io.column_policy import ColumnPolicy, load_policy
 from faers_anon.io.qid_fields import generalize_fields
 from faers_anon.keys import load_key
 from faers_anon.methods import MethodResult
@@ -105,6 +114,8 @@ class AnonymizeConfig:
         classes: a value-class file (None: the bundled default); classes and OUTC codes are bounded by
             θ like single values (:mod:`.value_classes`) and travel as classes.csv, outcomes.csv.
         protect_outcomes: bound the OUTC codes by θ (default; False: they are published unbounded).
+        items_m: m of k^m-anonymity of the drug and reaction sets inside each group (0: off, 1 or 2;
+            :mod:`faers_anon.anonymize.items`); items_strategy: ``suppress`` or ``disassociate``.
     """
 
     model: str = "ms-k-theta"
@@ -127,6 +138,8 @@ class AnonymizeConfig:
     column_policy: Path | None = None
     classes: Path | None = None
     protect_outcomes: bool = True
+    items_m: int = 0
+    items_strategy: str = "suppress"
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
@@ -160,6 +173,7 @@ class AnonymizeConfig:
             raise ConfigError(
                 f"qids: got {list(self.qids)!r} (expected a non-empty subset of {', '.join(QIDS)})"
             )
+        _check_items(self)
         if self.candidates < 1 or self.scan_limit < self.candidates:
             raise ConfigError(
                 "candidates must be >= 1 and scan_limit >= candidates; "
@@ -201,6 +215,7 @@ class AnonymizeResult:
         cases: number of cases N; nil: NIL in [0, 1]; nil_by_qid: per QID; dr: DR in [0, 1].
         group_sizes: (size, groups, cases); share_k: share of cases in groups of exactly k.
         seconds: wall time per step.
+        items: what the item-set protection suppressed (``counts.items`` of manifest.json), or None.
     """
 
     release: Path | None
@@ -215,6 +230,7 @@ class AnonymizeResult:
     share_k: float
     seconds: dict[str, float] = field(default_factory=dict)
     method: MethodResult | None = None
+    items: dict[str, Any] | None = None
 
     def summary(self) -> str:
         """A few lines for the CLI."""
@@ -237,7 +253,35 @@ class AnonymizeResult:
         ]
         if self.method is not None:
             lines[4] = self.method.summary()
+        if self.items is not None:
+            i = self.items
+            lines.insert(4, f"items (k^m, m = {i['m']}, {i['strategy']}): {i['case_items_suppressed']:,} "
+                         f"of {i['case_items']:,} (case, item) pairs suppressed in "
+                         f"{i['cases_with_suppression']:,} cases")  # fmt: skip
         return "\n".join(lines)
+
+
+def _check_items(config: AnonymizeConfig) -> None:
+    """One-line errors for ``--items-m`` / ``--items-strategy`` (:mod:`faers_anon.anonymize.items`)."""
+    m = config.items_m
+    if isinstance(m, bool) or not isinstance(m, int) or not 0 <= m <= MAX_ITEMS_M:
+        raise ConfigError(f"items-m must be 0 (off), 1 or {MAX_ITEMS_M}; got {m!r}")
+    if config.items_strategy not in ITEM_STRATEGIES:
+        raise ConfigError(
+            f"items strategy: unknown {config.items_strategy!r} "
+            f"(expected one of {', '.join(ITEM_STRATEGIES)})"
+        )
+    if m and (config.method is not None or model_unit(config.model) != "cases"):
+        raise ConfigError(  # the groups of a method or a report-level model are not sets of cases
+            f"items-m {m} needs a model whose groups are sets of cases (not --method, not {config.model})"
+        )
+
+
+def items_protection(config: AnonymizeConfig) -> ItemProtection | None:
+    """The item-set protection the writer applies (None when ``items_m`` is 0)."""
+    if not config.items_m:
+        return None
+    return ItemProtection(k=config.k, m=config.items_m, strategy=config.items_strategy)
 
 
 def _check_method(method: str, model: str) -> None:
@@ -334,30 +378,38 @@ def partition_cases(
     reports: pl.DataFrame | None = None,
     classes: ValueClasses | None = None,
     outcomes: pl.DataFrame | None = None,
+    demo: pl.DataFrame | None = None,
+    policy: ColumnPolicy | None = None,
 ) -> tuple[Partition, Thresholds, pl.DataFrame]:
     """P(s | c), θ* and the partition of one cases frame (no files); returns (partition, θ*, P(s | c)).
 
     The model is fed as its requirements say (:mod:`.units`): models whose unit is the report
     need ``reports`` (:func:`.units.report_records`), and their partition frame has one row
     per report (``primaryid``, ``caseid``). θ* and P(s | c) are always those of the cases.
+    With ``demo`` (the DEMO rows) and ``policy``, the engine also clusters on the policy's other DEMO
+    qids (:func:`.units.engine_fields`).
     """
     probabilities, thresholds = sensitive_thresholds(
         cases, knowledge, config=config, classes=classes, outcomes=outcomes
     )
     model = make_model(config.model, k=config.k, thetas=thresholds.thetas)
+    hierarchies, codes = config.hierarchies(), None
+    if demo is not None and policy is not None:
+        codes, hierarchies = engine_fields(demo, policy, hierarchies, unit=model_unit(config.model))
 
     def run(engine_cases: pl.DataFrame) -> Partition:
         return partition_model(
             engine_cases,
             knowledge,
             model=model,
-            hierarchies=config.hierarchies(),
+            hierarchies=hierarchies,
             rng=np.random.default_rng(config.seed),
             sensitive=config.sensitive,
             reports=reports,
             probabilities=probabilities,
             candidates=config.candidates,
             scan_limit=config.scan_limit,
+            codes=codes,
         ).partition
 
     if config.frozen is None:
@@ -395,11 +447,12 @@ def anonymize_folder(ingested: Path, out: Path | None, /, *, config: AnonymizeCo
     seconds["read"] = time.perf_counter() - clock
     clock = time.perf_counter()
     classes = read_classes(config.classes)
+    demo = _read(ingested / "reports.parquet")
     partition, thresholds, probabilities = partition_cases(
         cases, knowledge, config=config, reports=reports, classes=classes,
-        outcomes=read_outcomes(ingested) if config.protect_outcomes else None,
+        outcomes=read_outcomes(ingested) if config.protect_outcomes else None, demo=demo, policy=policy,
     )  # fmt: skip
-    frame, field_nil = generalize_fields(partition.frame, _read(ingested / "reports.parquet"), policy)
+    frame, field_nil = generalize_fields(partition.frame, demo, policy)  # the engine's groups' values
     seconds["anonymize"] = time.perf_counter() - clock
     clock = time.perf_counter()
     # NIL on the model's own units (reports or cases), DR on the cases an attacker finds in each group.
@@ -416,11 +469,11 @@ def anonymize_folder(ingested: Path, out: Path | None, /, *, config: AnonymizeCo
         "share_k": metrics.share_exactly_k(units, k=config.k),
     }
     seconds["metrics"] = time.perf_counter() - clock
-    release = None
+    release, items = None, None
     if out is not None:
         clock = time.perf_counter()
         singles, class_files = release_files(thresholds.frame, classes)
-        write_release(
+        written = write_release(
             ingested,
             frame,
             out,
@@ -431,8 +484,10 @@ def anonymize_folder(ingested: Path, out: Path | None, /, *, config: AnonymizeCo
             extra_files=class_files,
             force=config.force,
             key=load_key(config.key_file),
+            items=items_protection(config),
         )
         release = out
+        items = written.manifest["counts"].get("items")
         seconds["write"] = time.perf_counter() - clock
     return AnonymizeResult(
         release=release,
@@ -441,5 +496,6 @@ def anonymize_folder(ingested: Path, out: Path | None, /, *, config: AnonymizeCo
         k=config.k,
         cases=cases.height,
         seconds=seconds,
+        items=items,
         **result_metrics,  # type: ignore[arg-type]
     )

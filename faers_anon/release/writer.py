@@ -44,6 +44,7 @@ rules and is renamed first, so a visible release is always complete.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -55,6 +56,7 @@ from typing import Any
 
 import polars as pl
 
+from faers_anon.anonymize.items import ItemProtection, protect_items
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.io.column_policy import (
     ASCII_NAMES,
@@ -135,6 +137,7 @@ def write_release(
     force: bool = False,
     extra_files: Mapping[str, bytes] | None = None,
     key: AgencyKey | None = None,
+    items: ItemProtection | None = None,
 ) -> ReleaseWritten:
     """Write the release folder ``out`` (layout in the module docstring; SPEC §10).
 
@@ -151,6 +154,9 @@ def write_release(
         extra_files: relative path → bytes written before the rename (report.json, report.html) and
             hashed in the manifest.
         key: the agency key (pseudonyms, certificate); None reads ``$FAERS_ANON_KEY_FILE``.
+        items: k^m-anonymity of the released drug and reaction sets within each group
+            (:mod:`faers_anon.anonymize.items`): suppressed cells become null, ``counts.items`` of the
+            manifest says how many per table and column; None leaves the items as they are.
 
     Returns:
         The release's path, restricted folder and manifest.
@@ -174,6 +180,7 @@ def write_release(
     extras = check_extras(extra_files or {}, _RESERVED)
     rejects = sorted((ingested / "rejects").glob("*.parquet")) if (ingested / "rejects").is_dir() else []
     shaped = {t: shape_table(t, f, part, policy) for t, f in tables.items()}
+    item_counts = None if items is None else _protect_items(shaped, tables, part, items)
     needs_restricted = policy.rejects == "restricted" or any(
         s.restricted is not None for s in shaped.values()
     )
@@ -189,6 +196,8 @@ def write_release(
         counts = _write_tables(tmp, shaped, tables)
         counts["groups"] = part.select(QID_COLUMNS).unique().height
         counts["cases"] = tables["demo"]["caseid"].n_unique()
+        if item_counts is not None:
+            counts["items"] = item_counts
         counts["rejects"] = _write_rejects(tmp, tmp_r if needs_restricted else None, rejects, policy)
         _write_csv(know, tmp / "knowledge.csv")
         _write_csv(thetas, tmp / "thresholds.csv")
@@ -230,6 +239,25 @@ def write_release(
     return ReleaseWritten(
         path=out, restricted=restricted if needs_restricted else None, manifest=manifest, ids=ids
     )
+
+
+def _protect_items(
+    shaped: dict[str, ShapedTable],
+    tables: Mapping[str, pl.DataFrame],
+    part: pl.DataFrame,
+    items: ItemProtection,
+) -> dict[str, Any]:
+    """Null the suppressed item cells of the public drug and reac frames in place; their counts."""
+    names = [t for t in ("drug", "reac") if t in shaped]
+    done = protect_items(
+        {t: shaped[t].public for t in names},
+        part.select("caseid", "group_id"),
+        protection=items,
+        cases={t: tables[t].get_column("caseid") for t in names},  # public rows keep the input order
+    )
+    for table in names:
+        shaped[table] = dataclasses.replace(shaped[table], public=done.tables[table])
+    return done.counts
 
 
 def _release_order(frame: pl.DataFrame) -> pl.DataFrame:

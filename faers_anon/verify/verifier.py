@@ -23,6 +23,8 @@ overrides what the release says about itself, and each difference is a violation
   diseases, drug keys and threshold values are compared by the canonical key
   upper(strip(collapse whitespace(term))); a value listed twice keeps its smallest θ.
 * ``unlisted``, ``policy``, ``stated``: :mod:`faers_anon.verify.stated`.
+* ``items_km``: the drug and reaction sets are k^m-anonymous in every group when the manifest states
+  ``parameters.items_m`` (:mod:`faers_anon.verify.items`).
 * ``manifest``, ``certificate``, ``integrity``, ``counts``, ``ascii``: the release is the one the
   agency signed, whole, its counts as the manifest says and its ascii copy equal to its Parquet copy
   (:mod:`faers_anon.verify.integrity`; skipped with ``check_hashes=False``).
@@ -50,6 +52,7 @@ from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import default_public_key
 from faers_anon.verify.classes import release_class_rules
 from faers_anon.verify.integrity import integrity_violations, read_manifest_json
+from faers_anon.verify.items import release_item_rules
 from faers_anon.verify.methods import check_for_release, release_violations, with_possible_items
 from faers_anon.verify.stated import canonical, checked_inputs, policy_violations
 
@@ -233,6 +236,7 @@ def verify_release(
     )  # fmt: skip
     if check.case_split:
         found.append(_splits(members))
+        found += release_item_rules(release, partial(_table, release), members, k=k_used, params=params)
     conf, unlisted = _conf(release, members, sizes, tables, thetas, know)
     found.append(unlisted)
     dangerous = conf.filter(pl.col("conf") > pl.col("theta") + config.tolerance)

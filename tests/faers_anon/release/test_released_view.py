@@ -4,11 +4,14 @@
 every drug column published as is, the other fields dropped): the attacker who adds one released DEMO
 field to the QIDs finds classes below k. *After* (the bundled default) every DEMO field is an id, a
 qid generalized to its group's common value, or dropped, so every such class is ≥ k (0 below k,
-prosecutor risk ≤ 1/k) — including the class over all DEMO fields at once.
+prosecutor risk ≤ 1/k) — including the class over all DEMO fields at once. *Items* is the bundled
+default with ``items_m = 2`` (docs/items.md): the rows "QIDs + 1 of the target's drugs / + 2" (and
+reactions) go from most cases below k to 0, the documented bound of ``items-m``.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +51,10 @@ def figures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
     legacy = root / "legacy.csv"
     legacy.write_text(LEGACY, encoding="utf-8")
     out: dict[str, dict[str, Any]] = {}
-    for name, policy in (("before", legacy), ("after", None)):
-        config = AnonymizeConfig(k=K, theta=0.4, on_infeasible="raise-theta", column_policy=policy)
+    for name, policy, items_m in (("before", legacy, 0), ("after", None, 0), ("items", None, 2)):
+        config = AnonymizeConfig(
+            k=K, theta=0.4, on_infeasible="raise-theta", column_policy=policy, items_m=items_m
+        )
         api.anonymize(ingested, root / name, config=config)
         figures = assess_risk(root / name, config=RiskConfig(classes=DEFAULT_CLASSES)).figures
         demo_fields = tuple(f for f in figures["fields"] if f != "outc_cod")
@@ -107,3 +112,29 @@ def test_after_classes_and_outcome_codes_are_bounded_by_theta(figures: dict[str,
     after = verify_release(Path(figures["after"]["path"]))
     assert after.ok, after.violations
     assert figures["after"]["inference"]["classes"]["max_conf"] == pytest.approx(0.4)  # reached, not exceeded
+
+
+def _item_records(figures: dict[str, Any]) -> dict[tuple[str, object], dict[str, Any]]:
+    """QIDs + m drugs or reactions (risk's default knowledge sets with items and fields)."""
+    return {
+        (kind, count): r
+        for r in figures["reidentification"]
+        if r["items"] is not None and r["knows"]
+        for kind, count in r["items"].items()
+    }
+
+
+def test_items_m_bounds_the_qids_plus_m_items_rows(figures: dict[str, dict[str, Any]]) -> None:
+    """Issue 18's "QIDs + 1 of the target's drugs / + 2": most cases below k without items-m, 0 with
+    items-m 2 (its bound covers 1 and 2 known items, drugs and reactions alike)."""
+    after, items = _item_records(figures["after"]), _item_records(figures["items"])
+    assert set(after) == set(items) == {(kind, m) for kind in ("drugs", "reactions") for m in (1, 2)}
+    for key in after:
+        assert after[key]["below_k"] > 0.5, key  # demo: 72% (drugs:1) to 87% (drugs:2)
+        assert items[key]["below_k"] == 0.0, key
+        assert items[key]["prosecutor_max"] <= 1 / K + 1e-12, key
+    manifest = json.loads((Path(figures["items"]["path"]) / "manifest.json").read_text())
+    counts = manifest["counts"]["items"]
+    assert counts["m"] == 2 and counts["case_items_suppressed"] <= counts["case_items"]
+    assert sum(counts["cells_suppressed"]["drug"].values()) + counts["cells_suppressed"]["reac"]["pt"] > 0
+    assert verify_release(Path(figures["items"]["path"])).ok
