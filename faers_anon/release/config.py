@@ -58,6 +58,8 @@ RELEASE_OPTIONS: Mapping[str, tuple[str, str, str]] = {
     "column_policy": ("anonymize", "column_policy", "path"),
     "classes": ("anonymize", "classes", "path"),
     "protect_outcomes": ("anonymize", "protect_outcomes", "bool"),
+    "items_m": ("anonymize", "items_m", "int"),
+    "items_strategy": ("anonymize", "items_strategy", "str"),
     "demo": ("ingest", "demo", "bool"),
     "drug_names": ("ingest", "drug_names", "path"),
     "role": ("signals", "role", "str"),
@@ -204,6 +206,7 @@ def build_release_config(
         conditions=sections["signals"].get("conditions", default_signals.conditions),
         min_a=sections["signals"].get("min_a", default_signals.min_a),
         age_bands=default_signals.age_bands,
+        measures=default_signals.measures,  # the whole battery: EBGM, Fisher, Mantel-Haenszel
     )
     return ReleaseConfig(
         anonymize=AnonymizeConfig(**sections["anonymize"]),

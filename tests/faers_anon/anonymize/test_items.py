@@ -16,14 +16,18 @@ m = 2, disassociate: VERPART orders A(5), C(5), B(3); A enters T_1; C fails ({A,
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
+from click.testing import CliRunner
 
 from faers_anon.anonymize.items import ItemProtection, case_items, protect_items, suppressed_items
 from faers_anon.anonymize.pipeline import AnonymizeConfig
+from faers_anon.cli import cli
 from faers_anon.errors import ConfigError
+from faers_anon.release.config import build_release_config, load_toml
 
 SETS = {1: "ABX", 2: "AB", 3: "AB", 4: "AC", 5: "AC", 6: "C", 7: "C", 8: "C"}
 SCHEMA = {"caseid": pl.Int64, "group_id": pl.Int64, "item": pl.String}
@@ -131,3 +135,16 @@ def test_case_items_tags_drugs_and_reactions_apart() -> None:
 def test_config_errors_are_one_line(options: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         AnonymizeConfig(**options)  # type: ignore[arg-type]
+
+
+def test_release_toml_and_cli_take_items_m(tmp_path: Path) -> None:
+    """Config key items-m (release TOML) and flag --items-m; a bad value is one Error: line."""
+    toml = tmp_path / "release.toml"
+    toml.write_text('[release]\nitems-m = 2\nitems-strategy = "disassociate"\n', encoding="utf-8")
+    config = build_release_config(file_options=load_toml(toml))
+    assert (config.anonymize.items_m, config.anonymize.items_strategy) == (2, "disassociate")
+    assert config.parameters()["items_m"] == 2
+    args = ["anonymize", str(tmp_path), "-o", str(tmp_path / "r"), "--items-m", "3"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.output == "Error: items-m must be 0 (off), 1 or 2; got 3\n"
