@@ -21,13 +21,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
 from faers_anon.analysis.cumulative import read_series_case_tables
 from faers_anon.analysis.tables import read_folder_tables
 from faers_anon.errors import InputError
+from faers_anon.json_data import json_data
 from signals import CaseTables, CompareConfig, Comparison, SignalConfig, SignalTable, compare, signal_table
 
 __all__ = [
@@ -136,9 +136,9 @@ def run_compare(
     config = config or CompareConfig()
     result = compare(read_case_tables(raw), read_case_tables(release), config=config)
     summary = {
-        "raw": _jsonable(raw),
-        "release": _jsonable(release),
-        "config": _jsonable(asdict(config)),
+        "raw": json_data(raw, strict=True),
+        "release": json_data(release, strict=True),
+        "config": json_data(asdict(config), strict=True),
         **result.as_dict(),
     }
     try:
@@ -154,16 +154,6 @@ def run_compare(
     _write(result.panel, out / "panel.csv")
     _write(result.pairs, out / "pairs.parquet")
     return ComparisonRun(comparison=result, folder=out)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
 
 
 def _write(frame: pl.DataFrame, path: Path, *, metadata: dict[str, str] | None = None) -> None:

@@ -9,11 +9,15 @@ not bounded by θ*; evaluate measures them the same way), NIL is measured on the
 
 Options passed on (decisions, also in docs/methods.md "How to release with a method"):
 
-* ``--k`` is the group size of ``kl-anonymity`` (k records per group) and of ``disassociation`` (k^m);
-  the other methods have no group size: enhanced RA's own ``k`` (QID values re-drawn per case, default
-  2) keeps its default. ``l`` of kl-anonymity and ``m`` of disassociation keep their defaults (2, 2).
-* kl-anonymity's sensitive lists are the run's ``--sensitive`` indications and reactions (E's diseases
-  are not a list column of the cases; default both).
+What a method takes from the run is what its registry entry declares
+(:class:`faers_anon.methods.Capabilities`; this module names no method):
+
+* ``--k`` when its ``k`` is a group size (``group_size``: k records per group, or k^m); a method without
+  one keeps its own ``k`` default (enhanced RA: QID values re-drawn per case). Its other parameters
+  (``l``, ``m``) keep their defaults.
+* ``--seed`` when its config has a seed (``seeded``).
+* the run's ``--sensitive`` indications and reactions when it protects list columns
+  (``sensitive_lists``; E's diseases are not a list column of the cases; default both).
 * The released QID groups are the distinct released QID tuples (two groups of a method that generalize
   to the same tuple are one group to an attacker, and to the verifier).
 
@@ -21,103 +25,71 @@ manifest.json → ``parameters`` records ``method``, ``method_parameters`` (the 
 ``method_privacy`` (its privacy figures; non-finite numbers as null) and ``k`` only for the methods
 with a group size; ``model`` is absent (the verifier reads ``method``).
 
-Disassociation publishes DRUG and REAC as its chunked form in ``disassociated/`` instead of rows
-(:func:`faers_anon.anonymize.disassociation_run.publish_disassociated`, which also records ``m``).
+A method with an ``item_form`` (:class:`faers_anon.methods.ItemForm`) publishes DRUG and REAC in its own
+form instead of rows: the form replaces them after the writer and the release is sealed again; the
+signal comparison reads its release side through the form (:func:`signal_inputs`).
 """
 
 from __future__ import annotations
 
-import math
+import dataclasses
 import time
-from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
-from faers_anon.algorithms import Partition
+from faers_anon.algorithms.types import Partition
+from faers_anon.analysis.signals import read_case_tables
 from faers_anon.anonymize import metrics
-from faers_anon.anonymize.disassociation_run import publish_disassociated
-from faers_anon.anonymize.partition import PARTITION_SCHEMA
+from faers_anon.anonymize.partition import PARTITION_SCHEMA, released_groups
 from faers_anon.anonymize.units import case_members
+from faers_anon.json_data import json_data
 from faers_anon.keys import load_key
-from faers_anon.methods import METHODS, MethodResult
-from faers_anon.methods.disassociation import DisassociationResult
+from faers_anon.methods import METHODS, ItemForm, MethodResult
 from faers_anon.release.certificate import seal
 from faers_anon.release.writer import write_release
+from signals import CaseTables, CompareConfig
 
 if TYPE_CHECKING:
     from faers_anon.anonymize.pipeline import AnonymizeConfig, AnonymizeResult
 
 __all__ = [
-    "METHOD_K",
     "RELEASE_METHODS",
     "anonymize_with_method",
-    "json_data",
+    "item_form",
     "method_config",
     "method_parameters",
+    "signal_inputs",
 ]
 
-METHOD_K = frozenset({"kl-anonymity", "disassociation"})
-"""Methods whose ``k`` is a group size: they get the run's ``--k``."""
-
 RELEASE_METHODS: tuple[str, ...] = tuple(METHODS)
-"""The methods ``--method`` accepts (disassociation's release: :mod:`.disassociation_run`)."""
+"""The methods ``--method`` accepts."""
 
-_QIDS = tuple(c for c in PARTITION_SCHEMA if c not in ("caseid", "group_id"))
+
+def item_form(method: str | None) -> ItemForm | None:
+    """The method's own form of the item lists (None for a model run or a method releasing rows)."""
+    return None if method is None else METHODS[method].capabilities.item_form
 
 
 def method_config(name: str, config: AnonymizeConfig) -> Any:
     """The method's own config from the run's options (module docstring: which options pass on)."""
-    options: dict[str, Any] = {}
-    if name == "kl-anonymity":
-        lists = tuple(s for s in config.sensitive if s in ("indications", "reactions"))
-        options = {"k": config.k, "sensitive": lists or ("indications", "reactions")}
-    elif name == "disassociation":
-        options = {"k": config.k, "seed": config.seed}
-    return METHODS[name].config_type(**options)
-
-
-def json_data(value: Any) -> Any:
-    """JSON data: numpy scalars as Python numbers, non-finite floats as None, tuples as lists."""
-    if isinstance(value, Mapping):
-        return {str(k): json_data(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_data(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return str(value)
+    method = METHODS[name]
+    options = method.capabilities.options(k=config.k, seed=config.seed, sensitive=config.sensitive)
+    return method.config_type(**options)
 
 
 def method_parameters(result: MethodResult, config: AnonymizeConfig) -> dict[str, Any]:
     """manifest.json parameters of a method release (module docstring)."""
     drop = {"k", "candidates", "scan_limit"}
     params: dict[str, Any] = {k: v for k, v in config.parameters().items() if k not in drop}
-    if result.method in METHOD_K:
+    if METHODS[result.method].capabilities.group_size:
         params["k"] = config.k
     params["method"] = result.method
     params["method_parameters"] = json_data(result.describe())
     params["method_privacy"] = json_data(result.privacy)
     return params
-
-
-def released_groups(frame: pl.DataFrame) -> pl.DataFrame:
-    """The frame with ``group_id`` renumbered by distinct released QID tuple (sorted, nulls last)."""
-    ids = (
-        frame.select(_QIDS)
-        .unique()
-        .sort(_QIDS, nulls_last=True)
-        .with_row_index("group_id")
-        .with_columns(pl.col("group_id").cast(pl.Int64))
-    )
-    joined = frame.drop("group_id").join(ids, on=_QIDS, how="left", nulls_equal=True)
-    return joined.select([pl.col(c).cast(t) for c, t in PARTITION_SCHEMA.items()]).sort("caseid")
 
 
 def anonymize_with_method(
@@ -135,7 +107,7 @@ def anonymize_with_method(
         ConfigError: invalid method options, or ``out`` exists without ``force``.
         InfeasibleThetaError: some θ_s < P(s) with ``on_infeasible = "error"`` (θ* measures DR).
     """
-    from faers_anon.anonymize.pipeline import AnonymizeResult
+    from faers_anon.anonymize.pipeline import AnonymizeResult, sensitive_thresholds  # until config moves
 
     assert config.method is not None
     seconds: dict[str, float] = {}
@@ -144,13 +116,14 @@ def anonymize_with_method(
     result = method(
         cases, config=method_config(config.method, config), rng=np.random.default_rng(config.seed)
     )
-    frame = released_groups(result.release)
+    # the released QID groups: two groups of a method with one released tuple are one group
+    frame = (
+        released_groups(result.release)
+        .select([pl.col(c).cast(t) for c, t in PARTITION_SCHEMA.items()])
+        .sort("caseid")
+    )
     seconds["anonymize"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    from faers_anon.anonymize.pipeline import (
-        sensitive_thresholds,  # anonymize imports this module: import late
-    )
-
     probabilities, thresholds = sensitive_thresholds(cases, knowledge, config=config)
     losses = metrics.information_loss(frame, cases, hierarchies=config.hierarchies())
     groups = frame["group_id"].n_unique()
@@ -171,9 +144,9 @@ def anonymize_with_method(
             force=config.force,
             key=key,
         )
-        if isinstance(result, DisassociationResult):  # its members name cases: by their pseudonyms
-            members = written.ids.apply(result.released.members).sort("cluster_id", "caseid")
-            publish_disassociated(out, replace(result, released=replace(result.released, members=members)))
+        form = item_form(config.method)
+        if form is not None:  # the item lists in the method's own form, naming cases by their pseudonyms
+            form.publish(out, result, written.ids.apply)
             seal(out, key)
         seconds["write"] = time.perf_counter() - clock
     return AnonymizeResult(
@@ -190,3 +163,19 @@ def anonymize_with_method(
         seconds=seconds,
         method=result,
     )
+
+
+def signal_inputs(
+    ingested: Path, release: Path, /, *, compare: CompareConfig, method: str | None, seed: int
+) -> tuple[CaseTables, CaseTables, CompareConfig]:
+    """Raw and release case tables and the comparison options of the release pipeline's signals stage.
+
+    For a method with an item form the release side is the form's :meth:`~ItemForm.case_tables` and
+    the drug role is the form's on both sides; otherwise both sides are read as they are.
+    """
+    raw = read_case_tables(ingested)
+    form = item_form(method)
+    if form is None:
+        return raw, read_case_tables(release), compare
+    signals = dataclasses.replace(compare.signals, role=form.signals_role)
+    return raw, form.case_tables(release, seed=seed), dataclasses.replace(compare, signals=signals)

@@ -12,6 +12,7 @@ from faers_anon.algorithms.types import QidHierarchies
 from faers_anon.models.base import CONF_TOLERANCE
 
 __all__ = [
+    "dangerous_groups",
     "dangerous_ratio",
     "group_confidence",
     "group_sizes",
@@ -128,24 +129,31 @@ def group_confidence(partition: pl.DataFrame, probabilities: pl.DataFrame, /) ->
     )
 
 
+def dangerous_groups(
+    partition: pl.DataFrame, probabilities: pl.DataFrame, thresholds: pl.DataFrame, /
+) -> int:
+    """The number of dangerous groups: conf(q → s, E) > θ_s + 1e-9 for some s (SPEC §8, eq. 10).
+
+    ``thresholds`` is (value, theta); unlisted values have θ = 1 and are never dangerous. Groups are the
+    frame's ``group_id`` (the released QID tuples: :func:`faers_anon.anonymize.partition.released_groups`).
+    """
+    conf = group_confidence(partition, probabilities).join(
+        thresholds.select("value", "theta"), on="value", how="inner"
+    )
+    return conf.filter(pl.col("conf") > pl.col("theta") + CONF_TOLERANCE).get_column("group_id").n_unique()
+
+
 def dangerous_ratio(
     partition: pl.DataFrame, probabilities: pl.DataFrame, thresholds: pl.DataFrame, /
 ) -> float:
-    """DR = dangerous groups / groups; dangerous: conf(q → s, E) > θ_s + 1e-9 for some s (SPEC §8, eq. 10).
+    """DR = dangerous groups / groups (:func:`dangerous_groups`; SPEC §8, eq. 10).
 
-    ``thresholds`` is (value, theta); unlisted values have θ = 1 and are never dangerous. Returns a value
-    in [0, 1]; 0.0 for an empty partition (no group, so none is dangerous).
+    Returns a value in [0, 1]; 0.0 for an empty partition (no group, so none is dangerous).
     """
     groups = partition.get_column("group_id").n_unique()
     if groups == 0:
         return 0.0
-    conf = group_confidence(partition, probabilities).join(
-        thresholds.select("value", "theta"), on="value", how="inner"
-    )
-    dangerous = (
-        conf.filter(pl.col("conf") > pl.col("theta") + CONF_TOLERANCE).get_column("group_id").n_unique()
-    )
-    return dangerous / groups
+    return dangerous_groups(partition, probabilities, thresholds) / groups
 
 
 def group_sizes(partition: pl.DataFrame, /) -> pl.DataFrame:

@@ -4,6 +4,12 @@ docs/architecture.md, "The partition frame": one row per caseid with its group a
 generalized QIDs. The greedy clustering engine, the top-down Mondrian of l-diversity, the methods
 of :mod:`faers_anon.methods` (RA, swapping, (k,l), disassociation) all return frames with exactly
 these columns and types, and :func:`faers_anon.release.writer.write_release` applies them.
+
+A QID-group of the release is a distinct tuple of :data:`QID_COLUMNS` (docs/architecture.md, "Release
+folder"): two groups of an algorithm that generalize to the same tuple are one group to an attacker
+and to the verifier. :func:`released_groups` numbers the groups that way; every producer-side figure
+per group (DR, group sizes of a method, evaluate's rows) is computed on it. The verifier keeps its own
+copy of the tuple on purpose (it imports nothing of the producer).
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from types import MappingProxyType
 
 import polars as pl
 
-__all__ = ["PARTITION_SCHEMA"]
+__all__ = ["PARTITION_SCHEMA", "QID_COLUMNS", "released_groups"]
 
 PARTITION_SCHEMA: Mapping[str, pl.DataType] = MappingProxyType(
     {
@@ -29,3 +35,24 @@ PARTITION_SCHEMA: Mapping[str, pl.DataType] = MappingProxyType(
 )
 """Column → type of the partition frame, in order. ``age_max`` is exclusive (null for an open band),
 ``wt_max`` inclusive; null means missing (or, for weight, a group mixing missing and known)."""
+
+QID_COLUMNS: tuple[str, ...] = tuple(c for c in PARTITION_SCHEMA if c not in ("caseid", "group_id"))
+"""The released QID columns, in order: ``age_group``, ``age_min``, ``age_max``, ``sex``, ``wt_min``,
+``wt_max`` (the columns the writer puts in DEMO instead of age, age_cod, wt, wt_cod, sex)."""
+
+
+def released_groups(frame: pl.DataFrame, /) -> pl.DataFrame:
+    """``frame`` with ``group_id`` replaced by the dense id of its released QID tuple.
+
+    Tuples are numbered 0..G-1 in sorted order of :data:`QID_COLUMNS` (nulls last; a null equals a
+    null). Other columns (``primaryid`` of a report-level frame) and the column order are kept.
+    """
+    ids = (
+        frame.select(QID_COLUMNS)
+        .unique()
+        .sort(QID_COLUMNS, nulls_last=True)
+        .with_row_index("group_id")
+        .with_columns(pl.col("group_id").cast(pl.Int64))
+    )
+    joined = frame.drop("group_id").join(ids, on=list(QID_COLUMNS), how="left", nulls_equal=True)
+    return joined.select(frame.columns)

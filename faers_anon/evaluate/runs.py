@@ -6,10 +6,13 @@ The quarter's tables are read once (:class:`QuarterData`). For each k:
   run's ``on_infeasible`` and k: a raised θ_s depends on k).
 * A model is run once per θ* it depends on and its partition reused for every row it serves:
   models without value caps or risk term (k-anonymity, (X,Y)-anonymity, l-diversity) once per k;
-  (α,k)-anonymity once per θ, with one α = θ for every value in every setting (it has one α, as in
-  the paper: "α is set to 0.2 or 0.4"); MS(k, θ*) once per (setting, θ). Methods run once per quarter,
-  or once per k when their ``k`` is a group size (``kl-anonymity``, ``disassociation``); those
-  without are measured against the θ* of the grid's first k (a raised θ_s depends on k).
+  a model with one bound for every value (``Requirements.uniform_bound``: (α,k)-anonymity, "α is set
+  to 0.2 or 0.4") once per θ, with that bound = θ in every setting; MS(k, θ*) once per (setting, θ).
+  Methods run once per quarter, or once per k when their ``k`` is a group size (their
+  ``Capabilities.group_size``); those without are measured against the θ* of the grid's first k (a
+  raised θ_s depends on k). A method that publishes the drug and reaction lists in its own form
+  (``Capabilities.item_form``) gets no signal figures here: they read the raw lists with the released
+  QIDs, which would not measure it (its own figures are in its columns).
 * Each partition is measured against every θ* it serves (:func:`measure`) and, once, for signal
   survival (:func:`signal_figures`), without writing a release.
 
@@ -17,9 +20,10 @@ Measures. NIL on the algorithm's groups and the model's own units (reports for r
 as the anonymize command reports it (IL depends on a group's raw values: a group whose weights are
 all missing lost nothing, one mixing missing and known lost everything, though both publish an empty
 weight). Groups, the smallest group and DR on the *released QID tuples*, the QID-groups an attacker
-sees (groups that end up with identical generalized QIDs are one): DR counts the tuples whose
-distinct cases (P(s | c) of their super-records, with E, as MS(k, θ*) defines it) exceed some θ_s
-of the setting.
+sees (:func:`faers_anon.anonymize.partition.released_groups`: groups that end up with identical
+generalized QIDs are one): DR (:func:`faers_anon.anonymize.metrics.dangerous_groups`) counts the
+tuples whose distinct cases (P(s | c) of their super-records, with E, as MS(k, θ*) defines it) exceed
+some θ_s of the setting.
 """
 
 from __future__ import annotations
@@ -34,14 +38,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from faers_anon.algorithms import QidHierarchies
+from faers_anon.algorithms.types import QidHierarchies
 from faers_anon.analysis.signals import read_case_tables
 from faers_anon.anonymize import metrics
+from faers_anon.anonymize.partition import QID_COLUMNS, released_groups
 from faers_anon.anonymize.thresholds import Thresholds, build_thresholds
 from faers_anon.anonymize.units import case_members, model_unit, partition_model, report_records, unit_view
 from faers_anon.methods import METHODS
 from faers_anon.models import make_model
-from faers_anon.models.base import CONF_TOLERANCE
 from knowledge import case_value_probabilities
 from signals import CaseTables, compare
 
@@ -62,16 +66,6 @@ CORE_COLUMNS = (
     "panel_raw_signals", "signal_seconds",
 )  # fmt: skip
 """The columns every row has; a method's own figure of the same name is renamed ``method_<name>``."""
-
-QID_COLUMNS = ("age_group", "age_min", "age_max", "sex", "wt_min", "wt_max")
-ONE_ALPHA = frozenset({"alpha-k-anonymity"})
-"""Models with one bound for every value: they get the uniform θ of the run in every setting."""
-METHOD_K = frozenset({"kl-anonymity", "disassociation"})
-"""Methods whose ``k`` is a group size and follows the grid's k."""
-ITEM_METHODS = frozenset({"disassociation"})
-"""Methods that rewrite the drug and reaction lists (in chunks) rather than the QIDs: the signal
-figures here read the raw lists with the released QIDs, which would not measure them, so they are
-left empty (the method's own k^m figures are in its columns)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -143,31 +137,15 @@ def load_quarter(label: str, ingested: Path, knowledge: pl.DataFrame, spec: RunS
     )
 
 
-def _tuples(frame: pl.DataFrame) -> pl.DataFrame:
-    """The frame with ``group_id`` replaced by the dense id of its released QID tuple."""
-    ids = (
-        frame.select(QID_COLUMNS)
-        .unique()
-        .sort(QID_COLUMNS, nulls_last=True)
-        .with_row_index("group_id")
-        .with_columns(pl.col("group_id").cast(pl.Int64))
-    )
-    return frame.drop("group_id").join(ids, on=QID_COLUMNS, how="left", nulls_equal=True)
-
-
 def measure(
     frame: pl.DataFrame, raw_units: pl.DataFrame, data: QuarterData, thresholds: Thresholds
 ) -> dict[str, Any]:
     """NIL, DR and group figures of a release frame against one θ* (module docstring)."""
     hierarchies = QidHierarchies.default()
     losses = metrics.information_loss(unit_view(frame), raw_units, hierarchies=hierarchies)
-    grouped = _tuples(frame)
+    grouped = released_groups(frame)
     units = unit_view(grouped)
-    members = case_members(grouped)
-    dangerous = metrics.group_confidence(members, data.probabilities).join(
-        thresholds.frame.select("value", "theta"), on="value"
-    )
-    n_dangerous = dangerous.filter(pl.col("conf") > pl.col("theta") + CONF_TOLERANCE)["group_id"].n_unique()
+    n_dangerous = metrics.dangerous_groups(case_members(grouped), data.probabilities, thresholds.frame)
     sizes = units.group_by("group_id").len()["len"]
     groups = int(sizes.len())
     return {
@@ -269,7 +247,7 @@ def quarter_rows(data: QuarterData, spec: RunSpec, progress: Progress) -> Iterat
                 if not depends:
                     key: object = None
                     thetas: dict[str, float] = {}
-                elif name in ONE_ALPHA:
+                elif req.uniform_bound:
                     key = theta
                     thetas = _thresholds(data, spec, "uniform", theta, k).thetas
                 else:
@@ -308,16 +286,16 @@ def quarter_rows(data: QuarterData, spec: RunSpec, progress: Progress) -> Iterat
                     **sig,
                 }
         for name in spec.methods:
-            mk = k if name in METHOD_K else None
+            method = METHODS[name]
+            mk = k if method.capabilities.group_size else None
             if (name, mk) not in method_done:
-                method = METHODS[name]
                 options = {"k": k} if mk is not None else {}
                 clock = time.perf_counter()
                 result = method(
                     data.cases, config=method.config_type(**options), rng=np.random.default_rng(spec.seed)
                 )
                 seconds = time.perf_counter() - clock
-                sig = {} if name in ITEM_METHODS else signal_figures(result.release, data)
+                sig = {} if method.capabilities.item_form else signal_figures(result.release, data)
                 method_done[(name, mk)] = (result.release, _scalars(result.privacy), seconds, sig)
                 progress(f"  {data.label} {name}{'' if mk is None else f' k={mk}'}: {seconds:.1f} s")
             elif mk is None and k != spec.ks[0]:

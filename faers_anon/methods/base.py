@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import polars as pl
@@ -29,9 +30,12 @@ from numpy.typing import NDArray
 from faers_anon.anonymize.partition import PARTITION_SCHEMA
 from faers_anon.errors import ConfigError, InputError
 from hierarchies import Hierarchy, mesh_age_tree, sex_tree
+from signals import CaseTables
 
 __all__ = [
     "CASE_COLUMNS",
+    "Capabilities",
+    "ItemForm",
     "RELEASE_SCHEMA",
     "Method",
     "MethodResult",
@@ -103,6 +107,68 @@ class MethodResult:
 
 
 RunFunction = Callable[..., MethodResult]
+IdMapping = Callable[[pl.DataFrame], pl.DataFrame]
+"""Replaces the raw ``caseid`` of a frame by the release's pseudonym (the writer's ``IdMap.apply``)."""
+
+
+class ItemForm(Protocol):
+    """How a method that publishes the drug and reaction lists in its own form (not as rows) is released.
+
+    A release writes the method's point partition like a model's; :meth:`publish` then replaces the
+    row-level DRUG and REAC tables by the method's form and records it in manifest.json. The signal
+    comparison reads the release side through :meth:`case_tables` with drug role ``signals_role`` on
+    both sides, and the report says so with ``signals_note``.
+    """
+
+    @property
+    def signals_note(self) -> str:
+        """How the report describes the release side of the signal comparison."""
+        ...
+
+    @property
+    def signals_role(self) -> str:
+        """The drug role (``ps``, ``suspect``, ``any``) both sides of the comparison use."""
+        ...
+
+    def publish(self, out: Path, result: MethodResult, ids: IdMapping, /) -> None:
+        """Replace the item tables of the written release ``out`` by the method's form."""
+        ...
+
+    def case_tables(self, release: Path, /, *, seed: int) -> CaseTables:
+        """The release side of the signal comparison (released DEMO, the lists as the form allows)."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Capabilities:
+    """What a method takes from a run's options and what its release needs (as models declare
+    :class:`~faers_anon.models.base.Requirements`), so that no caller names a method.
+
+    Attributes:
+        group_size: its config's ``k`` is a group size: it takes the run's k (``--k``, evaluate's grid).
+        seeded: its config has a ``seed``: it takes the run's seed.
+        sensitive_lists: its config's ``sensitive`` names list columns: it takes the run's sensitive
+            indications and reactions (both when the run names neither).
+        item_form: the drug and reaction lists are published in the method's own form (None: as rows,
+            like a model's release; the released-QID signal figures then measure the method).
+    """
+
+    group_size: bool = False
+    seeded: bool = False
+    sensitive_lists: bool = False
+    item_form: ItemForm | None = None
+
+    def options(self, *, k: int, seed: int, sensitive: tuple[str, ...]) -> dict[str, Any]:
+        """The options of the method's config that a run passes on (the others keep their defaults)."""
+        options: dict[str, Any] = {}
+        if self.group_size:
+            options["k"] = k
+        if self.seeded:
+            options["seed"] = seed
+        if self.sensitive_lists:
+            lists = tuple(s for s in sensitive if s in ("indications", "reactions"))
+            options["sensitive"] = lists or ("indications", "reactions")
+        return options
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +185,7 @@ class Method:
     config_type: type
     run: RunFunction
     source: str = field(default="")
+    capabilities: Capabilities = field(default_factory=Capabilities)
 
     def __call__(
         self,

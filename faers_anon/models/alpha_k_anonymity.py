@@ -101,4 +101,5 @@ class AlphaKAnonymity:
             thetas=MappingProxyType({v: a for v, a in self.thetas.items() if a < 1.0}),
             unit="reports",
             knowledge=False,
+            uniform_bound=True,
         )

@@ -111,6 +111,9 @@ class Requirements:
         distinct: Mondrian: a valid group has at least this many distinct values of each attribute in
             ``attributes`` (0: no such check).
         attributes: the sensitive attributes ``distinct`` applies to (``indications``, ``reactions``).
+        uniform_bound: the model has one bound for every value (α of (α,k)-anonymity), not a θ* per
+            value: a grid of θ* settings gives it that setting's uniform θ (``faers-anon evaluate``).
+            The kernel ignores it.
     """
 
     min_size: int
@@ -124,6 +127,7 @@ class Requirements:
     algorithm: Literal["greedy", "mondrian"] = "greedy"
     distinct: int = 0
     attributes: tuple[str, ...] = ()
+    uniform_bound: bool = False
 
 
 @runtime_checkable

@@ -31,6 +31,7 @@ from typing import Any
 
 from faers_anon import __version__
 from faers_anon.errors import ConfigError, InputError
+from faers_anon.json_data import json_data
 
 __all__ = [
     "FORMAT",
@@ -82,16 +83,6 @@ def hash_tree(root: Path, *, exclude: frozenset[str] = frozenset()) -> dict[str,
     return hashes
 
 
-def _jsonable(value: object) -> object:
-    if isinstance(value, Path):
-        return value.as_posix()
-    if isinstance(value, set | frozenset):
-        return sorted(value, key=str)
-    if isinstance(value, tuple):
-        return list(value)
-    raise ConfigError(f"manifest: parameter value {value!r} of type {type(value).__name__} is not JSON data")
-
-
 def build_manifest(
     *,
     parameters: Mapping[str, object],
@@ -138,9 +129,10 @@ def build_manifest(
 def dump_parameters(parameters: Mapping[str, object]) -> str:
     """The parameters as canonical JSON text (raises ConfigError for non-JSON values or NaN)."""
     try:
-        return json.dumps(dict(parameters), sort_keys=True, default=_jsonable, allow_nan=False)
-    except ValueError as exc:
-        raise ConfigError(f"manifest: parameters are not JSON data ({exc})") from exc
+        data = json_data(dict(parameters), strict=True)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"manifest: parameter value {exc} is not JSON data") from exc
+    return json.dumps(data, sort_keys=True, allow_nan=False)
 
 
 def dump_manifest(manifest: Mapping[str, Any]) -> bytes:

@@ -8,8 +8,9 @@ Stages, each reported through ``progress`` with its counts and elapsed time:
 3. **verify** that release from its files alone (:func:`faers_anon.verify.verifier.verify_release`);
    a failing verdict stops the run: nothing is published and :class:`VerificationError` says why;
 4. **signals**: PRR/ROR/IC on the raw data and on the release, survival overall and per stratum,
-   and the reference panel (:func:`signals.compare`); for a disassociation release the release side
-   is one reconstruction of its drug and reaction lists (:mod:`faers_anon.anonymize.disassociation_run`);
+   and the reference panel (:func:`signals.compare`); for a method that publishes the drug and reaction
+   lists in its own form the release side is read through that form
+   (:func:`faers_anon.anonymize.method_run.signal_inputs`);
 5. **report**: ``report.json`` and ``report.html`` are added to the release, the manifest is
    re-hashed to cover them (and records the SHA-256 of every source file), and the finished release
    is moved into place in one atomic rename (:func:`faers_anon.io.workspace.publish_folder`).
@@ -45,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from faers_anon import __version__
-from faers_anon.anonymize.disassociation_run import signal_inputs
+from faers_anon.anonymize.method_run import signal_inputs
 from faers_anon.anonymize.pipeline import AnonymizeConfig, AnonymizeResult, anonymize_folder
 from faers_anon.errors import InputError, VerificationError
 from faers_anon.io.ingest import demo_source, ingest_quarters
@@ -127,7 +128,7 @@ class ReleaseResult:
 
 
 def _worst(stratum: dict[str, Any] | None) -> str:
-    """"; worst stratum age<18: 0 of 5" (never a bare overall share beside a failing stratum)."""
+    """ "; worst stratum age<18: 0 of 5" (never a bare overall share beside a failing stratum)."""
     if not stratum:
         return ""
     return f"; worst stratum {stratum['stratum']}: {stratum['n_survived']} of {stratum['n_raw']}"
@@ -237,7 +238,13 @@ def _run(
             + "); nothing was published"
         )
     with _stage("signals", seconds, say):
-        raw_tables, released_tables, compare_config = signal_inputs(ingested.out, built, config)
+        raw_tables, released_tables, compare_config = signal_inputs(
+            ingested.out,
+            built,
+            compare=config.compare,
+            method=config.anonymize.method,
+            seed=config.anonymize.seed,
+        )
         comparison = compare(raw_tables, released_tables, config=compare_config)
     say(f"[signals] {comparison.summary().splitlines()[1].strip()} ({seconds['signals']:.1f} s)")
     with _stage("risk", seconds, say):  # SPEC §11: what an attacker who knows X can learn

@@ -30,6 +30,7 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from faers_anon.json_data import json_data  # noqa: E402
 from faers_anon.release.report_html import render_page, stratum_words  # noqa: E402
 
 __all__ = ["ReportInputs", "build_figures", "render_html", "write_json"]
@@ -224,18 +225,7 @@ def write_json(report: Mapping[str, Any]) -> bytes:
 
     Floats are rounded to 12 significant digits: sums of fractional counts (the ``expected``
     reading) are added in a thread-dependent order and differ in their last bits between runs; the
-    rounding keeps two runs on the same inputs byte-identical without losing any figure that matters.
+    rounding keeps two runs on the same inputs byte-identical without losing any figure that matters
+    (:func:`faers_anon.json_data.json_data`).
     """
-
-    def clean(value: Any) -> Any:
-        if isinstance(value, float):
-            return float(f"{value:.12g}") if np.isfinite(value) else None
-        if isinstance(value, Mapping):
-            return {str(k): clean(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [clean(v) for v in value]
-        if isinstance(value, np.generic):
-            return clean(value.item())
-        return value
-
-    return (json.dumps(clean(report), indent=2, sort_keys=True) + "\n").encode("utf-8")
+    return (json.dumps(json_data(report, digits=12), indent=2, sort_keys=True) + "\n").encode("utf-8")

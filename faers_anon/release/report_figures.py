@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from faers_anon.anonymize.disassociation_run import SIGNALS_NOTE
-from faers_anon.anonymize.method_run import json_data
+from faers_anon.anonymize.method_run import item_form
+from faers_anon.json_data import json_data
 from faers_anon.release.report import ReportInputs
 from faers_anon.release.report_html import worst_stratum
 
@@ -160,7 +160,7 @@ def build_report(
         },
         "utility": {"nil": anonymized.nil, **{f"nil_{q}": v for q, v in anonymized.nil_by_qid.items()}},
         "signals": {
-            **({"release_side": SIGNALS_NOTE} if config.anonymize.method == "disassociation" else {}),
+            **({"release_side": form.signals_note} if (form := item_form(config.anonymize.method)) else {}),
             "criterion": criterion,
             "reading_of_strata": _PANEL_READING,
             "survival_overall": overall["share_survived"],

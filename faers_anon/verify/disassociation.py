@@ -2,7 +2,7 @@
 
 Independent of the producer: this module reads the ``disassociated/`` tables itself and re-implements
 the k^m check (Terrovitis et al. 2008; Loukides et al. 2014, Sections 3.1–3.2), importing nothing of
-:mod:`faers_anon.methods` or :mod:`faers_anon.anonymize.disassociation_run`. Rules:
+:mod:`faers_anon.methods` (its release form: :mod:`faers_anon.methods._disassociation_publish`). Rules:
 
 * ``km``: in every record chunk (``record_chunks``: cluster_id, chunk_id, record_in_chunk, item) and
   every shared chunk (``shared_chunks``: shared_id, record_in_chunk, item), each itemset of 1..m

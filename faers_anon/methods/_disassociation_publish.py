@@ -1,7 +1,9 @@
 """Disassociation as a release mode (``--method disassociation`` of ``anonymize`` and ``release``; SPEC §7).
 
-The release folder is the one :func:`faers_anon.release.writer.write_release` writes for the
-method's point partition, then changed by :func:`publish_disassociated`:
+The method's :class:`~faers_anon.methods.base.ItemForm` (:data:`DISASSOCIATED_LISTS`, declared in its
+registry entry's capabilities). The release folder is the one
+:func:`faers_anon.release.writer.write_release` writes for the method's point partition, then changed
+by :func:`publish_disassociated`:
 
 * **DEMO, OUTC, THER, RPSR, INDI** stay as written: every case at its own QID values (the method
   leaves demographics alone, like the other point methods), every row published.
@@ -36,34 +38,36 @@ released form has no drug roles, so the signals stage compares raw and release w
 
 from __future__ import annotations
 
-import dataclasses
 import re
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import polars as pl
 
-from faers_anon.analysis.signals import read_case_tables
 from faers_anon.errors import InputError
-from faers_anon.methods.disassociation import read_released, reconstruct, split_items, write_released
+from faers_anon.methods.base import IdMapping, MethodResult
+from faers_anon.methods.disassociation import (
+    DisassociationResult,
+    read_released,
+    reconstruct,
+    split_items,
+    write_released,
+)
 from faers_anon.release.manifest import MANIFEST_NAME, dump_manifest, hash_tree, read_manifest
 from signals import CaseTables
 
-if TYPE_CHECKING:
-    from faers_anon.methods.disassociation import DisassociationResult
-    from faers_anon.release.config import ReleaseConfig
-    from signals import CompareConfig
-
 __all__ = [
     "DISASSOCIATED",
+    "DISASSOCIATED_LISTS",
+    "DisassociatedLists",
     "ITEM_TABLES",
     "SIGNALS_NOTE",
     "case_tables",
     "published_item_files",
     "publish_disassociated",
     "reconstruction",
-    "signal_inputs",
 ]
 
 DISASSOCIATED = "disassociated"
@@ -160,18 +164,24 @@ def case_tables(release: Path, /, *, seed: int) -> CaseTables:
     return CaseTables(cases=cases, drugs=drugs, events=events)
 
 
-def signal_inputs(
-    ingested: Path, release: Path, config: ReleaseConfig
-) -> tuple[CaseTables, CaseTables, CompareConfig]:
-    """Raw and release case tables and the comparison options of the release pipeline's signals stage.
+@dataclass(frozen=True, slots=True)
+class DisassociatedLists:
+    """The :class:`~faers_anon.methods.base.ItemForm` of disassociation (module docstring)."""
 
-    For a disassociation release the release side is :func:`case_tables` and the role filter is
-    ``any`` on both sides (module docstring); otherwise both sides are read as they are.
-    """
-    raw = read_case_tables(ingested)
-    if config.anonymize.method != "disassociation":
-        return raw, read_case_tables(release), config.compare
-    options = dataclasses.replace(
-        config.compare, signals=dataclasses.replace(config.compare.signals, role="any")
-    )
-    return raw, case_tables(release, seed=config.anonymize.seed), options
+    signals_note: str = SIGNALS_NOTE
+    signals_role: str = "any"  # the released form has no drug roles
+
+    def publish(self, out: Path, result: MethodResult, ids: IdMapping, /) -> None:
+        """:func:`publish_disassociated` with the members named by their pseudonyms (``ids``)."""
+        if not isinstance(result, DisassociationResult):
+            raise TypeError(f"expected a disassociation result; got {type(result).__name__}")
+        members = ids(result.released.members).sort("cluster_id", "caseid")
+        publish_disassociated(out, replace(result, released=replace(result.released, members=members)))
+
+    def case_tables(self, release: Path, /, *, seed: int) -> CaseTables:
+        """:func:`case_tables`: released DEMO and one reconstruction of the lists."""
+        return case_tables(release, seed=seed)
+
+
+DISASSOCIATED_LISTS = DisassociatedLists()
+"""The instance the registry entry declares."""

@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from faers_anon.anonymize.disassociation_run import DISASSOCIATED, case_tables
 from faers_anon.cli import cli
+from faers_anon.methods._disassociation_publish import DISASSOCIATED, case_tables
 from faers_anon.methods.disassociation import check_km, read_released
 from faers_anon.release.manifest import MANIFEST_NAME, hash_tree, read_manifest
 from faers_anon.synthetic import make_quarter, write_quarter
