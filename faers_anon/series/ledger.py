@@ -27,7 +27,8 @@ Layout of the ledger folder ``DIR``:
   file or release, or another key is detected; only the key's holder can write a ledger that checks.
 
 Checks on open (:func:`open_ledger`), each one ``Error:`` line: another agency key (``key_id``
-differs), a tampered or corrupt file (a SHA-256 or the MAC differs, a file missing), and on release
+differs), a tampered or corrupt file (a SHA-256 or the MAC differs, a file missing; a store file
+when it is read, :func:`faers_anon.series.store.checked_file`), and on release
 (:meth:`Ledger.check_next`) a quarter that does not follow the ledger's last one (an earlier quarter
 missing, or a quarter already released).
 
@@ -55,7 +56,7 @@ from faers_anon.errors import ConfigError, InputError
 from faers_anon.io.cumulative import quarter_gaps
 from faers_anon.keys import AgencyKey
 from faers_anon.release.manifest import MANIFEST_NAME, sha256_file
-from faers_anon.series.store import check_store, write_store
+from faers_anon.series.store import write_store
 from knowledge.values import value_key_expr
 
 __all__ = ["LEDGER_FORMAT", "REGION", "Ledger", "Staged", "check_apart", "ledger_entries", "open_ledger"]
@@ -164,8 +165,7 @@ def open_ledger(folder: Path, key: AgencyKey, /) -> Ledger:
             raise _fail(folder, f"{release['file']} missing (listed for {', '.join(release['quarters'])})")
         if sha256_file(file) != release["sha256"]:
             raise _fail(folder, f"{release['file']}: SHA-256 mismatch: tampered or corrupt")
-        check_store(folder, release)
-        frames.append(pl.read_parquet(file))
+        frames.append(pl.read_parquet(file))  # store files are checked when read (series.store)
     entries = pl.concat(frames) if frames else pl.DataFrame(schema=_SCHEMA)
     return Ledger(folder, meta, entries.cast(_SCHEMA))  # type: ignore[arg-type]
 
@@ -264,7 +264,7 @@ def stage(ledger: Ledger, built: Path, out: Path, quarters: list[str], key: Agen
                   "groups": entries.get_column("group").n_unique(), "withheld": withheld}  # fmt: skip
         if ingested is not None:
             shutil.rmtree(store, ignore_errors=True)  # a store left by an interrupted run
-            files = write_store(ingested, store, knowledge=built / "knowledge.csv")
+            files = write_store(ingested, store, knowledge=built / "knowledge.csv", key=key.pseudonym_key)
             record["store"] = {"folder": store.name, "files": files}
         meta = {**ledger.meta, "releases": [*ledger.meta["releases"], record]}
         meta["mac"] = _mac(meta, key)

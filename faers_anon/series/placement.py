@@ -40,10 +40,11 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from faers_anon.series.earlier import earlier_over_theta
 from faers_anon.series.ledger import REGION, history
 from faers_anon.series.units import intersection_pairs, pseudonym_ids, unit_of
 
-__all__ = ["SeriesPlan", "over_theta", "plan_series", "pseudonym_ids", "ROOT"]
+__all__ = ["SeriesPlan", "over_theta", "plan_series", "pseudonym_ids", "unit_members", "ROOT"]
 
 #: The root of each QID's generalization: the region a QID is widened to when a follow-up leaves it.
 ROOT: dict[str, dict[str, object]] = {
@@ -152,6 +153,8 @@ def over_theta(
 
 
 _QIDS = ("age_min", "age_max", "sex", "wt_min", "wt_max")
+#: Placement rounds: units failing the earlier-intersection check are blocked and the rest placed again.
+_ROUNDS = 8
 _LISTS = ("indications", "reactions", "drug_keys")
 
 
@@ -178,6 +181,73 @@ def _members(
     return members.join(region, on="unit").with_columns(bundle)
 
 
+def unit_members(ids: pl.DataFrame, entries: pl.DataFrame, /) -> pl.Series:
+    """The case pseudonyms of the ledger that lie in a unit of this quarter's returning cases
+    (``ids``: their ``caseid`` → ``pseudonym``): the only earlier cases a release may republish."""
+    past = history(entries).rename({"caseid": "pseudonym"})
+    returning = past.join(ids, on="pseudonym", how="semi")
+    units = unit_of(past.get_column("history"), returning.get_column("history"))
+    return past.join(units, on="history").get_column("pseudonym")
+
+
+def _trim(members: pl.DataFrame, target: int) -> pl.DataFrame:
+    """The members published when each returning history class is filled up to ``target``.
+
+    Per unit and history class h (n_h available members, r_h of them returning), with
+    sup_r(h) = Σ r_h' over the classes h' whose pairs contain h's (h included): a class holding a
+    returning case keeps its r_h returning members and adds min(n_h − r_h, max(0, target − sup_r(h)))
+    of its stored members; a class without one is not published. Every published class h then has
+    Σ_{h' ⊇ h} x_h' ≥ min(target, sup_r(h) + n_h − r_h) members in the bundle; :func:`_sizes`
+    checks k. Stored members are taken fewest exposed values first, then by pseudonym (deterministic).
+    """
+    is_returning = pl.col("store").is_null()
+    classes = members.group_by("unit", "history").agg(pl.len().alias("n"), is_returning.sum().alias("r"))
+    sup = (
+        intersection_pairs(classes)
+        .join(classes.select("unit", pl.col("history").alias("e_history"), "r"), on=["unit", "e_history"])
+        .group_by("unit", "d_history")
+        .agg(pl.col("r").sum().alias("sup"))
+    )
+    added = pl.min_horizontal(pl.col("n") - pl.col("r"), (target - pl.col("sup")).clip(lower_bound=0))
+    quota = classes.join(sup, left_on=["unit", "history"], right_on=["unit", "d_history"]).select(
+        "unit", "history", pl.when(pl.col("r") > 0).then(pl.col("r") + added).otherwise(0).alias("quota")
+    )
+    exposed = sum(pl.col(name).list.len() for name in _LISTS)
+    order = ["unit", "history", pl.col("store").is_not_null(), exposed, "pseudonym"]
+    ranked = members.sort(order).with_columns(pl.int_range(pl.len()).over("unit", "history").alias("_rank"))
+    return (
+        ranked.join(quota, on=["unit", "history"])
+        .filter(pl.col("_rank") < pl.col("quota"))
+        .drop("_rank", "quota")
+    )
+
+
+def _place(
+    members: pl.DataFrame, *, k: int, probabilities: Callable[[pl.DataFrame], pl.DataFrame],
+    thetas: dict[str, float],
+) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, int]]:  # fmt: skip
+    """Choose, per unit, the smallest bundle that passes: filled to k, then 2k, then the whole unit.
+
+    Returns:
+        (the published members, the members of units no level placed, the units placed per level
+        ``placed_k``, ``placed_2k``, ``placed_unit``); a unit whose whole is below k has its
+        ``small`` column true in the second frame.
+    """
+    placed, levels, pending = [], {}, members
+    small = pl.Series([], dtype=pl.Utf8)
+    for name, target in (("placed_k", k), ("placed_2k", 2 * k), ("placed_unit", None)):
+        trial = pending if target is None else _trim(pending, target)
+        small = _sizes(trial).filter(pl.col("size") < k).get_column("unit").unique()
+        fit = trial.filter(~pl.col("unit").is_in(small.implode()))
+        failing = over_theta(fit, probabilities(fit), thetas) if fit.height else frozenset()
+        done = fit.filter(~pl.col("unit").is_in(failing))
+        placed.append(done)
+        levels[name] = done.get_column("unit").n_unique()
+        pending = pending.join(done.select("unit").unique(), on="unit", how="anti")
+    left = pending.with_columns(pl.col("unit").is_in(small.implode()).alias("small"))
+    return pl.concat(placed), left, levels
+
+
 def plan_series(
     cases: pl.DataFrame,
     entries: pl.DataFrame,
@@ -189,8 +259,9 @@ def plan_series(
     stored: pl.DataFrame | None = None,
     deleted: pl.Series | None = None,
     withhold: frozenset[str] = frozenset(),
+    ids: pl.DataFrame | None = None,
 ) -> SeriesPlan:
-    """Split this quarter's cases into fresh, published returning (with their units) and withheld.
+    """Split this quarter's cases into fresh, published returning (with their bundles) and withheld.
 
     Args:
         cases: this quarter's super-records (``caseid`` raw, the QID ranges, the value lists).
@@ -205,8 +276,9 @@ def plan_series(
         deleted: case pseudonyms on a DELETE list (never republished).
         withhold: units (their history strings) to withhold whatever the checks say (a unit found
             over θ* once the release's own E and θ* are known: :func:`faers_anon.series.step.prepare`).
+        ids: ``caseid`` → ``pseudonym`` of ``cases`` when already computed (:func:`pseudonym_ids`).
     """
-    ids = pseudonym_ids(cases, pseudonym_key)
+    ids = pseudonym_ids(cases, pseudonym_key) if ids is None else ids
     current = cases.select("caseid", *[pl.col(c).alias(f"case_{c}") for c in _QIDS], *_LISTS).join(
         ids, on="caseid"
     )
@@ -217,25 +289,32 @@ def plan_series(
                                  **dict.fromkeys(_LISTS, pl.List(pl.Utf8))})  # fmt: skip
     members = _members(returning, past, empty if stored is None else stored,
                        pl.Series([], dtype=pl.Int64) if deleted is None else deleted)  # fmt: skip
-    small = _sizes(members).filter(pl.col("size") < k).get_column("unit").unique()
-    large = _widened(members.filter(~pl.col("unit").is_in(small.implode()) & ~pl.col("unit").is_in(withhold)))
-    failing = over_theta(large, probabilities(large), thetas)
-    frozen = large.filter(~pl.col("unit").is_in(failing))
-    kept = frozen.get_column("bundle").unique()
+    blocked = set(withhold)
+    for _ in range(_ROUNDS):
+        chosen, left, levels = _place(members.filter(~pl.col("unit").is_in(blocked)), k=k,
+                                      probabilities=probabilities, thetas=thetas)  # fmt: skip
+        late = earlier_over_theta(chosen, past, probabilities, thetas)
+        blocked |= late
+        if not late:
+            break
+    chosen = chosen.filter(~pl.col("unit").is_in(blocked))
+    frozen = _widened(chosen)
     withheld = returning.join(frozen, on="caseid", how="anti").get_column("caseid")
     again = frozen.filter(pl.col("store").is_not_null())
-    published = frozen.height - again.height
     counts = {
         "fresh": current.height - returning.height,
         "returning": returning.height,
-        "bundles": int(kept.len()),
-        "published_returning": published,
+        "bundles": frozen.get_column("bundle").n_unique(),
+        "published_returning": frozen.height - again.height,
         "republished": again.height,
         "withheld": withheld.len(),
-        "withheld_small": returning.join(members.filter(pl.col("unit").is_in(small.implode())), on="caseid",
-                                         how="semi").height,
+        "withheld_small": left.filter(pl.col("small") & pl.col("store").is_null()).height,
         "widened": int(frozen.get_column("widened").sum()),
-    }  # fmt: skip
+        **levels,
+    }
+    counts["withheld_earlier"] = returning.filter(pl.col("history").is_in(
+        members.filter(pl.col("unit").is_in(blocked - set(withhold))).get_column("history").implode()
+    )).join(frozen, on="caseid", how="anti").height  # fmt: skip
     counts["withheld_theta"] = counts["withheld"] - counts["withheld_small"]
     return SeriesPlan(frozen.select("caseid", "bundle", "unit", "history", *REGION), withheld, counts,
                       again.select("caseid", "store"))  # fmt: skip

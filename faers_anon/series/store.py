@@ -7,8 +7,10 @@ cases of its unit that do not return are published again with it, their last ver
 the raw data, and like the ledger never published) of the folder release NNNN was written from.
 Each file's SHA-256 is in ``ledger.json`` (under its MAC), so a changed store is refused.
 
-Memory: the stores' ``cases.parquet`` (one row per earlier case: the case index) is read whole;
-rows of the other tables are read only for the cases republished.
+Cost (docs/series.md §6): a store's ``cases.parquet`` carries each case's ``pseudonym``, so only the
+rows of the units' members are read (a filter on it), and the other tables only for the cases
+republished; a file is checked against its SHA-256 when it is read (a file never read cannot
+change a release), so a release reads and hashes what it uses, not every earlier quarter.
 """
 
 from __future__ import annotations
@@ -23,24 +25,33 @@ from faers_anon.errors import InputError
 from faers_anon.release.manifest import sha256_file
 from faers_anon.series.units import pseudonym_ids
 
-__all__ = ["STORED", "write_store", "check_store", "stored_cases", "stored_knowledge", "republished_rows"]
+__all__ = ["STORED", "checked_file", "write_store", "stored_cases", "stored_knowledge",
+           "republished_rows"]
 
 #: The ingested tables kept per release (those with a caseid; the others are not republished).
 STORED = ("reports", "drug", "reac", "indi", "outc", "ther", "rpsr", "cases", "deleted")
 
 
-def write_store(ingested: Path, folder: Path, /, *, knowledge: Path | None = None) -> dict[str, str]:
+def write_store(
+    ingested: Path, folder: Path, /, *, knowledge: Path | None = None, key: bytes | None = None
+) -> dict[str, str]:
     """Copy the ingested tables (and the release's ``knowledge.csv``, E) into ``folder`` (0700);
-    return file name → SHA-256."""
+    return file name → SHA-256. With the pseudonym ``key``, ``cases.parquet`` gets a ``pseudonym``
+    column (the index :func:`stored_cases` filters on)."""
     folder.mkdir(mode=0o700)
     sources = [ingested / f"{name}.parquet" for name in STORED] + (
         [knowledge] if knowledge is not None else []
     )
     hashes = {}
     for source in sources:
-        if source.is_file():
+        if not source.is_file():
+            continue
+        if source.name == "cases.parquet" and key is not None:
+            cases = pl.read_parquet(source)
+            cases.join(pseudonym_ids(cases, key), on="caseid").write_parquet(folder / source.name)
+        else:
             shutil.copyfile(source, folder / source.name)
-            hashes[source.name] = sha256_file(folder / source.name)
+        hashes[source.name] = sha256_file(folder / source.name)
     return hashes
 
 
@@ -48,9 +59,10 @@ def stored_knowledge(ledger: Path, releases: list[dict[str, Any]], current: pl.D
     """E for the θ check of a unit: the largest weight of each (drug_key, disease) over the current E
     and the E every earlier release published (an attacker reads them all)."""
     tables = [current.select("drug_key", "disease", pl.col("weight").cast(pl.Float64))]
-    for _, folder in _stores(ledger, releases):
-        if (folder / "knowledge.csv").is_file():
-            earlier = pl.read_csv(folder / "knowledge.csv", infer_schema=False)
+    for record in _records(releases):
+        path = checked_file(ledger, record, "knowledge.csv")
+        if path is not None:
+            earlier = pl.read_csv(path, infer_schema=False)
             tables.append(earlier.select("drug_key", "disease", pl.col("weight").cast(pl.Float64)))
     return (
         pl.concat(tables)
@@ -60,46 +72,65 @@ def stored_knowledge(ledger: Path, releases: list[dict[str, Any]], current: pl.D
     )
 
 
-def check_store(ledger: Path, record: dict[str, Any], /) -> None:
-    """Refuse a store whose files are missing or changed.
+def checked_file(ledger: Path, record: dict[str, Any], name: str, /) -> Path | None:
+    """The store file ``name`` of the release ``record``, checked against its SHA-256 in
+    ``ledger.json`` (under the MAC); None when the store does not hold that file.
 
     Raises:
-        InputError: a file missing or with another SHA-256.
+        InputError: the file is missing or has another SHA-256.
     """
-    store = record.get("store")
-    if not store:
-        return
-    for name, digest in store["files"].items():
-        path = ledger / store["folder"] / name
-        if not path.is_file() or sha256_file(path) != digest:
-            what = f"ledger {store['folder']}/{name}: missing or SHA-256 mismatch: tampered or corrupt"
-            raise InputError(what, path=ledger)
+    store = record.get("store") or {}
+    digest = store.get("files", {}).get(name)
+    if digest is None:
+        return None
+    path = ledger / store["folder"] / name
+    if not path.is_file() or sha256_file(path) != digest:
+        what = f"ledger {store['folder']}/{name}: missing or SHA-256 mismatch: tampered or corrupt"
+        raise InputError(what, path=ledger)
+    return path
 
 
-def _stores(ledger: Path, releases: list[dict[str, Any]]) -> list[tuple[int, Path]]:
-    return [(r["index"], ledger / r["store"]["folder"]) for r in releases if r.get("store")]
+def _records(releases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in releases if r.get("store")]
+
+
+def _stored_rows(path: Path, index: int, key: bytes, wanted: pl.Series | None) -> pl.DataFrame:
+    """One store's super-records of the ``wanted`` pseudonyms (all when None), with ``store``."""
+    if "pseudonym" in pl.read_parquet_schema(path):
+        scan = pl.scan_parquet(path)
+        if wanted is not None:
+            scan = scan.filter(pl.col("pseudonym").is_in(wanted.implode()))
+        cases = scan.collect()
+    else:  # a store written before the pseudonym column (derived here, for every case)
+        cases = pl.read_parquet(path)
+        cases = cases.join(pseudonym_ids(cases, key), on="caseid")
+        cases = cases if wanted is None else cases.filter(pl.col("pseudonym").is_in(wanted.implode()))
+    return cases.with_columns(pl.lit(index, pl.Int64).alias("store"))
 
 
 def stored_cases(
-    ledger: Path, releases: list[dict[str, Any]], key: bytes
+    ledger: Path, releases: list[dict[str, Any]], key: bytes, /, *, wanted: pl.Series | None = None
 ) -> tuple[pl.DataFrame | None, pl.Series]:
-    """The last stored super-record of every earlier case, and the pseudonyms on any DELETE list.
+    """The last stored super-record of the earlier cases, and the pseudonyms on any DELETE list.
+
+    Args:
+        wanted: the case pseudonyms to read (the units' members); None: every stored case.
 
     Returns:
         (``pseudonym``, ``caseid`` raw, ``store``, the super-record columns; one row per pseudonym,
         from the latest store holding it; None without a store) and the deleted case pseudonyms.
     """
     frames, deleted = [], []
-    for index, folder in _stores(ledger, releases):
-        frames.append(
-            pl.read_parquet(folder / "cases.parquet").with_columns(pl.lit(index, pl.Int64).alias("store"))
-        )
-        if (folder / "deleted.parquet").is_file():
-            deleted.append(pl.read_parquet(folder / "deleted.parquet", columns=["caseid"]))
+    for record in _records(releases):
+        path = checked_file(ledger, record, "cases.parquet")
+        if path is not None:
+            frames.append(_stored_rows(path, record["index"], key, wanted))
+        listed = checked_file(ledger, record, "deleted.parquet")
+        if listed is not None:
+            deleted.append(pl.read_parquet(listed, columns=["caseid"]))
     if not frames:
         return None, pl.Series([], dtype=pl.Int64)
-    cases = pl.concat(frames, how="diagonal_relaxed").sort("store").unique("caseid", keep="last")
-    cases = cases.join(pseudonym_ids(cases, key), on="caseid")
+    cases = pl.concat(frames, how="diagonal_relaxed").sort("store").unique("pseudonym", keep="last")
     gone = pl.concat(deleted).unique() if deleted else pl.DataFrame(schema={"caseid": pl.Int64})
     return cases, pseudonym_ids(gone, key).get_column("pseudonym") if gone.height else pl.Series(
         [], dtype=pl.Int64
@@ -111,14 +142,13 @@ def republished_rows(
 ) -> dict[str, pl.DataFrame]:
     """Per table, the stored rows of the republished cases (each from its store)."""
     out: dict[str, list[pl.DataFrame]] = {}
-    for index, folder in _stores(ledger, releases):
-        ids = republish.filter(pl.col("store") == index).get_column("caseid")
+    for record in _records(releases):
+        ids = republish.filter(pl.col("store") == record["index"]).get_column("caseid")
         if ids.is_empty():
             continue
         for name in STORED:
-            path = folder / f"{name}.parquet"
-            if name != "deleted" and path.is_file():
-                out.setdefault(name, []).append(
-                    pl.scan_parquet(path).filter(pl.col("caseid").is_in(ids.implode())).collect()
-                )
+            path = checked_file(ledger, record, f"{name}.parquet") if name != "deleted" else None
+            if path is not None:
+                frame = pl.scan_parquet(path).filter(pl.col("caseid").is_in(ids.implode())).collect()
+                out.setdefault(name, []).append(frame.drop("pseudonym", strict=False))
     return {name: pl.concat(parts, how="diagonal_relaxed") for name, parts in out.items()}

@@ -140,7 +140,8 @@ def test_placement_bundles_withholds_and_widens() -> None:
     plan = plan_series(cases, entries, KEY.pseudonym_key, k=2, probabilities=lambda _: none, thetas={})
     assert plan.counts == {"fresh": 2, "returning": 3, "bundles": 1, "published_returning": 2,
                            "republished": 0, "withheld": 1, "withheld_small": 1, "withheld_theta": 0,
-                           "widened": 2}  # fmt: skip
+                           "widened": 2, "placed_k": 1, "placed_2k": 0, "placed_unit": 0,
+                           "withheld_earlier": 0}  # fmt: skip
     assert plan.withheld.to_list() == [14]
     frozen = plan.frozen.sort("caseid")
     assert frozen.select("caseid", "age_group", "age_min", "age_max", "sex").rows() == [
@@ -243,3 +244,67 @@ def test_config_key_ledger_is_read_relative_to_the_file(tmp_path: Path) -> None:
     (tmp_path / "release.toml").write_text('[release]\nledger = "private/ledger"\nk = 3\n')
     config = build_release_config(file_options=load_toml(tmp_path / "release.toml"))
     assert config.ledger == (tmp_path / "private" / "ledger").resolve() and config.anonymize.k == 3
+
+
+def _entries(rows: list[tuple[int, int, int]], p: dict[int, int]) -> pl.DataFrame:
+    """Ledger rows (release, raw caseid, group), all in the ADULT/F region."""
+    return pl.DataFrame(
+        [(r, p[c], g, *ADULT, "F", None, None) for r, c, g in rows], orient="row",
+        schema={"release": pl.UInt32, "caseid": pl.Int64, "group": pl.UInt32, "age_group": pl.Utf8,
+                "age_min": pl.Float64, "age_max": pl.Float64, "sex": pl.Utf8, "wt_min": pl.Float64,
+                "wt_max": pl.Float64},
+    )  # fmt: skip
+
+
+def _stored(rows: list[tuple[int, int, list[str]]], p: dict[int, int]) -> pl.DataFrame:
+    """Stored super-records (raw caseid, store, reactions), age 30, F."""
+    return pl.DataFrame(
+        [(p[c], c, s, 30.0, 30.0, "F", None, None, [], reac, []) for c, s, reac in rows], orient="row",
+        schema={"pseudonym": pl.Int64, "caseid": pl.Int64, "store": pl.Int64, "age_min": pl.Float64,
+                "age_max": pl.Float64, "sex": pl.Utf8, "wt_min": pl.Float64, "wt_max": pl.Float64,
+                "indications": pl.List(pl.Utf8), "reactions": pl.List(pl.Utf8),
+                "drug_keys": pl.List(pl.Utf8)},
+    )  # fmt: skip
+
+
+def test_a_bundle_republishes_only_what_each_history_needs() -> None:
+    # Release 1 group 0 = 11..17; release 2 group 1 = {15, 16, 17}. Now 11 (history 1:0) and 15
+    # (1:0|2:1) return, k = 3. Class 1:0|2:1 holds 1 returning case and needs 3 in its I: 16, 17.
+    # Class 1:0 counts the 3 of 1:0|2:1 in its I (their pairs contain 1:0) plus 11: 4 >= 3, yet a
+    # class is filled to k from its own returning count: sup_r(1:0) = 2 (11 and 15), so 1 companion
+    # of history 1:0, the one with the fewest exposed values (12: none). Whole unit: 5 republished;
+    # here 3 (12, 16, 17).
+    p = dict(pseudonym_ids(pl.DataFrame({"caseid": list(range(11, 18))}), KEY.pseudonym_key).rows())
+    entries = _entries([(1, c, 0) for c in range(11, 18)] + [(2, c, 1) for c in (15, 16, 17)], p)
+    stored = _stored([(12, 1, []), (13, 1, ["RASH"]), (14, 1, ["RASH"]), (16, 2, []), (17, 2, [])], p)
+    none = pl.DataFrame(schema={"caseid": pl.Int64, "value": pl.Utf8, "p": pl.Float64})
+    cases = _current([(11, 30.0, "F"), (15, 30.0, "F")])
+    plan = plan_series(cases, entries, KEY.pseudonym_key, k=3, probabilities=lambda _: none, thetas={},
+                       stored=stored)  # fmt: skip
+    assert plan.withheld.is_empty()
+    assert sorted(plan.republish.rows()) == [(12, 1), (16, 2), (17, 2)]
+    assert (plan.counts["placed_k"], plan.counts["republished"], plan.counts["bundles"]) == (1, 3, 1)
+
+
+def test_a_bundle_over_theta_grows_before_the_case_is_withheld() -> None:
+    # Release 1 group 0 = 11..18. 11 returns with DEATH (theta 0.5). The companions with the fewest
+    # exposed values are 12 and 13, which carry DEATH too: {11, 12, 13} has conf 3/3 > 0.5. Filled
+    # to 2k = 6: 12, 13 and three RASH-only cases: conf 3/6 = 0.5 <= 0.5, published. With theta 0.4
+    # even the whole unit (3/8 = 0.375 <= 0.4) is needed; with theta 0.3 the case is withheld.
+    p = dict(pseudonym_ids(pl.DataFrame({"caseid": list(range(11, 19))}), KEY.pseudonym_key).rows())
+    entries = _entries([(1, c, 0) for c in range(11, 19)], p)
+    rash = ["RASH", "PYREXIA"]
+    stored = _stored([(12, 1, ["DEATH"]), (13, 1, ["DEATH"])] + [(c, 1, rash) for c in range(14, 19)], p)
+    death = pl.DataFrame({"caseid": [11, 12, 13], "value": ["DEATH"] * 3, "p": [1.0] * 3})
+
+    def probabilities(members: pl.DataFrame) -> pl.DataFrame:
+        return death.join(members.select("caseid"), on="caseid", how="semi")
+
+    cases = _current([(11, 30.0, "F")])
+    plans = {theta: plan_series(cases, entries, KEY.pseudonym_key, k=3, probabilities=probabilities,
+                                thetas={"DEATH": theta}, stored=stored)
+             for theta in (0.5, 0.4, 0.3)}  # fmt: skip
+    assert plans[0.5].counts["placed_2k"] == 1 and plans[0.5].counts["republished"] == 5
+    assert {12, 13} <= set(plans[0.5].republish.get_column("caseid").to_list())
+    assert plans[0.4].counts["placed_unit"] == 1 and plans[0.4].counts["republished"] == 7
+    assert plans[0.3].withheld.to_list() == [11] and plans[0.3].counts["withheld_theta"] == 1
