@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from faers_anon.analysis.signals import ComparisonRun, SignalsRun, run_compare, run_signals
-from faers_anon.anonymize.pipeline import AnonymizeConfig, AnonymizeResult, anonymize_folder
+from faers_anon.anonymize.config import AnonymizeConfig
+from faers_anon.anonymize.pipeline import anonymize_folder
+from faers_anon.anonymize.result import AnonymizeResult
 from faers_anon.evaluate.pipeline import EvaluateConfig, EvaluationResult, evaluate_sources
 from faers_anon.io.fetch import FetchConfig, FetchResult, fetch_quarters
 from faers_anon.io.ingest import IngestConfig, demo_source, ingest_quarters

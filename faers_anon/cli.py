@@ -15,9 +15,8 @@ from typing import Any
 import click
 
 from faers_anon import __version__, api, configure
+from faers_anon.anonymize.config import RELEASE_METHODS, AnonymizeConfig
 from faers_anon.anonymize.items import ITEM_STRATEGIES
-from faers_anon.anonymize.method_run import RELEASE_METHODS
-from faers_anon.anonymize.pipeline import AnonymizeConfig
 from faers_anon.errors import FaersAnonError, Interrupted, VerificationError
 from faers_anon.evaluate.command import evaluate_command
 from faers_anon.io.fetch import FDA_BASE_URL, FetchConfig

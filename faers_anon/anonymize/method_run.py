@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -43,7 +43,10 @@ import polars as pl
 from faers_anon.algorithms.types import Partition
 from faers_anon.analysis.signals import read_case_tables
 from faers_anon.anonymize import metrics
+from faers_anon.anonymize.config import RELEASE_METHODS, AnonymizeConfig
+from faers_anon.anonymize.inputs import sensitive_thresholds
 from faers_anon.anonymize.partition import PARTITION_SCHEMA, released_groups
+from faers_anon.anonymize.result import AnonymizeResult
 from faers_anon.anonymize.units import case_members
 from faers_anon.json_data import json_data
 from faers_anon.keys import load_key
@@ -51,9 +54,6 @@ from faers_anon.methods import METHODS, ItemForm, MethodResult
 from faers_anon.release.certificate import seal
 from faers_anon.release.writer import write_release
 from signals import CaseTables, CompareConfig
-
-if TYPE_CHECKING:
-    from faers_anon.anonymize.pipeline import AnonymizeConfig, AnonymizeResult
 
 __all__ = [
     "RELEASE_METHODS",
@@ -63,9 +63,6 @@ __all__ = [
     "method_parameters",
     "signal_inputs",
 ]
-
-RELEASE_METHODS: tuple[str, ...] = tuple(METHODS)
-"""The methods ``--method`` accepts."""
 
 
 def item_form(method: str | None) -> ItemForm | None:
@@ -107,8 +104,6 @@ def anonymize_with_method(
         ConfigError: invalid method options, or ``out`` exists without ``force``.
         InfeasibleThetaError: some θ_s < P(s) with ``on_infeasible = "error"`` (θ* measures DR).
     """
-    from faers_anon.anonymize.pipeline import AnonymizeResult, sensitive_thresholds  # until config moves
-
     assert config.method is not None
     seconds: dict[str, float] = {}
     clock = time.perf_counter()

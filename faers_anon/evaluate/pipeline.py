@@ -34,7 +34,7 @@ from typing import Any
 import polars as pl
 
 from faers_anon._paths import bundled
-from faers_anon.anonymize.pipeline import knowledge_table
+from faers_anon.anonymize.inputs import knowledge_table
 from faers_anon.anonymize.thresholds import ON_INFEASIBLE, THETA_RULES
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.evaluate.report import draw_figures, render_page, summary_table

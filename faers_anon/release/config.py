@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from faers_anon.anonymize.pipeline import AnonymizeConfig
+from faers_anon.anonymize.config import AnonymizeConfig
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.io.ingest import IngestConfig
 from signals import CompareConfig, SignalConfig

@@ -46,8 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from faers_anon import __version__
+from faers_anon.anonymize.config import AnonymizeConfig
 from faers_anon.anonymize.method_run import signal_inputs
-from faers_anon.anonymize.pipeline import AnonymizeConfig, AnonymizeResult, anonymize_folder
+from faers_anon.anonymize.pipeline import anonymize_folder
+from faers_anon.anonymize.result import AnonymizeResult
 from faers_anon.errors import InputError, VerificationError
 from faers_anon.io.ingest import demo_source, ingest_quarters
 from faers_anon.io.ingest_report import IngestResult

@@ -25,7 +25,8 @@ import polars as pl
 
 from faers_anon.algorithms import Partition
 from faers_anon.anonymize.partition import PARTITION_SCHEMA
-from faers_anon.anonymize.pipeline import AnonymizeConfig, knowledge_table, sensitive_thresholds
+from faers_anon.anonymize.config import AnonymizeConfig
+from faers_anon.anonymize.inputs import knowledge_table, sensitive_thresholds
 from faers_anon.anonymize.value_classes import read_classes, read_outcomes, with_classes_and_outcomes
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import AgencyKey

@@ -1,0 +1,108 @@
+"""What an anonymize run reads besides the cases: E, P(s | c) and θ* (SPEC §5; issue 13).
+
+Shared by the model path (:mod:`.pipeline`), the method path (:mod:`.method_run`) and the series step
+(:mod:`faers_anon.series.step`), so that none of them imports another to reach these.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import polars as pl
+
+from faers_anon.anonymize.config import AnonymizeConfig
+from faers_anon.anonymize.thresholds import Thresholds, build_thresholds, with_declared_values
+from faers_anon.anonymize.value_classes import ValueClasses, with_class_thetas, with_classes_and_outcomes
+from faers_anon.errors import InputError
+from knowledge import (
+    E_SCHEMA,
+    case_value_probabilities,
+    load_table,
+    match_table,
+    mine_from_indications,
+    vocabulary_of_cases,
+    with_combinations,
+)
+
+__all__ = ["knowledge_table", "read_table", "sensitive_thresholds"]
+
+log = logging.getLogger(__name__)
+
+
+def read_table(path: Path) -> pl.DataFrame:
+    """One ingested Parquet table (InputError naming the file when missing or unreadable)."""
+    if not path.is_file():
+        raise InputError("missing ingested table (run `faers-anon ingest` first)", path=path)
+    try:
+        return pl.read_parquet(path)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise InputError(f"unreadable parquet ({str(exc).splitlines()[0]})", path=path) from exc
+
+
+def knowledge_table(ingested: Path, /, *, sensitive: Sequence[str], knowledge: Path | None) -> pl.DataFrame:
+    """E for a run on an ingested folder (SPEC §5).
+
+    With a user's table (``knowledge``): its drug names keyed like DRUG rows, its disease names
+    matched to the folder's FAERS terms (:func:`knowledge.match_table`: case, comma inversion,
+    spelling; the match share is logged), and rows added for the combination products the folder
+    holds (:func:`knowledge.with_combinations`), so that knowledge.csv reproduces every P(s | c).
+    Without one: E mined from the folder's INDI × DRUG (:func:`knowledge.mine_from_indications`).
+    Empty when ``diseases`` is not a sensitive attribute.
+
+    Raises:
+        InputError: a table needed to mine E is missing.
+        KnowledgeError: the user's table cannot be read.
+    """
+    if "diseases" not in sensitive:
+        return pl.DataFrame(schema=E_SCHEMA)
+    if knowledge is not None:
+        given = load_table(knowledge).select(list(E_SCHEMA))
+        cases = read_table(ingested / "cases.parquet").select("indications", "reactions", "drug_keys")
+        matched, report = match_table(given, vocabulary_of_cases(cases))
+        log.info("knowledge %s: %s", knowledge.name, report.summary())
+        keys = cases.get_column("drug_keys").explode().drop_nulls()
+        return with_combinations(matched, keys).select(list(E_SCHEMA))
+    for name in ("drug.parquet", "indi.parquet"):
+        if not (ingested / name).is_file():
+            raise InputError(  # ingest writes every table (empty when not in the source)
+                "missing ingested table (run `faers-anon ingest` first)", path=ingested / name
+            )
+    mined = mine_from_indications(
+        pl.scan_parquet(ingested / "drug.parquet"), pl.scan_parquet(ingested / "indi.parquet")
+    )
+    return mined.select(list(E_SCHEMA))
+
+
+def sensitive_thresholds(
+    cases: pl.DataFrame,
+    knowledge: pl.DataFrame,
+    /,
+    *,
+    config: AnonymizeConfig,
+    classes: ValueClasses | None = None,
+    outcomes: pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, Thresholds]:
+    """P(s | c) of the cases (SPEC §5) and θ* over the values they reach (:mod:`.thresholds`).
+
+    With ``classes``/``outcomes`` (caseid, outc_cod), P(s | c) also holds the class and OUTC pseudo-values
+    of :mod:`.value_classes`, so θ* and the model bound them like single values (SPEC §11).
+    """
+    probabilities = case_value_probabilities(cases, knowledge, sensitive=config.sensitive)
+    probabilities = with_classes_and_outcomes(probabilities, classes=classes, outcomes=outcomes)
+    thresholds = build_thresholds(
+        probabilities,
+        cases.height,
+        rule=config.theta_rule,  # type: ignore[arg-type]
+        theta=config.theta,
+        theta_file=config.theta_file,
+        slope=config.frequency_slope,
+        on_infeasible=config.on_infeasible,  # type: ignore[arg-type]
+        k=config.k,
+    )
+    thresholds = replace(thresholds, frame=with_class_thetas(thresholds.frame, classes))
+    # thresholds.csv lists every value of the sensitive attributes, fillers with the reason (issue 17)
+    thresholds = with_declared_values(thresholds, cases, knowledge, sensitive=config.sensitive)
+    return probabilities, thresholds
