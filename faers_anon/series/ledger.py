@@ -21,7 +21,8 @@ Layout of the ledger folder ``DIR``:
 * ``ledger.json``: ``format`` (``faers-anon-ledger/1``), ``key_id`` (the agency key's id), and per
   release its ``quarters``, the release folder and the SHA-256 of its ``manifest.json``, its file and
   that file's SHA-256, its store's files and their SHA-256, counts (``cases``, ``groups``,
-  ``withheld``); then ``mac``:
+  ``withheld``, and ``series``: the placement's counts, withheld and republished reports included);
+  then ``mac``:
   HMAC-SHA256(K_l, the canonical JSON of everything else), K_l = HMAC-SHA256(K_p,
   ``faers-anon/v1/ledger``) with K_p the pseudonym key. So a changed byte of any file, a removed
   file or release, or another key is detected; only the key's holder can write a ledger that checks.
@@ -242,10 +243,12 @@ class Staged:
 
 
 def stage(ledger: Ledger, built: Path, out: Path, quarters: list[str], key: AgencyKey, *,
-          withheld: int = 0, ingested: Path | None = None) -> Staged:  # fmt: skip
+          withheld: int = 0, ingested: Path | None = None, series: dict[str, int] | None = None,
+          ) -> Staged:  # fmt: skip
     """Write the entries of the release ``built`` (to be published as ``out``) and the next ledger.json;
     with ``ingested`` (the folder the release was written from) its tables go to the store
-    (:mod:`faers_anon.series.store`).
+    (:mod:`faers_anon.series.store`); ``series``: the placement's counts (returning, published,
+    republished, withheld cases and reports, by reason), kept in the record.
 
     Raises:
         InputError: the ledger folder cannot be written.
@@ -261,7 +264,8 @@ def stage(ledger: Ledger, built: Path, out: Path, quarters: list[str], key: Agen
         record = {"index": index, "quarters": quarters, "release": str(Path(out).resolve()),
                   "manifest_sha256": sha256_file(built / MANIFEST_NAME), "file": name,
                   "sha256": sha256_file(file), "cases": entries.height,
-                  "groups": entries.get_column("group").n_unique(), "withheld": withheld}  # fmt: skip
+                  "groups": entries.get_column("group").n_unique(), "withheld": withheld,
+                  **({"series": dict(series)} if series else {})}  # fmt: skip
         if ingested is not None:
             shutil.rmtree(store, ignore_errors=True)  # a store left by an interrupted run
             files = write_store(ingested, store, knowledge=built / "knowledge.csv", key=key.pseudonym_key)

@@ -19,19 +19,21 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import polars as pl
 
 from faers_anon.algorithms import Partition
-from faers_anon.anonymize.partition import PARTITION_SCHEMA
 from faers_anon.anonymize.config import AnonymizeConfig
 from faers_anon.anonymize.inputs import knowledge_table, sensitive_thresholds
+from faers_anon.anonymize.partition import PARTITION_SCHEMA
 from faers_anon.anonymize.value_classes import read_classes, read_outcomes, with_classes_and_outcomes
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import AgencyKey
-from faers_anon.series.ledger import Ledger, open_ledger, stage
-from faers_anon.series.placement import SeriesPlan, over_theta, plan_series
+from faers_anon.series.earlier import earlier_over_theta
+from faers_anon.series.ledger import Ledger, history, open_ledger, stage
+from faers_anon.series.placement import SeriesPlan, over_theta, plan_series, unit_members
 from faers_anon.series.store import republished_rows, stored_cases, stored_knowledge
 from faers_anon.series.units import pseudonym_ids
 from knowledge import case_value_probabilities
@@ -101,6 +103,7 @@ def exposed_probabilities(
     """
     past = (
         entries.rename({"caseid": "pseudonym"})
+        .join(members.select("pseudonym"), on="pseudonym", how="semi")
         .group_by("pseudonym")
         .agg(pl.col(name).explode().drop_nulls().alias(f"_past_{name}") for name in _LISTS)
     )
@@ -161,15 +164,18 @@ def prepare(
     ledger.check_next(quarters)
     cases, knowledge, outcomes, thetas = _release_inputs(ingested, config)
     knowledge = stored_knowledge(ledger.path, ledger.meta["releases"], knowledge)
-    stored, deleted = stored_cases(ledger.path, ledger.meta["releases"], key.pseudonym_key)
+    ids = pseudonym_ids(cases, key.pseudonym_key)
+    wanted = unit_members(ids, ledger.entries)
+    stored, deleted = stored_cases(ledger.path, ledger.meta["releases"], key.pseudonym_key, wanted=wanted)
     if (ingested / "deleted.parquet").is_file():
         now = pl.read_parquet(ingested / "deleted.parquet", columns=["caseid"]).unique()
         deleted = pl.concat([deleted, pseudonym_ids(now, key.pseudonym_key).get_column("pseudonym")])
+    past = history(ledger.entries).rename({"caseid": "pseudonym"})
     withhold: frozenset[str] = frozenset()
     for attempt in range(_ATTEMPTS):
         plan = plan_series(
             cases, ledger.entries, key.pseudonym_key, k=config.k, thetas=thetas, stored=stored,
-            deleted=deleted, withhold=withhold,
+            deleted=deleted, withhold=withhold, ids=ids,
             probabilities=lambda m: exposed_probabilities(m, ledger.entries, knowledge, config, outcomes),
         )  # fmt: skip
         if not (plan.withheld.len() or plan.republish.height):
@@ -183,10 +189,10 @@ def prepare(
             plan.frozen.select("caseid", "bundle", "unit", "history"), on="caseid"
         )
         members = members.join(pseudonym_ids(members, key.pseudonym_key), on="caseid")
-        failing = over_theta(
-            members,
-            exposed_probabilities(members, ledger.entries, final_e, config, final_outcomes),
-            final_thetas,
+        final_p = partial(exposed_probabilities, entries=ledger.entries, knowledge=final_e, config=config,
+                          outcomes=final_outcomes)  # fmt: skip
+        failing = over_theta(members, final_p(members), final_thetas) | earlier_over_theta(
+            members, past, final_p, final_thetas
         )
         if not failing:
             break
@@ -194,7 +200,21 @@ def prepare(
     frozen = work / FROZEN_NAME
     plan.frozen.write_parquet(frozen)
     plan.counts["rechecked_withheld_units"] = len(withhold)
+    plan.counts.update(_report_counts(ingested, folder, plan))
     return SeriesStep(ledger, plan, folder, frozen, quarters)
+
+
+def _report_counts(ingested: Path, folder: Path, plan: SeriesPlan) -> dict[str, int]:
+    """Reports (DEMO rows) withheld and republished: the release's reports are the quarter's kept
+    reports − ``withheld_reports`` + ``republished_reports``."""
+    def rows(path: Path, cases: pl.Series) -> int:
+        scan = pl.scan_parquet(path).filter(pl.col("caseid").is_in(cases.implode()))
+        return int(scan.select(pl.len()).collect().item())
+
+    reports = "reports.parquet"
+    again = plan.republish.get_column("caseid")
+    return {"withheld_reports": rows(ingested / reports, plan.withheld),
+            "republished_reports": rows(folder / reports, again) if folder != ingested else 0}  # fmt: skip
 
 
 def with_frozen(
@@ -225,7 +245,7 @@ def publish_with_ledger(step: SeriesStep, built: Path, out: Path, key: AgencyKey
             just published is removed again).
     """
     staged = stage(step.ledger, built, out, step.quarters, key, withheld=step.plan.counts["withheld"],
-                   ingested=step.ingested)  # fmt: skip
+                   ingested=step.ingested, series=step.plan.counts)  # fmt: skip
     try:
         publish()
     except BaseException:

@@ -126,3 +126,18 @@ def test_cumulative_signals_count_each_case_pseudonym_once(series: dict[str, Pat
     demos = pl.concat([pl.read_parquet(r / "parquet" / "demo.parquet", columns=["caseid"]) for r in releases])
     assert tables.cases.height == demos.get_column("caseid").n_unique()
     assert tables.cases.get_column("caseid").is_unique().all()
+
+
+def test_every_withheld_and_republished_report_is_accounted_for(series: dict[str, Path]) -> None:
+    # report.json counts the quarter's reports; the ledger's record says how many the series step
+    # withheld (follow-ups not placeable) and republished (stored mates): published = kept - withheld
+    # + republished, and the DEMO rows of the release are exactly that many.
+    meta = json.loads((series["ledger"] / "ledger.json").read_text())
+    for index in (1, 2):
+        counts = json.loads((series[f"rel{index}"] / "report.json").read_text())["counts"]
+        placed = meta["releases"][index]["series"]
+        kept = counts["tables"]["reports"]["kept"]
+        demo = pl.read_parquet(series[f"rel{index}"] / "parquet" / "demo.parquet")
+        assert placed["withheld"] > 0 and placed["withheld_reports"] >= placed["withheld"]
+        assert demo.height == kept - placed["withheld_reports"] + placed["republished_reports"]
+        assert placed["returning"] == placed["published_returning"] + placed["withheld"]
