@@ -45,9 +45,10 @@ class Scan:
     quarter_code: int
 
 
-def report_rules() -> rules.RuleSet:
-    """The rules of DEMO rows."""
-    return rules.RuleSet(row=rules.row_rules("demo"), link=rules.report_link_rules())
+def report_rules(later: pl.Series | None = None) -> rules.RuleSet:
+    """The rules of DEMO rows; ``later``: primaryids of the later quarters' candidate reports
+    (:func:`faers_anon.io.rules.report_link_rules`)."""
+    return rules.RuleSet(row=rules.row_rules("demo"), link=rules.report_link_rules(later))
 
 
 def child_rules(table: str) -> rules.RuleSet:
@@ -104,14 +105,16 @@ def _raw_frame(scans: list[Scan], table: str) -> pl.LazyFrame:
     return pl.concat([s.scan.frame.with_columns(*_codes(s.file_code, s.quarter_code)) for s in scans])
 
 
-def annotated_reports(scans: list[Scan], deleted_ids: pl.Series) -> pl.LazyFrame:
+def annotated_reports(
+    scans: list[Scan], deleted_ids: pl.Series, later: pl.Series | None = None
+) -> pl.LazyFrame:
     typed = _typed(_raw_frame(scans, "demo"), "demo").with_columns(
         empty_to_null(pl.col("sex")).alias(rules.raw_name("sex")),
         normalize.sex(pl.col("sex")).alias("sex"),
         normalize.age_years(pl.col("age"), pl.col("age_cod")).alias("age_years"),
         normalize.weight_kg(pl.col("wt"), pl.col("wt_cod")).alias("weight_kg"),
     )
-    checks = report_rules()
+    checks = report_rules(later)
     return _with_is_latest(checked(typed, checks, pl.col("caseid").is_in(deleted_ids.implode())))
 
 

@@ -25,22 +25,51 @@ Accounting per quarter (DEMO rows, :func:`quarter_accounting`): ``read`` = ``lat
 ``superseded`` + ``deleted`` + ``quarantined``, checked; ``superseded_by_later_quarter`` counts the
 superseded reports whose case's latest version came in a later quarter.
 
-Memory: the quarters are scanned lazily and each file is read once, but DEMO of all quarters is
-collected as one frame (the case index needs every version's caseid, caseversion, fda_dt and
-primaryid) and each child table's kept rows of all quarters are written in one pass; peak memory
-grows with the number of quarters (it is not yet bounded by one quarter).
+Quarter by quarter (:func:`ingest_series`): each quarter is ingested alone, *latest first*, by the
+very steps of a one-quarter ingest, so each file is read once and memory holds one quarter plus the
+case index; every table's rows are appended to its one output file (:class:`~faers_anon.io.outputs.Sink`),
+grouped by quarter, latest quarter first. The DELETE lists of every quarter are read before any
+quarter. Latest first, a quarter's reports meet the primaryids of every later quarter already read,
+so ``primaryid_latest_quarter``, and with it the status of every row, is final when the quarter is
+read. Only the latest version needs every quarter (an earlier quarter may hold the latest
+version: FDA's rule ignores the quarter), so it is decided on the **case index** — caseid,
+primaryid, caseversion, fda_dt, status and quarter of every DEMO row, 34 bytes a row — and DEMO's
+kept rows, staged per quarter, are written with it at the end. The super-records
+(``cases.parquet``) merge the quarters' staged versions and value lists (each list the sorted union
+of the quarters' lists).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from faers_anon.io.cases import TERM_LISTS, combine, latest_primaryid, version_summary
 from faers_anon.io.ingest_report import DELETED_STATUS, KEPT, QUARANTINED, STATUS
-from faers_anon.io.rules import QUARTER_CODE
+from faers_anon.io.outputs import ROW_GROUP, Sink, write_table
+from faers_anon.io.rules import CANDIDATE, QUARTER_CODE
+from faers_anon.io.schema import CHILD_TABLES, TABLES
+from faers_anon.io.sources import LocalFile
 
-__all__ = ["FIRST_FAERS", "era", "quarter_accounting", "quarter_gaps", "check_quarters"]
+__all__ = [
+    "FIRST_FAERS",
+    "QuarterRun",
+    "era",
+    "quarter_accounting",
+    "quarter_gaps",
+    "check_quarters",
+    "index_columns",
+    "ingest_series",
+]
+
+#: Ingest of one quarter's data files (``files``, ``quarter``, ``sink``, ``stage``, ``later``):
+#: the report parts of ``faers_anon.io.ingest`` plus ``index`` (:func:`index_columns`).
+QuarterRun = Callable[[list[LocalFile], str, Sink, Path, pl.Series], dict[str, Any]]
+_STATUS = pl.Enum([KEPT, QUARANTINED, DELETED_STATUS])
+_VERSIONS = ("caseid", "primaryid", "caseversion", "fda_dt", "age_years", "sex", "weight_kg")
 
 #: The first quarter of FAERS (the extract of 2012-08-28 … 2012-12-31); earlier ones are AERS.
 FIRST_FAERS = "2012Q4"
@@ -128,3 +157,115 @@ def check_quarters(quarters: list[str], /) -> list[str]:
         f"quarters not consecutive: {', '.join(gaps)} missing between {quarters[0]} and {quarters[-1]} "
         "(their follow-ups and DELETE lists are not applied)"
     ]
+
+
+def index_columns(frame: pl.DataFrame, /) -> pl.DataFrame:
+    """The case-index rows of one quarter's annotated DEMO frame: ``caseid``, ``primaryid``,
+    ``caseversion``, ``fda_dt``, the status (an Enum) and whether the row was a candidate."""
+    return frame.select(
+        "caseid", "primaryid", "caseversion", "fda_dt", pl.col(STATUS).cast(_STATUS), pl.col(CANDIDATE)
+    )
+
+
+def _with_latest(index: pl.DataFrame) -> pl.DataFrame:
+    """``is_latest`` of every index row: its primaryid is its caseid's latest kept version
+    (:func:`faers_anon.io.cases.latest_primaryid`, as :func:`faers_anon.io.annotate.annotated_reports`
+    decides it within one run)."""
+    kept = index.lazy().filter(pl.col(STATUS) == KEPT)
+    latest = kept.group_by("caseid").agg(latest_primaryid().alias("_latest"))
+    return (
+        index.lazy()
+        .join(latest, on="caseid", how="left", maintain_order="left")
+        .with_columns((pl.col("primaryid") == pl.col("_latest")).fill_null(False).alias("is_latest"))
+        .drop("_latest")
+        .collect()
+    )
+
+
+def ingest_series(files: list[LocalFile], out: Path, run: QuarterRun, /) -> dict[str, Any]:
+    """Ingest the quarters of ``files`` one at a time, latest first, into the one folder ``out``.
+
+    Args:
+        files: the data files of every quarter (DELETE lists are read by the caller first).
+        out: the folder being written (its ``_work/series`` holds the staged quarters).
+        run: the ingest of one quarter (:data:`QuarterRun`).
+
+    Returns:
+        ``tables``, ``by_quarter``, ``missing_tables``, ``normalization`` and ``cases``, as one run
+        over all quarters reports them (each table's ``files`` in quarter order).
+    """
+    quarters = sorted({f.source.quarter for f in files if f.source.table == "demo" and f.source.quarter})
+    sink, stage = Sink(), out / "_work" / "series"
+    later = pl.Series("primaryid", [], pl.Int64)
+    indexes, done = [], {}
+    for code in reversed(range(len(quarters))):
+        quarter = quarters[code]
+        (stage / quarter).mkdir(parents=True)
+        chosen = [f for f in files if f.source.quarter == quarter and f.source.table in TABLES]
+        done[quarter] = run(chosen, quarter, sink, stage / quarter, later)
+        index = done[quarter].pop("index").with_columns(pl.lit(code, pl.UInt32).alias(QUARTER_CODE))
+        later = pl.concat([later, index.filter(pl.col(CANDIDATE)).get_column("primaryid").drop_nulls()])
+        indexes.append(index.drop(CANDIDATE))
+    index = _with_latest(pl.concat(indexes))
+    staged = [stage / q / "reports.parquet" for q in reversed(quarters)]
+    written = _write_reports(sink, out / "reports.parquet", staged, index)
+    sink.close()
+    parts = [done[q] for q in quarters]
+    tables = {name: _merged_table([p["tables"][name] for p in parts]) for name in parts[0]["tables"]}
+    if written != tables["reports"]["kept"]:
+        raise AssertionError(f"reports: {written} rows written, {tables['reports']['kept']} kept")
+    missing = sorted(
+        (m for p in parts for m in p["missing_tables"]),
+        key=lambda m: (CHILD_TABLES.index(m["table"]), m["quarter"]),
+    )
+    return {"tables": tables, "by_quarter": quarter_accounting(index, quarters), "missing_tables": missing,
+            "normalization": _summed([p["normalization"] for p in parts]),
+            "cases": _merge_cases(out, stage, quarters, staged)}  # fmt: skip
+
+
+def _write_reports(sink: Sink, path: Path, staged: list[Path], index: pl.DataFrame) -> int:
+    """Append the staged kept reports of each quarter to ``path`` with their final ``is_latest``
+    (kept primaryids are unique across the quarters, so membership among the winners decides)."""
+    winners = index.filter(pl.col("is_latest") & (pl.col(STATUS) == KEPT)).get_column("primaryid")
+    rows = 0
+    for part in staged:
+        frame = pl.read_parquet(part).with_columns(
+            pl.col("primaryid").is_in(winners.implode()).alias("is_latest")
+        )
+        rows += sink.write(path, frame, frame.iter_slices(ROW_GROUP))
+    return rows
+
+
+def _merge_cases(out: Path, stage: Path, quarters: list[str], staged: list[Path]) -> dict[str, int]:
+    """Write ``cases.parquet``: the versions of every quarter's kept reports, and per value list
+    the sorted union of the quarters' lists of a case."""
+    versions = version_summary(pl.scan_parquet(staged).select(_VERSIONS))
+    lists = {
+        name: pl.scan_parquet([stage / q / f"{name}.parquet" for q in quarters])
+        .group_by("caseid")
+        .agg(pl.col(name).explode().unique().sort())
+        .collect()
+        for name in TERM_LISTS
+    }
+    cases = combine(versions, lists)
+    write_table(cases, out / "cases.parquet")
+    return {"cases": cases.height, "with_several_versions": int((cases.get_column("n_reports") > 1).sum())}
+
+
+def _summed(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Counts added key by key across ``parts`` (nested dicts too, their keys sorted)."""
+    total: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if isinstance(value, Mapping):
+                total[key] = _summed([total.get(key, {}), value])
+            else:
+                total[key] = total.get(key, 0) + value
+    return total
+
+
+def _merged_table(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One table's report entry from its entries of each quarter (quarter order)."""
+    counts = _summed([{k: v for k, v in p.items() if k != "files"} for p in parts])
+    counts["reasons"] = dict(sorted(counts["reasons"].items()))
+    return counts | {"files": [f for p in parts for f in p["files"]]}

@@ -13,7 +13,8 @@ matched to its kept (or deleted) reports by (quarter, primaryid), and legacy chi
 caseid from there. Then ``cases.parquet`` (:func:`faers_anon.io.cases.merge_versions`) and
 ``ingest_report.json``. Several quarters make one cumulative database (latest version across them,
 every DELETE list applied to every quarter, AERS cases linked to FAERS across 2012Q3/Q4, an
-accounting per quarter in ``by_quarter``): :mod:`faers_anon.io.cumulative`.
+accounting per quarter in ``by_quarter``), ingested one quarter at a time by the same steps
+(:func:`_run` per quarter; :mod:`faers_anon.io.cumulative`).
 
 Decisions: drug keys are computed once per distinct name; quarter and file are carried as small
 integer codes inside the chain (lookups, windows and counts on integers) and as the contract's Utf8
@@ -58,10 +59,11 @@ from faers_anon.io.annotate import (
     typed_rows,
 )
 from faers_anon.io.cases import TERM_LISTS, combine, term_lists, version_summary
-from faers_anon.io.cumulative import check_quarters, quarter_accounting
+from faers_anon.io.cumulative import check_quarters, index_columns, ingest_series, quarter_accounting
 from faers_anon.io.faers_ascii import scan_deleted, scan_table
 from faers_anon.io.ingest_report import FILE_CODE, KEPT, QUARANTINED, STATUS, IngestResult
 from faers_anon.io.outputs import (
+    Sink,
     file_meta,
     kept_columns,
     normalization_counts,
@@ -69,9 +71,9 @@ from faers_anon.io.outputs import (
     write_split,
     write_table,
 )
-from faers_anon.io.rejects import NOT_IN_SOURCE, write_rejects_csv
+from faers_anon.io.rejects import NOT_IN_SOURCE, note_absence, write_rejects_csv
 from faers_anon.io.schema import CHILD_TABLES, COLUMNS, TABLES
-from faers_anon.io.sources import LocalFile, SourceFile, discover, materialize
+from faers_anon.io.sources import LocalFile, check_demo_present, discover, encoding_warnings, materialize
 from faers_anon.io.staging import REPORT_NAME, discard, open_staging, publish
 from knowledge.drug_names import load_drug_names
 
@@ -84,16 +86,8 @@ _REPORT_ORDER = (
     "occr_country", "reporter_country", "rept_cod", "occp_cod", "mfr_num", "mfr_sndr", "auth_num",
     "lit_ref", "e_sub", "to_mfr", "is_latest",
 )  # fmt: skip
-_VERSION_COLUMNS = (
-    "caseid",
-    "primaryid",
-    "caseversion",
-    "fda_dt",
-    "quarter",
-    "age_years",
-    "sex",
-    "weight_kg",
-)
+_VERSION_COLUMNS = ("caseid", "primaryid", "caseversion", "fda_dt", "quarter", "age_years", "sex",
+                    "weight_kg")  # fmt: skip
 #: Child table → the super-record attribute it feeds (faers_anon.io.cases.TERM_LISTS).
 _LISTS = {"indi": "indications", "reac": "reactions", "drug": "drug_keys"}
 
@@ -153,20 +147,6 @@ def _ingest_deleted(files: list[LocalFile], out: Path) -> tuple[pl.Series, dict[
     return ids, report
 
 
-def _demo_missing(found: list[SourceFile]) -> None:
-    with_data = {f.quarter for f in found if f.table in TABLES}
-    with_demo = {f.quarter for f in found if f.table == "demo"}
-    for quarter in sorted(q for q in with_data - with_demo if q is not None):
-        names = sorted({f.name for f in found if f.quarter == quarter})
-        raise InputError(
-            f"{quarter}: DEMO file missing "
-            f"(expected DEMO{quarter[2:4]}Q{quarter[-1]}.txt beside {', '.join(names)})"
-        )
-    if not with_demo:  # only DELETE lists: no report to ingest
-        names = sorted({f.name for f in found})
-        raise InputError(f"no DEMO file in the sources (expected DEMOyyQq.txt; found {', '.join(names)})")
-
-
 def _scans(files: list[LocalFile], table: str, quarters: list[str]) -> list[Scan]:
     chosen = [f for f in files if f.source.table == table]
     return [
@@ -205,21 +185,50 @@ def _report_status(frame: pl.DataFrame, n_quarters: int) -> pl.DataFrame:
 
 
 def _finish_reports(
-    frame: pl.DataFrame, scans: list[Scan], out: Path, quarters: list[str]
-) -> tuple[dict[str, Any], dict[str, Any], pl.DataFrame]:
+    frame: pl.DataFrame, scans: list[Scan], out: Path, quarters: list[str], outputs: _Outputs
+) -> tuple[dict[str, Any], dict[str, Any], pl.DataFrame | None]:
     """Write DEMO; return its report entry (with ``by_quarter``, :func:`quarter_accounting`), the
-    normalization counts and the version summary."""
-    written = write_split(frame, "demo", out, report_rules(), columns=_REPORT_ORDER)
+    normalization counts and the version summary (None for a quarter of a series: its kept rows
+    are staged, and the versions of every quarter summarized at the end)."""
+    kept_to = outputs.stage / "reports.parquet" if outputs.stage is not None else None
+    written = write_split(
+        frame, "demo", out, report_rules(), columns=_REPORT_ORDER, sink=outputs.sink, kept_to=kept_to
+    )
     report = table_report(frame, "demo", written, _meta(scans))
-    report["by_quarter"] = quarter_accounting(frame, quarters)
+    report["by_quarter"] = quarter_accounting(frame, quarters) if outputs.stage is None else []
     normalization = normalization_counts(frame, report["values_nulled"])
+    if outputs.stage is not None:
+        return report, normalization, None
     return report, normalization, version_summary(kept_columns(frame, _VERSION_COLUMNS))
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Outputs:
+    """Where one run writes: alone (``sink`` None, every file written at once) or as one quarter of a
+    cumulative ingest (:func:`faers_anon.io.cumulative.ingest_series`): rows appended to ``sink``'s
+    files, DEMO's kept rows and the super-record value lists staged in ``stage``, and ``later`` the
+    primaryids of the later quarters' candidate reports."""
+
+    sink: Sink | None = None
+    stage: Path | None = None
+    later: pl.Series | None = None
+
+
 def _run(
-    files: list[LocalFile], out: Path, lookup: pl.DataFrame | None, quarters: list[str]
+    files: list[LocalFile],
+    out: Path,
+    lookup: pl.DataFrame | None,
+    quarters: list[str],
+    deleted_ids: pl.Series,
+    outputs: _Outputs = _Outputs(),
 ) -> dict[str, Any]:
-    deleted_ids, deleted_report = _ingest_deleted([f for f in files if f.source.table == "deleted"], out)
+    """Ingest the data files of ``quarters`` (the DELETE lists already read: ``deleted_ids``).
+
+    Returns:
+        The report's ``tables`` (but ``deleted``), ``by_quarter``, ``missing_tables``,
+        ``normalization`` and ``cases``; for a quarter of a series also ``index``, the
+        :func:`faers_anon.io.cumulative.index_columns` of its DEMO rows.
+    """
     report_status = pl.DataFrame(
         schema={"_report_key": pl.Int64, "_report_caseid": pl.Int64, "_report_kept": pl.Boolean}
     )
@@ -239,7 +248,7 @@ def _run(
         frame = annotated_children(table, typed, report_status, deleted_ids, lookup, n_quarters=len(quarters))
         del typed
         columns = [*COLUMNS[table], *_OUTPUT_EXTRA.get(table, ())]
-        written = write_split(frame, table, out, child_rules(table), columns=columns)
+        written = write_split(frame, table, out, child_rules(table), columns=columns, sink=outputs.sink)
         report = table_report(frame, table, written, _meta(children[table]))
         if table not in _LISTS:
             return report, None
@@ -253,22 +262,24 @@ def _run(
     # each table feeding the super-records computes its value lists in its own task. The case merge
     # is queued right after the last of those tables, so it runs beside the remaining ones; it
     # waits only for tasks queued before it, which have all started (no task waits for a queued one).
+    index = None
     with ThreadPoolExecutor(max_workers=2) as pool:
         present = list(CHILD_TABLES)  # every table is written; an absent one has no rows
         first = pool.submit(typed_rows, present[0], children[present[0]]) if present else None
         demo = None
         if demo_scans:
-            frame = annotated_reports(demo_scans, deleted_ids).collect()
+            frame = annotated_reports(demo_scans, deleted_ids, outputs.later).collect()
             report_status = _report_status(frame, len(quarters))
-            demo = pool.submit(_finish_reports, frame, demo_scans, out, quarters)
+            index = index_columns(frame) if outputs.stage is not None else None
+            demo = pool.submit(_finish_reports, frame, demo_scans, out, quarters, outputs)
             del frame
         feeding = [t for t in present if t in _LISTS]
         done: dict[str, Future[tuple[dict[str, Any], pl.DataFrame | None]]] = {}
-        merged = pool.submit(_merge, out, demo, {}) if demo is not None and not feeding else None
+        merged = pool.submit(_merge, out, demo, {}, outputs) if demo is not None and not feeding else None
         for i, table in enumerate(present):
             done[table] = pool.submit(child, table, first if i == 0 else None)
             if demo is not None and feeding and table == feeding[-1]:
-                merged = pool.submit(_merge, out, demo, {t: done[t] for t in feeding})
+                merged = pool.submit(_merge, out, demo, {t: done[t] for t in feeding}, outputs)
         del first
         tables: dict[str, Any] = {}
         normalization: dict[str, Any] = {}
@@ -278,31 +289,55 @@ def _run(
             by_quarter = tables["reports"].pop("by_quarter")
         tables |= {table: future.result()[0] for table, future in done.items()}
         cases = merged.result() if merged is not None else _NO_CASES
-    tables["deleted"] = deleted_report
-    for table in CHILD_TABLES:
-        _note_absence(tables[table], [m["quarter"] for m in missing if m["table"] == table])
-    return {"tables": tables, "by_quarter": by_quarter, "missing_tables": missing,
-            "deleted_caseids": deleted_ids.len(), "normalization": normalization, "cases": cases}  # fmt: skip
+    result: dict[str, Any] = {"tables": tables, "by_quarter": by_quarter, "missing_tables": missing,
+            "normalization": normalization, "cases": cases}  # fmt: skip
+    return result if index is None else result | {"index": index}
 
 
 _NO_CASES = {"cases": 0, "with_several_versions": 0}
 
 
-def _note_absence(entry: dict[str, Any], quarters: list[str]) -> None:
-    """Mark a table entry of the report with the quarters lacking its file, and a note in words."""
-    if quarters:
-        entry["not_in_source"] = quarters
-        entry["note"] = NOT_IN_SOURCE if not entry["files"] else f"{NOT_IN_SOURCE} for {', '.join(quarters)}"
+def _ingest(
+    files: list[LocalFile], out: Path, lookup: pl.DataFrame | None, quarters: list[str]
+) -> dict[str, Any]:
+    """The DELETE lists, then every data file: one run, or quarter by quarter when several quarters
+    have DEMO (:func:`faers_anon.io.cumulative.ingest_series`, memory bounded by one quarter)."""
+    deleted_ids, deleted_report = _ingest_deleted([f for f in files if f.source.table == "deleted"], out)
+
+    def quarter(
+        chosen: list[LocalFile], quarter: str, sink: Sink, stage: Path, later: pl.Series
+    ) -> dict[str, Any]:
+        return _run(
+            chosen, out, lookup, [quarter], deleted_ids, _Outputs(sink=sink, stage=stage, later=later)
+        )
+
+    if len({f.source.quarter for f in files if f.source.table == "demo"}) > 1:
+        done = ingest_series(files, out, quarter)
+    else:
+        done = _run(files, out, lookup, quarters, deleted_ids)
+    tables = done["tables"] | {"deleted": deleted_report}
+    for table in CHILD_TABLES:
+        note_absence(tables[table], [m["quarter"] for m in done["missing_tables"] if m["table"] == table])
+    return {"tables": tables, "by_quarter": done["by_quarter"], "missing_tables": done["missing_tables"],
+            "deleted_caseids": deleted_ids.len(), "normalization": done["normalization"],
+            "cases": done["cases"]}  # fmt: skip
 
 
 def _merge(
     out: Path,
-    demo: Future[tuple[dict[str, Any], dict[str, Any], pl.DataFrame]],
+    demo: Future[tuple[dict[str, Any], dict[str, Any], pl.DataFrame | None]],
     feeding: dict[str, Future[tuple[dict[str, Any], pl.DataFrame | None]]],
+    outputs: _Outputs,
 ) -> dict[str, int]:
-    """Write ``cases.parquet`` from DEMO's version summary and the value lists of the child tables."""
+    """Write ``cases.parquet`` from DEMO's version summary and the value lists of the child tables
+    (for a quarter of a series: stage the value lists, :func:`faers_anon.io.cumulative.merge_cases`)."""
     lists = {_LISTS[t]: kept for t, f in feeding.items() if (kept := f.result()[1]) is not None}
-    return _cases(out, demo.result()[2], lists)
+    versions = demo.result()[2]
+    if outputs.stage is not None or versions is None:
+        for name, frame in lists.items():
+            write_table(frame, (outputs.stage or out) / f"{name}.parquet")
+        return _NO_CASES
+    return _cases(out, versions, lists)
 
 
 def _cases(out: Path, versions: pl.DataFrame, lists: dict[str, pl.DataFrame]) -> dict[str, int]:
@@ -310,21 +345,6 @@ def _cases(out: Path, versions: pl.DataFrame, lists: dict[str, pl.DataFrame]) ->
     cases = combine(versions, lists)
     write_table(cases, out / "cases.parquet")
     return {"cases": cases.height, "with_several_versions": int((cases.get_column("n_reports") > 1).sum())}
-
-
-def _encoding_warnings(files: list[LocalFile]) -> list[str]:
-    """One line per file not read as plain UTF-8 (the per-file encoding decision of
-    :mod:`faers_anon.io.sources`)."""
-    warnings = []
-    for f in files:
-        if f.invalid_bytes:
-            warnings.append(
-                f"{f.source.name}: invalid UTF-8 byte sequences; the lines holding them are quarantined "
-                "(valid_encoding)"
-            )
-        elif f.encoding != "utf-8":
-            warnings.append(f"{f.source.name}: not UTF-8; decoded as {f.encoding} (the whole file)")
-    return warnings
 
 
 def ingest_quarters(
@@ -351,14 +371,14 @@ def ingest_quarters(
     if not paths:
         raise InputError("ingest: no sources given (expected FAERS zips or folders, or --demo)")
     found = discover(paths)
-    _demo_missing(found)
+    check_demo_present(found)
     lookup = load_drug_names(config.drug_names) if config.drug_names is not None else None
     quarters = sorted({f.quarter for f in found if f.quarter is not None})
     staging = open_staging(Path(out), inputs=[*paths, config.drug_names], work_dir=config.work_dir)
     try:
         files = [materialize(f, staging / "_work") for f in found]
-        done = _run(files, staging, lookup, quarters)
-        done["warnings"] = check_quarters(quarters) + _encoding_warnings(files)
+        done = _ingest(files, staging, lookup, quarters)
+        done["warnings"] = check_quarters(quarters) + encoding_warnings(files)
         write_rejects_csv(staging / "rejects")
         report = {
             "tool_version": __version__,

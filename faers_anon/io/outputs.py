@@ -7,7 +7,8 @@ failed, so a table of good rows costs no string work for reasons.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -33,6 +34,7 @@ from faers_anon.io.sources import LocalFile
 __all__ = [
     "META",
     "COMPRESSION",
+    "Sink",
     "write_table",
     "write_rows",
     "kept_columns",
@@ -88,20 +90,81 @@ def _parquet_options(frame: pl.DataFrame) -> dict[str, Any]:
     return {"compression": COMPRESSION, "use_dictionary": text, "write_statistics": False}
 
 
-def write_rows(frame: pl.DataFrame, path: Path, /, *, where: pl.Expr, columns: Sequence[pl.Expr]) -> int:
+class Sink:
+    """The open Parquet writers of one ingest: each output file is written by several calls (one per
+    quarter of a cumulative ingest, :mod:`faers_anon.io.cumulative`) and closed once.
+
+    A file is opened by its first write, with that write's schema (every quarter's frame of a table
+    has the same columns and dtypes); row groups are appended in the order of the writes. Different
+    files may be written from different threads; one file is written by one thread at a time.
+    """
+
+    def __init__(self) -> None:
+        self._writers: dict[Path, pq.ParquetWriter] = {}
+        self._rows: dict[Path, int] = {}
+        self._lock = threading.Lock()
+
+    def write(self, path: Path, schema: pl.DataFrame, frames: Iterable[pl.DataFrame], /) -> int:
+        """Append ``frames`` (one row group each, made one at a time) to ``path``; return their rows.
+
+        ``schema`` (a frame with the columns of ``frames``, e.g. none of their rows) opens the file.
+        """
+        with self._lock:
+            writer = self._writers.get(path)
+            if writer is None:
+                head = schema.head(0)
+                writer = pq.ParquetWriter(path, _arrow_table(head).schema, **_parquet_options(head))
+                self._writers[path], self._rows[path] = writer, 0
+        rows = 0
+        for frame in frames:
+            if frame.height:
+                writer.write_table(_arrow_table(frame))
+                rows += frame.height
+        with self._lock:
+            self._rows[path] += rows
+        return rows
+
+    def close(self) -> dict[Path, int]:
+        """Close every file; return its rows, read from its footer.
+
+        Raises:
+            AssertionError: a footer disagrees with the rows written (a bug, never a user error).
+        """
+        for writer in self._writers.values():
+            writer.close()
+        footers = {path: int(pq.read_metadata(path).num_rows) for path in self._writers}
+        for path, rows in footers.items():
+            if rows != self._rows[path]:
+                raise AssertionError(f"{path.name}: {rows} rows in the file, {self._rows[path]} written")
+        self._writers.clear()
+        return footers
+
+
+def write_rows(
+    frame: pl.DataFrame,
+    path: Path,
+    /,
+    *,
+    where: pl.Expr,
+    columns: Sequence[pl.Expr],
+    sink: Sink | None = None,
+) -> int:
     """Write ``columns`` of the rows of ``frame`` where ``where`` holds, as :func:`write_table` does.
 
     The rows are selected, converted and encoded :data:`ROW_GROUP` rows at a time (one row group
     each), so the memory of one slice is reused for the next, instead of a copy of the whole
     table being allocated at once (fresh memory costs the kernel more than the copy itself).
+    With ``sink``, the rows are appended to its file ``path``, which stays open.
 
     Returns:
-        The rows in the written file, read from its footer.
+        The rows written: without ``sink``, read from the written file's footer.
     """
 
     def selected(rows: pl.DataFrame) -> pl.DataFrame:
         return rows.lazy().filter(where).select(columns).collect()
 
+    if sink is not None:
+        return sink.write(path, selected(frame.head(0)), map(selected, frame.iter_slices(ROW_GROUP)))
     empty = selected(frame.head(0))
     with pq.ParquetWriter(path, _arrow_table(empty).schema, **_parquet_options(empty)) as writer:
         for rows in frame.iter_slices(ROW_GROUP):
@@ -116,21 +179,27 @@ def write_split(
     checks: rules.RuleSet,
     *,
     columns: Sequence[str],
+    sink: Sink | None = None,
+    kept_to: Path | None = None,
 ) -> tuple[int, pl.DataFrame]:
     """Write the kept rows and the rejects (with their reason) of one annotated table.
 
     The kept rows are selected (filter, projection and ``""`` → null of text columns in one query)
     and written slice by slice (:func:`write_rows`); the reject file is small and built from the
-    failed rows only.
+    failed rows only. With ``sink`` both are appended to its files (one quarter of several);
+    ``kept_to`` writes the kept rows to a file of their own instead (closed on return).
 
     Returns:
-        (kept rows in the written file, read back from its metadata; the rejects as written).
+        (kept rows written, without ``sink`` read back from the file's metadata; the rejects).
     """
     name = OUTPUT_NAMES.get(table, table)
-    path = out / f"{name}.parquet"
+    path = kept_to or out / f"{name}.parquet"
     text = {c for c, kind in COLUMNS.get(table, {}).items() if kind is Kind.TEXT}
     output = [empty_to_null(pl.col(c)).alias(c) if c in text else pl.col(c) for c in columns]
-    written = write_rows(frame, path, where=pl.col(STATUS) == KEPT, columns=[*output, *map(pl.col, META)])
+    kept_sink = sink if kept_to is None else None
+    written = write_rows(
+        frame, path, where=pl.col(STATUS) == KEPT, columns=[*output, *map(pl.col, META)], sink=kept_sink
+    )
     raw = [
         empty_to_null(
             (pl.col(rules.raw_name(c)) if rules.raw_name(c) in frame.columns else pl.col(c)).cast(pl.Utf8)
@@ -144,7 +213,10 @@ def write_split(
         .select("source_file", "line", "quarter", checks.reason().alias(REASON), *raw, *extra)
         .collect()
     )
-    write_table(rejects, out / "rejects" / f"{name}.parquet")
+    if sink is None:
+        write_table(rejects, out / "rejects" / f"{name}.parquet")
+    else:
+        sink.write(out / "rejects" / f"{name}.parquet", rejects, [rejects])
     return written, rejects
 
 

@@ -16,6 +16,7 @@ ages, dates, countries), so it is safe beside a public release as well as in an 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -23,7 +24,7 @@ from faers_anon.io.ingest_report import REASON
 from faers_anon.io.rules import reason_words
 from faers_anon.io.schema import OUTPUT_NAMES
 
-__all__ = ["CSV_NAME", "NOT_IN_SOURCE", "write_rejects_csv"]
+__all__ = ["CSV_NAME", "NOT_IN_SOURCE", "note_absence", "write_rejects_csv"]
 
 #: File name of the listing inside ``rejects/``.
 CSV_NAME = "rejects.csv"
@@ -64,3 +65,10 @@ def write_rejects_csv(folder: Path, /) -> int:
     )
     listed.write_csv(folder / CSV_NAME, null_value="", line_terminator="\n")
     return listed.height
+
+
+def note_absence(entry: dict[str, Any], quarters: list[str], /) -> None:
+    """Mark a table entry of the report with the quarters lacking its file, and a note in words."""
+    if quarters:
+        entry["not_in_source"] = quarters
+        entry["note"] = NOT_IN_SOURCE if not entry["files"] else f"{NOT_IN_SOURCE} for {', '.join(quarters)}"

@@ -108,15 +108,21 @@ def row_rules(table: str) -> dict[str, pl.Expr]:
     return rules
 
 
-def report_link_rules() -> dict[str, pl.Expr]:
-    """Rules between DEMO rows, evaluated on candidates (``CANDIDATE`` True) in file order."""
+def report_link_rules(later: pl.Series | None = None) -> dict[str, pl.Expr]:
+    """Rules between DEMO rows, evaluated on candidates (``CANDIDATE`` True) in file order.
+
+    Args:
+        later: when the quarters are ingested one at a time, latest first
+            (:mod:`faers_anon.io.cumulative`), the primaryids of the candidate reports of the later
+            quarters already read: a report repeated there fails ``primaryid_latest_quarter``.
+    """
     candidate = pl.col(CANDIDATE)
     key = pl.when(candidate).then(pl.struct(QUARTER_CODE, "primaryid"))
     latest = pl.when(candidate).then(pl.col(QUARTER_CODE)).max().over("primaryid")
-    return {
-        "primaryid_unique": key.is_first_distinct(),
-        "primaryid_latest_quarter": pl.col(QUARTER_CODE) == latest,
-    }
+    in_latest = pl.col(QUARTER_CODE) == latest
+    if later is not None:
+        in_latest = in_latest & ~pl.col("primaryid").is_in(later.implode())
+    return {"primaryid_unique": key.is_first_distinct(), "primaryid_latest_quarter": in_latest}
 
 
 def child_link_rules() -> dict[str, pl.Expr]:

@@ -41,7 +41,15 @@ from typing import IO
 from faers_anon.errors import InputError
 from faers_anon.io.schema import TABLES
 
-__all__ = ["SourceFile", "LocalFile", "discover", "materialize", "quarter_of"]
+__all__ = [
+    "SourceFile",
+    "LocalFile",
+    "discover",
+    "materialize",
+    "quarter_of",
+    "check_demo_present",
+    "encoding_warnings",
+]
 
 _CHUNK = 1 << 24
 _TABLE_NAME = re.compile(r"^(demo|drug|reac|indi|outc|ther|rpsr)(\d{2})q([1-4])(?:_new)?\.txt$", re.I)
@@ -261,3 +269,37 @@ def materialize(file: SourceFile, workdir: Path, /) -> LocalFile:
     utf8 = workdir / f"{len(list(workdir.iterdir()))}_utf8_{file.name}"
     _transcode(path, utf8, encoding)
     return LocalFile(source=file, path=utf8, encoding=encoding)
+
+
+def check_demo_present(found: list[SourceFile], /) -> None:
+    """Refuse sources where a quarter has data files but no DEMO, or no quarter has DEMO.
+
+    Raises:
+        InputError: naming the quarter and its files.
+    """
+    with_data = {f.quarter for f in found if f.table in TABLES}
+    with_demo = {f.quarter for f in found if f.table == "demo"}
+    for quarter in sorted(q for q in with_data - with_demo if q is not None):
+        names = sorted({f.name for f in found if f.quarter == quarter})
+        raise InputError(
+            f"{quarter}: DEMO file missing "
+            f"(expected DEMO{quarter[2:4]}Q{quarter[-1]}.txt beside {', '.join(names)})"
+        )
+    if not with_demo:  # only DELETE lists: no report to ingest
+        names = sorted({f.name for f in found})
+        raise InputError(f"no DEMO file in the sources (expected DEMOyyQq.txt; found {', '.join(names)})")
+
+
+def encoding_warnings(files: list[LocalFile], /) -> list[str]:
+    """One line per file not read as plain UTF-8 (the per-file encoding decision of
+    this module's docstring)."""
+    warnings = []
+    for f in files:
+        if f.invalid_bytes:
+            warnings.append(
+                f"{f.source.name}: invalid UTF-8 byte sequences; the lines holding them are quarantined "
+                "(valid_encoding)"
+            )
+        elif f.encoding != "utf-8":
+            warnings.append(f"{f.source.name}: not UTF-8; decoded as {f.encoding} (the whole file)")
+    return warnings

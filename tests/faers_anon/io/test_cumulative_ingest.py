@@ -17,6 +17,7 @@ latest fda_dt, then highest primaryid; a legacy version has no caseversion and r
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -106,3 +107,56 @@ def test_the_summary_has_a_line_per_quarter(series: dict[str, Path], tmp_path: P
     lines = [line.split() for line in result.output.splitlines() if line.strip().startswith("2012Q3 (AERS)")]
     assert lines == [["2012Q3", "(AERS)", "read", "3", "latest", "1", "superseded", "2", "deleted", "0",
                       "quarantined", "0"]]  # fmt: skip
+
+
+def test_quarters_are_ingested_one_at_a_time_latest_first(
+    series: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memory holds one quarter: each run of the ingest steps sees one quarter's files, latest
+    first, and every table is one file with the quarters' rows grouped, latest quarter first."""
+    from faers_anon.io import ingest
+
+    runs: list[list[str]] = []
+    run = ingest._run
+
+    def spy(files: list[Any], *args: Any, **kwargs: Any) -> dict[str, Any]:
+        runs.append(sorted({f.source.quarter for f in files}))
+        return run(files, *args, **kwargs)
+
+    monkeypatch.setattr(ingest, "_run", spy)
+    out = tmp_path / "out"
+    ingest_quarters(list(series.values()), out)
+    assert runs == [["2013Q1"], ["2012Q4"], ["2012Q3"]]
+    quarters = pl.read_parquet(out / "reports.parquet").get_column("quarter").to_list()
+    assert quarters == ["2013Q1"] * 2 + ["2012Q4"] * 3 + ["2012Q3"] * 3
+    reac = pl.read_parquet(out / "reac.parquet").get_column("quarter").to_list()
+    assert reac == ["2013Q1", "2012Q4", "2012Q4", "2012Q4", "2012Q3", "2012Q3"]
+
+
+def test_a_report_repeated_in_a_later_quarter_takes_its_rows_along(
+    series: dict[str, Path], tmp_path: Path
+) -> None:
+    """Report 3001 (2012Q4) is in 2013Q1's extract too: the later extract's row is kept (FDA FAQ 29),
+    the earlier one is quarantined with its REAC row (its report is not kept); read latest first,
+    the earlier quarter knows it when it is read."""
+    q1 = series["2013Q1"]
+    (q1 / "DEMO13Q1.txt").write_text((q1 / "DEMO13Q1.txt").read_text() + "3001$300$1$20121005$30$YR$M\n")
+    (q1 / "REAC13Q1.txt").write_text((q1 / "REAC13Q1.txt").read_text() + "3001$300$Cough\n")
+    out = tmp_path / "out"
+    report = ingest_quarters(list(series.values()), out).report
+    rejects = pl.read_parquet(out / "rejects" / "reports.parquet")
+    assert rejects.filter(pl.col("primaryid") == "3001").select("quarter", "reason").rows() == [
+        ("2012Q4", "primaryid_latest_quarter")
+    ]
+    reac_rejects = pl.read_parquet(out / "rejects" / "reac.parquet")
+    assert reac_rejects.select("quarter", "primaryid", "reason").rows() == [
+        ("2012Q4", "3001", "report_known")
+    ]
+    kept = pl.read_parquet(out / "reports.parquet").filter(pl.col("primaryid") == 3001)
+    assert kept.select("quarter", "is_latest").rows() == [("2013Q1", False)]  # 3002 is case 300's latest
+    assert _quarter(report, "2012Q4")["quarantined"] == 1 and _quarter(report, "2013Q1")["read"] == 4
+    assert report["tables"]["reac"] | {"files": None} == {
+        "read": 7, "kept": 6, "quarantined": 1, "deleted": 0, "reasons": {"report_known": 1},
+        "values_nulled": {}, "files": None,
+    }  # fmt: skip
+    assert [f["quarter"] for f in report["tables"]["reac"]["files"]] == ["2012Q3", "2012Q4", "2013Q1"]
