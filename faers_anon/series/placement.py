@@ -15,18 +15,19 @@ Rule, for the cases of this quarter (``cases.parquet``, raw caseids; pseudonyms 
    earlier case whose history starts with its own (or with a shorter returning history's):
    the group it was released in, as it was. The unit's members that do not return this quarter
    are *republished* with it, their last version unchanged (rows kept in the ledger's store);
-3. a unit B is published as one group (a *frozen* group: its own group id, not the engine's) when
-   every member keeps ≥ k members whose history starts with its own (deleted cases and cases the
-   store lacks are missing), with its last released region, widened to the root of any QID where a
-   member's value falls outside it (so the region is never narrower than before: no QID range
-   shrinks by intersecting releases); it is kept only if it meets θ* on its own
-   (conf(B → s) = Σ_{c∈B} P(s | c) / |B| ≤ θ_s for every protected s, with P(s | c) over the
-   union of what c exposes now and what the ledger says it exposed before: the attacker who
-   follows the pseudonym sees every release);
+3. a *bundle* B drawn from the unit is published as one group (a *frozen* group: its own group id,
+   not the engine's): each history class holding a returning case filled up to k of its own
+   history (:func:`_trim`; then 2k, then the whole unit when a check fails), with its last
+   released region, widened to the root of any QID where a member's value falls outside it (so
+   the region is never narrower than before: no QID range shrinks by intersecting releases); it is
+   kept when every member's intersection in B has ≥ k members and meets θ*
+   (conf = Σ P(s | c) / |I| ≤ θ_s, P(s | c) over the union of what c exposes now and what the
+   ledger says it exposed before), and no earlier intersection it reaches goes over θ*
+   (:mod:`faers_anon.series.earlier`);
 4. every other returning case is *withheld*: none of its reports is in this release (it stays in
    the ledger with its earlier releases, and is counted).
 
-Why it bounds composition: a member c of a published unit has G_new(c) ⊇ B (other cases may share
+Why it bounds composition: a member c of a published bundle B has G_new(c) ⊇ B (other cases may share
 the tuple, never fewer), and every member of B whose history starts with c's shared c's group in
 every earlier release of c, so I_new(c) ⊇ {those members}, at least k by rule 3. A fresh case
 appears once; a withheld case's I is unchanged. By induction over the releases every case in
