@@ -119,11 +119,10 @@ def anonymize(ingested: Path, out: Path, /, *, config: AnonymizeConfig | None = 
 def release_config(config_file: Path | None, flags: Mapping[str, Any], /) -> ReleaseConfig:
     """The release options: defaults, then the TOML file (if any), then the flags given.
 
-    ``age_bands`` is not a release option (the comparison keeps its default bands); ``theta_rule``
-    defaults to ``level`` when a θ file is given, as for ``anonymize``.
+    The options are those of :data:`faers_anon.release.options.OPTIONS`; ``theta_rule`` defaults to
+    ``level`` when a θ file is given, as for ``anonymize``.
     """
     options = dict(flags)
-    options.pop("age_bands", None)
     file_options = load_toml(config_file) if config_file is not None else {}
     if "theta_rule" not in options and "theta_rule" not in file_options:
         if "theta_file" in options or "theta_file" in file_options:

@@ -5,7 +5,9 @@ A release is described by one :class:`ReleaseConfig`: the anonymization options
 and the publishing options. ``--config release.toml`` gives the same options as a file; a flag given
 on the command line wins over the file, and the file wins over the defaults.
 
-The TOML file uses the flags' names (dashes or underscores), either at the top level or under a
+Every option is declared once, in :data:`faers_anon.release.options.OPTIONS`: its flag, its TOML key
+and its kind (checked here) come from there, its default from the config dataclasses (:func:`default_of`).
+The TOML file uses the options' names (dashes or underscores), either at the top level or under a
 ``[release]`` table; lists for multi-valued options::
 
     [release]
@@ -29,51 +31,22 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from faers_anon.anonymize.config import AnonymizeConfig
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.io.ingest import IngestConfig
+from faers_anon.release.options import OPTIONS, Option
 from signals import CompareConfig, SignalConfig
 
-__all__ = ["ReleaseConfig", "RELEASE_OPTIONS", "load_toml", "build_release_config"]
+__all__ = ["ReleaseConfig", "RELEASE_OPTIONS", "load_toml", "build_release_config", "default_of"]
 
-# option name → (section, field, kind). Sections: anonymize, ingest, signals, compare, release.
-RELEASE_OPTIONS: Mapping[str, tuple[str, str, str]] = {
-    "model": ("anonymize", "model", "str"),
-    "method": ("anonymize", "method", "str"),
-    "k": ("anonymize", "k", "int"),
-    "theta": ("anonymize", "theta", "float"),
-    "theta_rule": ("anonymize", "theta_rule", "str"),
-    "theta_file": ("anonymize", "theta_file", "path"),
-    "frequency_slope": ("anonymize", "frequency_slope", "float"),
-    "sensitive": ("anonymize", "sensitive", "list"),
-    "knowledge": ("anonymize", "knowledge", "path"),
-    "on_infeasible": ("anonymize", "on_infeasible", "str"),
-    "seed": ("anonymize", "seed", "int"),
-    "qids": ("anonymize", "qids", "list"),
-    "candidates": ("anonymize", "candidates", "int"),
-    "scan_limit": ("anonymize", "scan_limit", "int"),
-    "key_file": ("anonymize", "key_file", "path"),
-    "column_policy": ("anonymize", "column_policy", "path"),
-    "classes": ("anonymize", "classes", "path"),
-    "protect_outcomes": ("anonymize", "protect_outcomes", "bool"),
-    "items_m": ("anonymize", "items_m", "int"),
-    "items_strategy": ("anonymize", "items_strategy", "str"),
-    "demo": ("ingest", "demo", "bool"),
-    "drug_names": ("ingest", "drug_names", "path"),
-    "role": ("signals", "role", "str"),
-    "stratify": ("signals", "stratify", "list"),
-    "conditions": ("signals", "conditions", "list"),
-    "min_a": ("signals", "min_a", "float"),
-    "criterion": ("compare", "criterion", "str"),
-    "reference": ("compare", "reference", "path"),
-    "outcome_groups": ("compare", "outcome_groups", "path"),
-    "force": ("release", "force", "bool"),
-    "work": ("release", "work", "path"),
-    "keep_work": ("release", "keep_work", "bool"),
-    "ledger": ("release", "ledger", "path"),
-}
+RELEASE_OPTIONS: Mapping[str, tuple[str, str, str]] = MappingProxyType(
+    {o.name: (o.section, o.field, o.kind) for o in OPTIONS.values()}
+)
+"""Option name → (section, field, kind), derived from the one option table
+(:data:`faers_anon.release.options.OPTIONS`). Sections: anonymize, ingest, signals, compare, release."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -214,3 +187,16 @@ def build_release_config(
         compare=CompareConfig(signals=signals, **sections["compare"]),
         **top,
     )
+
+
+def default_of(option: Option) -> Any:
+    """The option's default, read from its config dataclass (the one place defaults live)."""
+    compare = CompareConfig()
+    configs: dict[str, Any] = {
+        "anonymize": AnonymizeConfig(),
+        "ingest": IngestConfig(),
+        "signals": compare.signals,
+        "compare": compare,
+        "release": ReleaseConfig(),
+    }
+    return getattr(configs[option.section], option.field)
