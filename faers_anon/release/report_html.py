@@ -145,14 +145,22 @@ def _changes(report: Mapping[str, Any]) -> str:
     )
 
 
+def _between(record: Mapping[str, Any], key: str, show: Any) -> str:
+    """A figure, or "low–high" when it is only bounded (a whole list over a small vocabulary)."""
+    bounds = record.get("bounds") or {}
+    if key in bounds and bounds[key] != record[key]:
+        return f"{show(bounds[key])}–{show(record[key])}"
+    return str(show(record[key]))
+
+
 def _risk(report: Mapping[str, Any]) -> str:
     risk = report.get("risk")
     if not risk:
         return "<p><em>Not measured for this release.</em></p>"
     k = risk.get("k")
     rows = [
-        [_e(knowledge_words(r)), f"<span class='n'>{_pct(r['unique'])}</span>", _pct(r["below_k"]),
-         _num(r["prosecutor_max"]), _num(r["prosecutor_mean"]), _num(r.get("journalist_mean"))]
+        [_e(knowledge_words(r)), _between(r, "unique", _pct), _between(r, "below_k", _pct),
+         _num(r["prosecutor_max"]), _between(r, "prosecutor_mean", _num), _num(r.get("journalist_mean"))]
         for r in risk.get("reidentification", [])
     ]  # fmt: skip
     # the warning names the worst *single* addition to the QIDs (every field at once is extreme anyway)
@@ -164,8 +172,10 @@ def _risk(report: Mapping[str, Any]) -> str:
         "<b>Singled out</b>: share of patients whose released record matches no other patient's on what "
         f"the attacker knows. <b>Below k</b>: share matching fewer than {k} patients. <b>Risk</b> "
         "(prosecutor) = 1 / number of matching patients, highest and average over patients; <b>raw-data "
-        "risk</b> (journalist) counts the matching patients in the raw quarter. A known drug or reaction "
-        "matches patients whose list holds it.</p>",
+        "risk</b> (journalist) counts the matching patients in the raw quarter (– where a released value "
+        "cannot be matched to raw values one for one, such as a date released as a month). A known drug or "
+        "reaction matches patients whose list holds it. A range a–b: the whole list over a small vocabulary "
+        "is bounded, not counted exactly.</p>",
     ]
     if worst and worst["below_k"] > 0:
         parts.append(

@@ -20,6 +20,7 @@ and plus 1 and 2 reactions; the whole drug list alone and the whole reaction lis
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,12 +30,11 @@ import polars as pl
 from faers_anon._paths import bundled
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.release.manifest import read_manifest
-from faers_anon.risk._classes import class_sizes
 from faers_anon.risk._composition import composition
 from faers_anon.risk._inference import inference, read_classes
 from faers_anon.risk._linkage import linkage
-from faers_anon.risk._population import Journalist
-from faers_anon.risk._view import QIDS, CaseData, encode_items, read_cases
+from faers_anon.risk._reidentify import KnowledgeSet, default_knowledge, reidentify
+from faers_anon.risk._view import QIDS, read_cases
 from knowledge.values import value_key_expr
 
 __all__ = [
@@ -48,18 +48,6 @@ __all__ = [
 ]
 
 DEFAULT_CLASSES = bundled("level_classes.csv")
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class KnowledgeSet:
-    """K: released case-view fields, plus ``count`` items (1, 2 or "all") of list ``items``."""
-
-    knows: tuple[str, ...]
-    items: str | None = None  # "drugs" or "reactions"
-    count: int | str | None = None
-
-    def describe(self) -> dict[str, Any] | None:
-        return None if self.items is None else {self.items: self.count}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -100,6 +88,7 @@ class RiskResult:
 
     release: Path
     figures: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per step (not in risk.json)
 
     def summary(self) -> str:
         lines = [f"risk of {self.release} (k = {self.figures['k']}):"]
@@ -145,66 +134,6 @@ def write_risk(result: RiskResult, path: Path) -> Path:
     return path
 
 
-def default_knowledge(fields: tuple[str, ...]) -> list[KnowledgeSet]:
-    """The default knowledge sets (module docstring) over the view's ``fields``."""
-    qids = tuple(q for q in QIDS if q in fields)
-    others = [f for f in fields if f not in qids]
-    sets = [KnowledgeSet(knows=qids)]
-    sets += [KnowledgeSet(knows=(*qids, f)) for f in others]
-    sets.append(KnowledgeSet(knows=(*qids, *others)))
-    sets += [KnowledgeSet(knows=qids, items=kind, count=m) for kind in ("drugs", "reactions") for m in (1, 2)]
-    sets += [KnowledgeSet(knows=(), items=kind, count="all") for kind in ("drugs", "reactions")]
-    return sets
-
-
-def _tuples(view: pl.DataFrame, knows: tuple[str, ...]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(caseid, kt) per case and (kt, fields) per distinct tuple of the view on ``knows``."""
-    if not knows:
-        return view.select("caseid", pl.lit(0, pl.UInt32).alias("kt")), pl.DataFrame(
-            {"kt": [0]}, schema={"kt": pl.UInt32}
-        )
-    tuples = view.select(knows).unique().with_row_index("kt")
-    return view.join(tuples, on=list(knows), nulls_equal=True).select("caseid", "kt"), tuples
-
-
-def _record(ks: KnowledgeSet, sizes: pl.DataFrame, k: int, journalist: pl.DataFrame | None) -> dict[str, Any]:
-    n = sizes.height
-    risk = 1.0 / sizes.get_column("size").cast(pl.Float64).clip(lower_bound=1.0)
-    record: dict[str, Any] = {
-        "knows": list(ks.knows),
-        "items": ks.describe(),
-        "cases": n,
-        "unique": sizes.filter(pl.col("size") <= 1).height / n if n else 0.0,
-        "below_k": sizes.filter(pl.col("size") < k).height / n if n else 0.0,
-        "prosecutor_max": float(risk.max()) if n else 0.0,  # type: ignore[arg-type]
-        "prosecutor_mean": float(risk.mean()) if n else 0.0,  # type: ignore[arg-type]
-    }
-    if journalist is not None:
-        j = 1.0 / journalist.get_column("size").cast(pl.Float64).clip(lower_bound=1.0)
-        record["journalist_max"] = float(j.max()) if n else 0.0  # type: ignore[arg-type]
-        record["journalist_mean"] = float(j.mean()) if n else 0.0  # type: ignore[arg-type]
-    return record
-
-
-def _reidentify(
-    data: CaseData, raw: CaseData | None, sets: list[KnowledgeSet], k: int
-) -> list[dict[str, Any]]:
-    lists = {"drugs": data.drugs, "reactions": data.reactions}
-    records = []
-    journalist_sizes = Journalist(data.view, raw.view) if raw is not None else None
-    for ks in sets:
-        targets, tuples = _tuples(data.view, ks.knows)
-        t_items = None
-        if ks.items is not None:
-            (t_items,) = encode_items(lists[ks.items])
-        sizes, exact = class_sizes(targets, items=ks.count, target_items=t_items)
-        journalist = None
-        if journalist_sizes is not None and ks.items is None:
-            journalist = journalist_sizes.sizes(ks.knows)
-        records.append({**_record(ks, sizes, k, journalist), "exact": exact})
-    return records
-
-
 def _release_qids(release: Path, fields: tuple[str, ...]) -> list[str]:
     """The QID columns the release's groups are formed on (manifest ``columns.demo.qid``, else the six)."""
     manifest = read_manifest(release) or {}
@@ -239,6 +168,7 @@ def assess_risk(release: Path, /, *, config: RiskConfig | None = None) -> RiskRe
     cfg = config or RiskConfig()
     if not release.is_dir():
         raise InputError("not a release folder", path=release)
+    start = time.perf_counter()
     data = read_cases(release)
     k = cfg.k or int(_manifest_value(release, "k") or 5)
     theta = cfg.theta if cfg.theta is not None else float(_manifest_value(release, "theta") or 0.4)
@@ -255,9 +185,13 @@ def assess_risk(release: Path, /, *, config: RiskConfig | None = None) -> RiskRe
         sets = [KnowledgeSet(knows=(), items=cfg.knows_items[0], count=cfg.knows_items[1])]
     else:
         sets = default_knowledge(data.fields)
+    timings: dict[str, float] = {"read": time.perf_counter() - start}
     raw = None
     if cfg.raw is not None:
-        raw = read_cases(cfg.raw, keep=(*data.fields, "age_years", "weight_kg"))
+        raw = read_cases(
+            cfg.raw, keep=(*data.fields, "age_years", "weight_kg"), drug_columns=data.drug_columns
+        )
+        timings["read raw"] = time.perf_counter() - start - timings["read"]
     qids = _release_qids(release, data.fields)  # the groups' columns: inference and composition
     shipped = release / "classes.csv"  # the classes the release was bounded on, when it ships them
     classes = read_classes(cfg.classes or (shipped if shipped.is_file() else DEFAULT_CLASSES))
@@ -267,12 +201,17 @@ def assess_risk(release: Path, /, *, config: RiskConfig | None = None) -> RiskRe
         "theta": theta,
         "fields": list(data.fields),
         "qids": qids,
-        "reidentification": _reidentify(data, raw, sets, k),
-        "inference": inference(release, data, qids=qids, theta=theta, classes=classes),
+        "reidentification": reidentify(data, raw, sets, k, timings),
     }
+    step = time.perf_counter()
+    figures["inference"] = inference(release, data, qids=qids, theta=theta, classes=classes)
+    timings["inference"] = time.perf_counter() - step
     if raw is not None:
+        step = time.perf_counter()
         figures["linkage"] = linkage(data, raw)
+        timings["linkage"] = time.perf_counter() - step
     if cfg.series:
         series = [(release, data)] + [(path, read_cases(path)) for path in cfg.series]
         figures["composition"] = composition(series, qids=qids, k=k, thetas=_thetas(release))
-    return RiskResult(release=release, figures=figures)
+    timings["total"] = time.perf_counter() - start
+    return RiskResult(release=release, figures=figures, timings=timings)

@@ -43,6 +43,7 @@ class CaseData:
         fields: the view's field names, in DEMO order, ``outc_cod`` last.
         drugs, reactions: ``caseid``, ``term`` (canonical text), one row per distinct (case, term).
         reports: every DEMO row (``primaryid``, ``caseid`` and the fields), for linkage.
+        drug_columns: the drug columns the items were read from.
     """
 
     view: pl.DataFrame
@@ -50,6 +51,7 @@ class CaseData:
     drugs: pl.DataFrame
     reactions: pl.DataFrame
     reports: pl.DataFrame
+    drug_columns: tuple[str, ...] = DRUG_COLUMNS
 
 
 def table(folder: Path, name: str) -> pl.LazyFrame | None:
@@ -89,13 +91,17 @@ def terms(folder: Path, name: str, columns: tuple[str, ...]) -> pl.DataFrame:
     return pairs.join(keys.drop_nulls(), on="verbatim").select("caseid", "term").unique()
 
 
-def read_cases(folder: Path, *, keep: tuple[str, ...] | None = None) -> CaseData:
+def read_cases(
+    folder: Path, *, keep: tuple[str, ...] | None = None, drug_columns: tuple[str, ...] = DRUG_COLUMNS
+) -> CaseData:
     """The case view, items and report rows of a release (or of an ingested folder for ``--raw``).
 
     Args:
         folder: a release folder (``parquet/``) or an ingested folder (``reports.parquet``).
         keep: DEMO fields to keep (None: every field); an ingested folder's extra columns (raw ages,
             countries) are dropped this way so that only fields the release shares are compared.
+        drug_columns: the drug columns items are read from (the raw data's items are read from the
+            columns the release publishes, so that both lists hold the same kind of names).
 
     Raises:
         InputError: no DEMO table, or one without ids.
@@ -113,12 +119,15 @@ def read_cases(folder: Path, *, keep: tuple[str, ...] | None = None) -> CaseData
     if keep is None or "outc_cod" in keep:
         latest = latest.join(codes, on="caseid", how="left")
         fields.append("outc_cod")
+    drug = table(folder, "drug")
+    present = () if drug is None else tuple(c for c in drug_columns if c in drug.collect_schema().names())
     return CaseData(
         view=latest.sort("caseid"),
         fields=tuple(fields),
-        drugs=terms(folder, "drug", DRUG_COLUMNS),
+        drugs=terms(folder, "drug", present),
         reactions=terms(folder, "reac", ("pt",)),
         reports=reports,
+        drug_columns=present,
     )
 
 

@@ -183,3 +183,14 @@ def test_root_ranges_count_as_missing_in_the_distribution_plot() -> None:
     hi = pl.Series([None, 45.0, None, None, 2.0])
     # [0, ∞) is the root ("any age"); [80, ∞) is an open top band; [0, 2) is an infant band.
     assert _known_ranges(lo, hi).tolist() == [False, True, False, True, True]
+
+
+def test_a_bounded_whole_list_shows_its_range() -> None:
+    report = _report()
+    bounds = {"unique": 0.1, "below_k": 0.9, "prosecutor_max": 1.0, "prosecutor_mean": 0.4}
+    bounded = {"knows": [], "items": {"reactions": "all"}, "unique": 0.5, "below_k": 0.9, "exact": False,
+               "prosecutor_max": 1.0, "prosecutor_mean": 0.6, "bounds": bounds}  # fmt: skip
+    report["risk"]["reidentification"].append(bounded)  # type: ignore[index]
+    text = _text(render_html(report, {}))
+    # unique and the mean risk are only bounded: shown as ranges; below k is the same either way
+    assert "the whole reaction list10.0%–50.0%90.0%10.4–0.6" in text

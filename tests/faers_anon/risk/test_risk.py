@@ -21,7 +21,8 @@ from click.testing import CliRunner
 from faers_anon.cli import cli
 from faers_anon.risk import RiskConfig, assess_risk
 from faers_anon.risk._classes import class_sizes
-from faers_anon.risk._population import Journalist
+from faers_anon.risk._codes import encode_fields
+from faers_anon.risk._population import Population
 
 QIDS = ["age_group", "age_min", "age_max", "sex", "wt_min", "wt_max"]
 G1: tuple[object, ...] = ("Adult", 30.0, 40.0, "F", 60.0, 70.0)
@@ -138,7 +139,7 @@ def test_journalist_reads_a_released_star_as_any_value() -> None:
     raw = pl.DataFrame({"caseid": [1, 2, 3, 4, 5], "sex": ["F", "F", "F", "F", "M"],
                         "rept_cod": ["EXP", "EXP", "PER", "EXP", "EXP"], "occp_cod": ["MD"] * 5,
                         "age_years": [30.0] * 5, "weight_kg": [60.0] * 5})  # fmt: skip
-    journalist = Journalist(view, raw)
+    journalist = Population(view, raw, encode_fields(view, raw, ["sex", "rept_cod", "occp_cod"]))
     sizes = journalist.sizes(["sex", "rept_cod"])
     assert sizes is not None
     # case 1 released "*": every raw woman (4); cases 2, 3: the raw women reported as EXP (3)
@@ -189,6 +190,10 @@ def raw_a(tmp_path: Path) -> Path:
     folder = tmp_path / "raw"
     folder.mkdir()
     frame.write_parquet(folder / "reports.parquet")
+    # the raw drug lists: the released ones, and case 11 takes D
+    drugs = [(c, d) for c, letters in {**DRUGS, 11: "D"}.items() for d in letters]
+    drug = _rows(drugs, "drug_key").with_columns(pl.col("drug_key").str.to_lowercase().alias("drugname"))
+    drug.write_parquet(folder / "drug.parquet")
     return folder
 
 
@@ -204,6 +209,40 @@ def test_linkage_a_relinkable_row_and_journalist_risk(release_a: Path, raw_a: Pa
     # raw case 11 (35 years, F, 66 kg) falls in G1's ranges: 5 raw cases there; case 5 stays alone
     assert row["journalist_max"] == 1.0
     assert row["journalist_mean"] == pytest.approx((4 * 0.2 + 1 + 5 * 0.2) / 10)
+
+
+def test_journalist_risk_with_one_and_two_known_drugs(release_a: Path, raw_a: Path) -> None:
+    figures = assess_risk(release_a, config=RiskConfig(k=5, raw=raw_a)).figures
+    one = _record(figures, QIDS, {"drugs": 1})
+    # raw holders inside each released range: G1 {D}: cases 1-4 and 11 -> 5; case 5 (no drug): the raw
+    # cases aged 80+, male, any weight -> 1; G6: A 6,7,8,10; B 6,7,9; C 7,10 -> 6:3, 7:2, 8:4, 9:3, 10:2
+    assert one["journalist_max"] == 1.0
+    assert one["journalist_mean"] == pytest.approx((4 * 0.2 + 1 + 1 / 3 + 0.5 + 0.25 + 1 / 3 + 0.5) / 10)
+    two = _record(figures, QIDS, {"drugs": 2})
+    # pairs: 6 {A,B} -> 6,7: 2; 7 {B,C} -> 7: 1; 10 {A,C} -> 7,10: 2; one-drug cases keep their item
+    assert two["journalist_mean"] == pytest.approx((4 * 0.2 + 1 + 0.5 + 1 + 0.25 + 1 / 3 + 0.5) / 10)
+    whole = _record(figures, [], {"drugs": "all"})
+    # supersets among the 11 raw cases: {D}: 5; case 5 (no drug): all 11; {A,B}: 6,7; {A,B,C}: 7;
+    # {A}: 6,7,8,10; {B}: 6,7,9; {A,C}: 7,10
+    assert whole["journalist_mean"] == pytest.approx((4 * 0.2 + 1 / 11 + 0.5 + 1 + 0.25 + 1 / 3 + 0.5) / 10)
+
+
+def test_whole_list_over_the_candidate_budget_is_bounded_on_both_sides(
+    release_a: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("faers_anon.risk._classes.CANDIDATE_BUDGET", 0)
+    row = _record(assess_risk(release_a, config=RiskConfig(k=5)).figures, [], {"drugs": "all"})
+    assert row["exact"] is False
+    # equal lists: {D} 4 x 4 | case 5 (none) 10 | {A,B}, {A,B,C}, {A}, {B}, {A,C} each alone: unique 0.5
+    assert row["unique"] == pytest.approx(0.5)
+    # holders of the rarest item: 4 x 4 | 10 | A,B -> B 3; A,B,C -> C 2; A 4; B 3; A,C -> C 2: none alone
+    bounds: dict[str, float] = row["bounds"]  # type: ignore[assignment]
+    assert bounds["unique"] == 0.0 and bounds["below_k"] == pytest.approx(0.9)  # all but case 5
+    assert bounds["prosecutor_mean"] == pytest.approx(
+        (4 * 0.25 + 0.1 + 1 / 3 + 0.5 + 0.25 + 1 / 3 + 0.5) / 10
+    )
+    # the exact figures (test_whole_drug_list_counts_supersets: unique 0.1) lie between
+    assert bounds["unique"] <= 0.1 <= float(row["unique"])  # type: ignore[arg-type]
 
 
 def test_inference_per_value_class_and_outcome(release_a: Path, tmp_path: Path) -> None:

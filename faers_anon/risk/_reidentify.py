@@ -1,0 +1,238 @@
+"""Re-identification records of risk.json: one per attacker knowledge set (SPEC §11).
+
+For each knowledge set K (case-view fields, optionally m items of one list): the class size of every
+released case (:mod:`._classes`: prosecutor, the release itself is the population) and, with the raw
+data, its journalist class size (:mod:`._population`: the raw cases the released values cover).
+
+Shared work, done once for all sets: every field encoded to integer codes on both sides
+(:mod:`._codes`), the items encoded once per list, the raw population's ranges built once. A set's
+prosecutor classes are then one ``UInt64`` key (its fields' codes folded) and a count per key.
+
+Journalist risk for items: m = 1 and 2 by the same range counts with the item (or the item pair)
+as one more equality key; ``"all"`` (the whole list) for an attacker who knows no field, as the
+superset count of :func:`._classes.class_sizes` over the raw cases. It is null (not measured) when
+the release publishes an item the raw list never holds (items generalized or recoded), and for
+``"all"`` together with fields (a superset count within ranges is not a range count; the defaults
+never ask for it).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from faers_anon.risk._classes import class_sizes
+from faers_anon.risk._codes import Codes, encode_fields, key_expr
+from faers_anon.risk._population import Population
+from faers_anon.risk._view import QIDS, CaseData, encode_items
+
+__all__ = ["KnowledgeSet", "default_knowledge", "reidentify"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class KnowledgeSet:
+    """K: released case-view fields, plus ``count`` items (1, 2 or "all") of list ``items``."""
+
+    knows: tuple[str, ...]
+    items: str | None = None  # "drugs" or "reactions"
+    count: int | str | None = None
+
+    def describe(self) -> dict[str, Any] | None:
+        return None if self.items is None else {self.items: self.count}
+
+    def label(self) -> str:
+        items = "" if self.items is None else f" + {self.items}:{self.count}"
+        return f"{'+'.join(self.knows[6:]) or ('QIDs' if self.knows else '-')}{items}"
+
+
+def default_knowledge(fields: tuple[str, ...]) -> list[KnowledgeSet]:
+    """The QIDs alone, plus each other field, plus all; QIDs + 1, 2 drugs/reactions; whole lists alone."""
+    qids = tuple(q for q in QIDS if q in fields)
+    others = [f for f in fields if f not in qids]
+    sets = [KnowledgeSet(knows=qids)]
+    sets += [KnowledgeSet(knows=(*qids, f)) for f in others]
+    sets.append(KnowledgeSet(knows=(*qids, *others)))
+    sets += [KnowledgeSet(knows=qids, items=kind, count=m) for kind in ("drugs", "reactions") for m in (1, 2)]
+    sets += [KnowledgeSet(knows=(), items=kind, count="all") for kind in ("drugs", "reactions")]
+    return sets
+
+
+def _shares(sizes: pl.Series, k: int) -> dict[str, float]:
+    """unique, below_k, max and mean of 1 / size over the cases (0 for no case)."""
+    n = sizes.len()
+    if n == 0:
+        return {"unique": 0.0, "below_k": 0.0, "max": 0.0, "mean": 0.0}
+    risk = 1.0 / sizes.cast(pl.Float64).clip(lower_bound=1.0)
+    return {
+        "unique": float((sizes <= 1).sum()) / n,
+        "below_k": float((sizes < k).sum()) / n,
+        "max": float(risk.max()),  # type: ignore[arg-type]
+        "mean": float(risk.mean()),  # type: ignore[arg-type]
+    }
+
+
+def _record(ks: KnowledgeSet, sizes: pl.Series, k: int, journalist: pl.Series | None) -> dict[str, Any]:
+    own = _shares(sizes, k)
+    record: dict[str, Any] = {
+        "knows": list(ks.knows),
+        "items": ks.describe(),
+        "cases": sizes.len(),
+        "unique": own["unique"],
+        "below_k": own["below_k"],
+        "prosecutor_max": own["max"],
+        "prosecutor_mean": own["mean"],
+    }
+    if journalist is not None:
+        raw = _shares(journalist, k)
+        record["journalist_max"], record["journalist_mean"] = raw["max"], raw["mean"]
+    return record
+
+
+def _pairs(items: pl.DataFrame, width: int) -> pl.DataFrame:
+    """``caseid``, ``item`` = a · width + b for every pair a < b of a case's items (UInt64)."""
+    right = items.rename({"item": "item_b"})
+    return (
+        items.join(right, on="caseid")
+        .filter(pl.col("item") < pl.col("item_b"))
+        .select("caseid", (pl.col("item").cast(pl.UInt64) * width + pl.col("item_b")).alias("item"))
+    )
+
+
+class _Lists:
+    """One item list (drugs or reactions) encoded once, on the release and on the raw data."""
+
+    def __init__(self, released: pl.DataFrame, raw: pl.DataFrame | None) -> None:
+        frames = encode_items(released) if raw is None else encode_items(released, raw)
+        self.released = frames[0]
+        self.raw = frames[1] if raw is not None else None
+        self.width = int(self.released.get_column("item").max() or 0) + 1  # type: ignore[arg-type]
+        if self.raw is not None:
+            self.width = max(self.width, int(self.raw.get_column("item").max() or 0) + 1)  # type: ignore[arg-type]
+        # the raw list must hold every released item for a raw case to be matched item for item
+        self.comparable = raw is not None and released.join(raw, on="term", how="anti").height == 0
+        self._pairs: dict[str, pl.DataFrame] = {}
+
+    def released_pairs(self) -> pl.DataFrame:
+        if "released" not in self._pairs:
+            self._pairs["released"] = _pairs(self.released, self.width)
+        return self._pairs["released"]
+
+    def raw_pairs(self) -> pl.DataFrame:
+        if "raw" not in self._pairs and self.raw is not None:
+            self._pairs["raw"] = _pairs(self.raw, self.width)
+        return self._pairs["raw"]
+
+
+def _journalist_items(pop: Population, ks: KnowledgeSet, lists: _Lists) -> pl.Series | None:
+    """Journalist sizes for K + m items (module docstring); None when not measured."""
+    if lists.raw is None or not lists.comparable:
+        return None
+    if ks.count == "all":
+        if ks.knows:
+            return None
+        targets = pop.view.select("caseid", pl.lit(0, pl.UInt32).alias("kt"))
+        members = pop.raw.select(pl.lit(0, pl.UInt32).alias("kt"), pl.col("caseid").alias("p"))
+        sizes, _ = class_sizes(targets, members, items="all", target_items=lists.released,
+                               population_items=lists.raw.rename({"caseid": "p"}))  # fmt: skip
+        return sizes.sort("caseid").get_column("size")
+    built = pop.queries(ks.knows)
+    if built is None:
+        return None
+    cases, tuples, exact = built
+    wanted = tuples.select("_qt")
+    base = wanted.with_columns(pl.Series("size", pop.count(tuples, wanted, pop.raw_rows(exact), exact)))
+    single = _unit_sizes(pop, built, lists.released, lists.raw, lists.width)
+    steps = [single, cases.join(base, on="_qt").select("caseid", "size")]
+    if ks.count == 2:
+        # a case with an item at most one raw case holds has a class of at most 1 on any pair with it:
+        # its figures are those of size 1, so its pairs are not counted (sizes 0 and 1 read alike)
+        settled = single.filter(pl.col("size") <= 1).select("caseid")
+        t_pairs = lists.released_pairs().join(settled, on="caseid", how="anti")
+        pairs = _unit_sizes(pop, built, t_pairs, lists.raw_pairs(), lists.width**2)
+        steps.insert(0, pl.concat([pairs, single.join(settled, on="caseid")]))
+    joined = cases.select("caseid")
+    for i, frame in enumerate(steps):
+        joined = joined.join(frame.rename({"size": f"size_{i}"}), on="caseid", how="left")
+    return joined.sort("caseid").select(pl.coalesce([f"size_{i}" for i in range(len(steps))])).to_series()
+
+
+def _unit_sizes(
+    pop: Population,
+    built: tuple[pl.DataFrame, pl.DataFrame, list[str]],
+    t_units: pl.DataFrame,
+    p_units: pl.DataFrame,
+    width: int,
+) -> pl.DataFrame:
+    """``caseid``, ``size``: min over the case's units (items or pairs) of the raw cases covering it.
+
+    A (tuple, unit) is packed into one UInt64 ``_qu`` = tuple · width + unit for the joins.
+    """
+    cases, tuples, exact = built
+    packed = (pl.col("_qt").cast(pl.UInt64) * width + pl.col("item")).alias("_qu")
+    per_case = cases.join(t_units, on="caseid").select("caseid", packed)
+    wanted = per_case.select(pl.col("_qu").unique()).select(
+        "_qu", (pl.col("_qu") // width).cast(pl.UInt32).alias("_qt"), (pl.col("_qu") % width).alias("_unit")
+    )
+    raw_rows = pop.raw_rows(exact).join(p_units.rename({"item": "_unit"}), on="caseid")
+    sizes = pop.count(tuples, wanted.drop("_qu"), raw_rows, exact, extra=["_unit"], widths={"_unit": width})
+    counted = wanted.select("_qu", pl.Series("size", sizes))
+    return per_case.join(counted, on="_qu").group_by("caseid").agg(pl.col("size").min())
+
+
+def _journalist(pop: Population, ks: KnowledgeSet, lists: dict[str, _Lists]) -> pl.Series | None:
+    """Journalist sizes of every case in ``caseid`` order; None when not measured."""
+    if ks.items is not None:
+        return _journalist_items(pop, ks, lists[ks.items])
+    sizes = pop.sizes(ks.knows)
+    return None if sizes is None else sizes.sort("caseid").get_column("size")
+
+
+def _prosecutor(codes: Codes, ks: KnowledgeSet, lists: dict[str, _Lists]) -> tuple[pl.Series, bool]:
+    """Class sizes (release as population) of every case, in ``caseid`` order, and whether exact."""
+    key = key_expr(ks.knows, codes.widths)
+    if ks.items is None:
+        return codes.view.select(pl.len().over(key).cast(pl.Int64)).to_series(), True
+    targets = codes.view.select("caseid", key.rank("dense").cast(pl.UInt32).alias("kt"))
+    sizes, exact = class_sizes(targets, items=ks.count, target_items=lists[ks.items].released)
+    return sizes.sort("caseid").get_column("size"), exact
+
+
+def _upper_bounds(codes: Codes, ks: KnowledgeSet, lists: dict[str, _Lists]) -> pl.Series:
+    """An upper bound of each "all" class: the cases agreeing on K that hold the target's rarest item."""
+    key = key_expr(ks.knows, codes.widths)
+    targets = codes.view.select("caseid", key.rank("dense").cast(pl.UInt32).alias("kt"))
+    sizes, _ = class_sizes(targets, items=1, target_items=lists[str(ks.items)].released)
+    return sizes.sort("caseid").get_column("size")
+
+
+def reidentify(
+    data: CaseData, raw: CaseData | None, sets: list[KnowledgeSet], k: int, timings: dict[str, float]
+) -> list[dict[str, Any]]:
+    """One record per knowledge set (module docstring); ``timings`` gets seconds per set."""
+    start = time.perf_counter()
+    view = data.view.sort("caseid")
+    codes = encode_fields(view, None if raw is None else raw.view, data.fields)
+    pop = Population(view, raw.view, codes) if raw is not None else None
+    lists = {
+        "drugs": _Lists(data.drugs, None if raw is None else raw.drugs),
+        "reactions": _Lists(data.reactions, None if raw is None else raw.reactions),
+    }
+    timings["encode"] = time.perf_counter() - start
+    records = []
+    for ks in sets:
+        start = time.perf_counter()
+        sizes, exact = _prosecutor(codes, ks, lists)
+        journalist = None if pop is None else _journalist(pop, ks, lists)
+        record = {**_record(ks, sizes, k, journalist), "exact": exact}
+        if not exact:
+            low = _shares(_upper_bounds(codes, ks, lists), k)
+            record["bounds"] = {"unique": low["unique"], "below_k": low["below_k"],
+                                "prosecutor_max": low["max"], "prosecutor_mean": low["mean"]}  # fmt: skip
+        if pop is not None and journalist is None:
+            record["journalist_max"] = record["journalist_mean"] = None
+        records.append(record)
+        timings[ks.label()] = time.perf_counter() - start
+    return records
