@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
+import os
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -100,3 +104,51 @@ def test_example2_engine_completes_the_group_with_r5(table4: tuple[pl.DataFrame,
     members = frame.filter(pl.col("group_id") == group).get_column("caseid").to_list()
     assert set(members) >= {1, 2, 3, 4, 5}
     assert part.frame.height == 7
+
+
+GOLDEN = Path(__file__).with_name("example2.golden.json")
+"""Example 2's figures as the code computes them; changes only in a commit that says why (STYLE §10).
+Regenerate with FAERS_ANON_UPDATE_GOLDEN=1 and review the diff."""
+
+
+def _number(value: float) -> float | str:
+    return value if math.isfinite(value) else str(value)  # JSON has no inf: "inf"
+
+
+def _example2_figures(cases: pl.DataFrame, probabilities: pl.DataFrame) -> dict[str, Any]:
+    scores = score_candidates(
+        cases, group=[1, 2, 3, 4], candidates=[5, 6, 7], probabilities=probabilities, model=MODEL,
+        hierarchies=HIER,
+    )  # fmt: skip
+    part = greedy_cluster(cases, probabilities=probabilities, model=MODEL, hierarchies=HIER,
+                          rng=np.random.default_rng(0))  # fmt: skip
+    frame = part.frame.sort("caseid")
+    return {
+        "source": "Lin, Yang & Wang 2016, Example 2 (Table 4); SPEC §6 IL arithmetic; k 5, theta 0.6",
+        "scores": [
+            {k: _number(v) if isinstance(v, float) else v for k, v in row.items()}
+            for row in scores.to_dicts()
+        ],  # fmt: skip
+        "partition": {
+            "groups": part.groups,
+            "leftovers": part.leftovers,
+            "forced": part.forced,
+            "failed_groups": part.failed_groups,
+            "invalid_groups": part.invalid_groups,
+            "first_seed": part.first_seed,
+            "merged_groups": part.merged_groups,
+            "frame": [
+                {k: _number(v) if isinstance(v, float) else v for k, v in row.items()}
+                for row in frame.to_dicts()
+            ],
+        },  # fmt: skip
+    }
+
+
+def test_example2_matches_the_golden_file(table4: tuple[pl.DataFrame, pl.DataFrame]) -> None:
+    figures = _example2_figures(*table4)
+    text = json.dumps(figures, indent=2, sort_keys=True) + "\n"
+    if os.environ.get("FAERS_ANON_UPDATE_GOLDEN"):
+        GOLDEN.write_text(text, encoding="utf-8")
+    assert text == GOLDEN.read_text(encoding="utf-8")
+    assert [s["delta_il"] for s in figures["scores"]] == [5.25, 8.25, 0.5]  # the hand-worked values
