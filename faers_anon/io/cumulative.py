@@ -240,16 +240,21 @@ def _merge_cases(out: Path, stage: Path, quarters: list[str], staged: list[Path]
     """Write ``cases.parquet``: the versions of every quarter's kept reports, and per value list
     the sorted union of the quarters' lists of a case."""
     versions = version_summary(pl.scan_parquet(staged).select(_VERSIONS))
-    lists = {
-        name: pl.scan_parquet([stage / q / f"{name}.parquet" for q in quarters])
-        .group_by("caseid")
-        .agg(pl.col(name).explode().unique().sort())
-        .collect()
-        for name in TERM_LISTS
-    }
+    lists = {name: _union(pl.read_parquet([stage / q / f"{name}.parquet" for q in quarters]), name)
+             for name in TERM_LISTS}  # fmt: skip
     cases = combine(versions, lists)
     write_table(cases, out / "cases.parquet")
     return {"cases": cases.height, "with_several_versions": int((cases.get_column("n_reports") > 1).sum())}
+
+
+def _union(lists: pl.DataFrame, name: str) -> pl.DataFrame:
+    """One row per caseid: a case in one quarter keeps its list (unique and sorted already), the
+    lists of a case in several quarters are merged (their values' sorted union)."""
+    several = pl.col("caseid").is_duplicated()
+    merged = (
+        lists.lazy().filter(several).group_by("caseid").agg(pl.col(name).explode().unique().sort()).collect()
+    )
+    return pl.concat([lists.filter(~several), merged])
 
 
 def _summed(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
