@@ -7,6 +7,7 @@ nothing else of a model, so every answer below follows from the module docstring
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import polars as pl
@@ -16,7 +17,7 @@ from faers_anon.algorithms.mondrian import mondrian
 from faers_anon.algorithms.types import QidHierarchies
 from faers_anon.anonymize.partition import PARTITION_SCHEMA
 from faers_anon.errors import ConfigError, InputError
-from faers_anon.models.base import Requirements
+from faers_anon.models.base import CaseStats, GroupModel, GroupStats, Requirements
 from hierarchies import mesh_age_tree, sex_tree
 
 WEIGHT_ONLY = QidHierarchies(age=None, sex=None, weight=True)
@@ -26,14 +27,29 @@ NONE = pl.DataFrame(schema={"caseid": pl.Int64, "value": pl.Utf8, "p": pl.Float6
 
 @dataclass(frozen=True)
 class MinSize:
-    """A top-down model whose only rule is ``size`` cases per group."""
+    """A top-down model whose only rule is ``size`` cases per group (a :class:`GroupModel`)."""
 
     size: int
-    algorithm: str = "mondrian"
+    algorithm: Literal["greedy", "mondrian"] = "mondrian"
     name: str = "min-size"
 
+    def is_valid(self, group: GroupStats) -> bool:
+        return group.cases >= self.size
+
+    def risk(self, group: GroupStats, case: CaseStats) -> float:
+        return 1.0
+
+    def describe(self) -> dict[str, object]:
+        return {"model": self.name, "size": self.size}
+
     def requirements(self) -> Requirements:
-        return Requirements(min_size=self.size, algorithm=self.algorithm)  # type: ignore[arg-type]
+        return Requirements(min_size=self.size, algorithm=self.algorithm)
+
+
+def test_the_stub_is_a_group_model() -> None:
+    model = MinSize(2)
+    assert isinstance(model, GroupModel)
+    assert model.is_valid(GroupStats.of([CaseStats(1), CaseStats(2)])) and not model.is_valid(GroupStats())
 
 
 def _cases(weights: list[float | None], sexes: list[str | None] | None = None) -> pl.DataFrame:

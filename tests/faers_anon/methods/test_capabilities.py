@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from faers_anon.anonymize.config import AnonymizeConfig
 from faers_anon.anonymize.method_run import method_config
-from faers_anon.anonymize.pipeline import AnonymizeConfig
 from faers_anon.methods import METHODS, Capabilities
 from faers_anon.models import make_model
 
@@ -78,7 +79,7 @@ def test_no_module_outside_methods_names_a_method() -> None:
 
 def test_capabilities_pass_on_exactly_the_declared_options() -> None:
     """Hand-worked: the run's k 7, seed 3, sensitive (reactions, diseases)."""
-    run = {"k": 7, "seed": 3, "sensitive": ("reactions", "diseases")}
+    run: dict[str, Any] = {"k": 7, "seed": 3, "sensitive": ("reactions", "diseases")}
     assert Capabilities().options(**run) == {}
     assert Capabilities(group_size=True, seeded=True).options(**run) == {"k": 7, "seed": 3}
     assert Capabilities(sensitive_lists=True).options(**run) == {"sensitive": ("reactions",)}
@@ -91,8 +92,8 @@ def test_capabilities_pass_on_exactly_the_declared_options() -> None:
 @pytest.mark.parametrize("name", sorted(METHODS))
 def test_a_method_gets_the_runs_k_only_when_k_is_its_group_size(name: str) -> None:
     method = METHODS[name]
-    config = method_config(name, AnonymizeConfig(method=name, k=9, seed=4))
-    default = method.config_type()
+    config: Any = method_config(name, AnonymizeConfig(method=name, k=9, seed=4))
+    default: Any = method.config_type()
     assert isinstance(config, method.config_type)
     if method.capabilities.group_size:
         assert config.k == 9
