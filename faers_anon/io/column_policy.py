@@ -39,7 +39,7 @@ from typing import Any, Literal, cast
 
 import polars as pl
 
-from faers_anon.anonymize.partition import PARTITION_SCHEMA
+from faers_anon.anonymize.partition import PARTITION_SCHEMA, QID_COLUMNS
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.io._policy_file import BUILTIN_HIERARCHIES, DEFAULT_POLICY_FILE, PolicyFile, read_policy_file
 
@@ -280,9 +280,6 @@ def load_policy(path: Path | None = None) -> ColumnPolicy:
 
 DEFAULT_POLICY = load_policy()
 
-
-QID_COLUMNS: tuple[str, ...] = ("age_group", "age_min", "age_max", "sex", "wt_min", "wt_max")
-"""The generalized DEMO QIDs of a release, in ascii order (SPEC §10)."""
 
 PARQUET_ONLY: tuple[str, ...] = ("quarter", "is_latest")
 """Columns written to parquet but not to ascii (the quarter is in the ascii file name)."""

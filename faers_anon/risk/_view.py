@@ -22,13 +22,14 @@ from pathlib import Path
 
 import polars as pl
 
+from faers_anon.anonymize.partition import QID_COLUMNS
 from faers_anon.errors import InputError
 from knowledge.values import value_key_expr
 
 __all__ = ["terms", "CaseData", "ID_COLUMNS", "QIDS", "DRUG_COLUMNS", "read_cases", "encode_items", "table"]
 
 ID_COLUMNS: tuple[str, ...] = ("primaryid", "caseid")
-QIDS: tuple[str, ...] = ("age_group", "age_min", "age_max", "sex", "wt_min", "wt_max")
+QIDS: tuple[str, ...] = QID_COLUMNS  # the released QID tuple (faers_anon.anonymize.partition)
 DRUG_COLUMNS: tuple[str, ...] = ("drug_key", "drugname", "prod_ai")
 _NOT_FIELDS = frozenset({*ID_COLUMNS, "is_latest", "source_file", "line"})
 _ORDER = ("caseversion", "fda_dt", "primaryid")

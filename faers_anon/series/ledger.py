@@ -53,6 +53,7 @@ from typing import Any
 
 import polars as pl
 
+from faers_anon.anonymize.partition import QID_COLUMNS
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.io.cumulative import quarter_gaps
 from faers_anon.keys import AgencyKey
@@ -65,7 +66,7 @@ __all__ = ["LEDGER_FORMAT", "REGION", "Ledger", "Staged", "check_apart", "ledger
 LEDGER_FORMAT = "faers-anon-ledger/1"
 LEDGER_NAME = "ledger.json"
 #: The released QID tuple that defines a group (as faers_anon.risk and the verifier read it).
-REGION: tuple[str, ...] = ("age_group", "age_min", "age_max", "sex", "wt_min", "wt_max")
+REGION: tuple[str, ...] = QID_COLUMNS
 _LISTS = {"reac": ("pt", "reactions"), "indi": ("indi_pt", "indications"), "drug": ("drug_key", "drug_keys"),
           "outc": ("outc_cod", "outcomes")}  # fmt: skip
 _CANONICAL = {"pt", "indi_pt"}  # value keys as thresholds.csv and P(s | c) name them
