@@ -29,6 +29,7 @@ from faers_anon.anonymize import metrics
 from faers_anon.anonymize.config import QIDS, AnonymizeConfig, items_protection
 from faers_anon.anonymize.inputs import knowledge_table, read_table, sensitive_thresholds
 from faers_anon.anonymize.method_run import anonymize_with_method
+from faers_anon.anonymize.partition import released_groups
 from faers_anon.anonymize.result import AnonymizeResult
 from faers_anon.anonymize.thresholds import Thresholds
 from faers_anon.anonymize.units import (
@@ -154,7 +155,10 @@ def anonymize_folder(ingested: Path, out: Path | None, /, *, config: AnonymizeCo
         "nil": (metrics.nil(losses, qids=len(config.qids)) * len(config.qids) + sum(field_nil.values()))
         / (len(config.qids) + len(field_nil)),
         "nil_by_qid": {q: v for q, v in metrics.nil_by_qid(losses).items() if q in config.qids} | field_nil,
-        "dr": metrics.dangerous_ratio(case_members(partition.frame), probabilities, thresholds.frame),
+        # DR on the released QID groups (as the method path, evaluate and the verifier count them)
+        "dr": metrics.dangerous_ratio(
+            case_members(released_groups(partition.frame)), probabilities, thresholds.frame
+        ),
         "group_sizes": metrics.group_sizes(units),
         "share_k": metrics.share_exactly_k(units, k=config.k),
     }
