@@ -74,8 +74,6 @@ def test_the_readme_states_release_defaults_as_the_code_has_them() -> None:
         "--stratify": ",".join(signals.stratify),
         "--condition": ", ".join(f"`{c}`" for c in signals.conditions),
         "--min-a": signals.min_a,
-        "--age-bands": ",".join(f"{b:g}" for b in signals.age_bands),
-        "--measures": signals.measures,
         "--criterion": config.compare.criterion,
     }
     stated = _readme_defaults()
