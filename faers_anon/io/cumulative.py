@@ -113,7 +113,9 @@ def quarter_accounting(frame: pl.DataFrame, quarters: list[str], /) -> list[dict
     kept = status == KEPT
     faers = code >= sum(q < FIRST_FAERS for q in quarters)  # quarter codes sort like the quarters
     latest_code = pl.when(pl.col("is_latest")).then(code).max().over("caseid")
-    spans = (pl.when(kept).then(faers).n_unique().over("caseid") > 1) & kept
+    spans = (pl.when(kept).then(faers).drop_nulls().n_unique().over("caseid") > 1) & kept  # eras of kept rows
+    if len(quarters) == 1:  # no later quarter, no other era: the two windows are known (0.3 s at 400k)
+        latest_code, spans = code, pl.lit(False)
     counts = (
         frame.lazy()
         .select(STATUS, "is_latest", "caseid", QUARTER_CODE)

@@ -160,3 +160,15 @@ def test_a_report_repeated_in_a_later_quarter_takes_its_rows_along(
         "values_nulled": {}, "files": None,
     }  # fmt: skip
     assert [f["quarter"] for f in report["tables"]["reac"]["files"]] == ["2012Q3", "2012Q4", "2013Q1"]
+
+
+def test_a_case_spans_eras_only_by_its_kept_reports(series: dict[str, Path], tmp_path: Path) -> None:
+    """Report 3002 repeated in 2013Q1 (the copy quarantined, primaryid_unique): case 300 has kept
+    reports in FAERS only, so no quarter counts it as spanning the eras; a quarantined row is no era."""
+    q1 = series["2013Q1"]
+    (q1 / "DEMO13Q1.txt").write_text((q1 / "DEMO13Q1.txt").read_text() + "3002$300$2$20130210$31$YR$M\n")
+    report = ingest_quarters(list(series.values()), tmp_path / "out").report
+    assert _quarter(report, "2013Q1")["quarantined"] == 2
+    assert [q["cases_spanning_eras"] for q in report["by_quarter"]] == [1, 1, 0]
+    alone = ingest_quarters([q1], tmp_path / "alone").report["by_quarter"]
+    assert [(q["quarantined"], q["cases_spanning_eras"]) for q in alone] == [(2, 0)]
