@@ -5,8 +5,8 @@ information), FAQ 29 (the same report in two extracts: the later one is used), A
 ``ISR``/``CASE`` → ``PRIMARYID``/``CASEID``); FORMAT.md §3 "Carry-over" (in 2012 FDA carried AERS
 cases into FAERS under the same case number, ``caseversion`` counting on from the AERS versions).
 
-How several quarters become one database (the work is done by :mod:`faers_anon.io.annotate` on
-the one DEMO frame of every quarter given; this module counts what it did):
+How several quarters become one database (each quarter's rows checked by
+:mod:`faers_anon.io.annotate`, the quarters joined here, :func:`ingest_series`):
 
 * **Latest version** (:data:`faers_anon.io.cases.VERSION_ORDER`): among a case's kept reports of every
   quarter, the highest ``caseversion``, then the latest ``fda_dt``, then the highest ``primaryid``.
