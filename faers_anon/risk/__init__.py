@@ -20,7 +20,6 @@ and plus 1 and 2 reactions; the whole drug list alone and the whole reaction lis
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ import polars as pl
 from faers_anon._paths import bundled
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.release.manifest import read_manifest
+from faers_anon.risk._clock import Clock
 from faers_anon.risk._composition import composition
 from faers_anon.risk._inference import inference, read_classes
 from faers_anon.risk._linkage import linkage
@@ -88,7 +88,8 @@ class RiskResult:
 
     release: Path
     figures: dict[str, Any] = field(default_factory=dict)
-    timings: dict[str, float] = field(default_factory=dict)  # seconds per step (not in risk.json)
+    timings: dict[str, float] = field(default_factory=dict)  # wall seconds per step (not in risk.json)
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds per step (all threads)
 
     def summary(self) -> str:
         lines = [f"risk of {self.release} (k = {self.figures['k']}):"]
@@ -168,7 +169,7 @@ def assess_risk(release: Path, /, *, config: RiskConfig | None = None) -> RiskRe
     cfg = config or RiskConfig()
     if not release.is_dir():
         raise InputError("not a release folder", path=release)
-    start = time.perf_counter()
+    clock = Clock()
     data = read_cases(release)
     k = cfg.k or int(_manifest_value(release, "k") or 5)
     theta = cfg.theta if cfg.theta is not None else float(_manifest_value(release, "theta") or 0.4)
@@ -185,13 +186,13 @@ def assess_risk(release: Path, /, *, config: RiskConfig | None = None) -> RiskRe
         sets = [KnowledgeSet(knows=(), items=cfg.knows_items[0], count=cfg.knows_items[1])]
     else:
         sets = default_knowledge(data.fields)
-    timings: dict[str, float] = {"read": time.perf_counter() - start}
+    clock.lap("read")
     raw = None
     if cfg.raw is not None:
         raw = read_cases(
             cfg.raw, keep=(*data.fields, "age_years", "weight_kg"), drug_columns=data.drug_columns
         )
-        timings["read raw"] = time.perf_counter() - start - timings["read"]
+        clock.lap("read raw")
     qids = _release_qids(release, data.fields)  # the groups' columns: inference and composition
     shipped = release / "classes.csv"  # the classes the release was bounded on, when it ships them
     classes = read_classes(cfg.classes or (shipped if shipped.is_file() else DEFAULT_CLASSES))
@@ -201,17 +202,16 @@ def assess_risk(release: Path, /, *, config: RiskConfig | None = None) -> RiskRe
         "theta": theta,
         "fields": list(data.fields),
         "qids": qids,
-        "reidentification": reidentify(data, raw, sets, k, timings),
+        "reidentification": reidentify(data, raw, sets, k, clock),
     }
-    step = time.perf_counter()
     figures["inference"] = inference(release, data, qids=qids, theta=theta, classes=classes)
-    timings["inference"] = time.perf_counter() - step
+    clock.lap("inference")
     if raw is not None:
-        step = time.perf_counter()
         figures["linkage"] = linkage(data, raw)
-        timings["linkage"] = time.perf_counter() - step
+        clock.lap("linkage")
     if cfg.series:
         series = [(release, data)] + [(path, read_cases(path)) for path in cfg.series]
         figures["composition"] = composition(series, qids=qids, k=k, thetas=_thetas(release))
-    timings["total"] = time.perf_counter() - start
-    return RiskResult(release=release, figures=figures, timings=timings)
+        clock.lap("composition")
+    clock.total()
+    return RiskResult(release=release, figures=figures, timings=clock.wall, cpu=clock.cpu)

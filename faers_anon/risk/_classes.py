@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["class_sizes"]
+__all__ = ["class_sizes", "set_ids"]
 
 Items = int | str | None
 CANDIDATE_BUDGET = 20_000_000  # rows of (set, candidate) before "all" falls back to equal lists
@@ -83,19 +83,61 @@ def _double(
     return counted.group_by("caseid").agg(pl.col("n").fill_null(0).min().alias("size"))
 
 
+def set_ids(t_items: pl.LazyFrame, p_items: pl.LazyFrame | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Every case's item set as one integer ``sid``, equal for two cases exactly when their sets are.
+
+    The sorted item lists of both sides are made once and numbered over their union (a group-by on
+    the list: exact, no hashing, integers from then on; the item lists used to be compared as
+    comma-joined strings, again for every count).
+
+    Returns:
+        ``caseid``, ``sid``, ``items`` (sorted list) of the targets, and ``p``, ``sid`` of the
+        population (the targets' own when ``p_items`` is None). Cases without items are absent.
+    """
+
+    def lists(items: pl.LazyFrame, key: str) -> pl.DataFrame:
+        # one sort of the rows, then lists in row order: cheaper than sorting within each group
+        rows = items.select(pl.col(key).alias("caseid"), "item").sort("caseid", "item")
+        return rows.group_by("caseid", maintain_order=True).agg(pl.col("item").alias("items")).collect()
+
+    own = lists(t_items, "caseid")
+    other = None if p_items is None else lists(p_items, "p")
+    every = own.select("items") if other is None else pl.concat([own.select("items"), other.select("items")])
+    ids = every.unique().with_row_index("sid")
+    t_sets = own.join(ids, on="items")
+    p_sets = (t_sets if other is None else other.join(ids, on="items")).select(
+        pl.col("caseid").alias("p"), "sid"
+    )
+    return t_sets, p_sets
+
+
 def _same(
-    targets: pl.LazyFrame, members: pl.LazyFrame, t_items: pl.LazyFrame, p_items: pl.LazyFrame
+    targets: pl.LazyFrame, members: pl.LazyFrame, t_sets: pl.LazyFrame, p_sets: pl.LazyFrame
 ) -> pl.LazyFrame:
     """|{p in members(kt) : I(p) = I(t)}|: a lower bound of the superset class (upper bound of risk)."""
-    signature = pl.col("item").sort().cast(pl.String).str.join(",").alias("sig")
-    population = members.join(p_items.group_by("p").agg(signature), on="p")
-    counts = population.group_by("kt", "sig").agg(pl.len().alias("size"))
-    own = targets.join(t_items.group_by("caseid").agg(signature), on="caseid")
-    return own.join(counts, on=["kt", "sig"], how="left").select("caseid", pl.col("size").fill_null(0))
+    counts = members.join(p_sets, on="p").group_by("kt", "sid").agg(pl.len().alias("size"))
+    own = targets.join(t_sets.select("caseid", "sid"), on="caseid")
+    return own.join(counts, on=["kt", "sid"], how="left").select("caseid", pl.col("size").fill_null(0))
+
+
+def _ranked(distinct: pl.DataFrame, t_sets: pl.DataFrame, frequency: pl.DataFrame) -> pl.DataFrame:
+    """Per distinct (kt, set) ``qs``: ``kt``, ``order`` (its items, rarest first: df, then item, an
+    item the population never holds first) and ``rarest`` (that item's df; 0 when never held)."""
+    items = (
+        t_sets.select("sid", "items").unique("sid").explode("items").rename({"items": "item"})
+        .join(frequency, on="item", how="left")
+        .sort("df", "item", nulls_last=False)
+        .group_by("sid", maintain_order=True)
+        .agg(pl.col("item").alias("order"), pl.col("df").first().fill_null(0).alias("rarest"))
+    )  # fmt: skip
+    return distinct.join(items, on="sid").select("qs", "kt", "order", "rarest")
 
 
 def _whole(
-    targets: pl.LazyFrame, members: pl.LazyFrame, t_items: pl.LazyFrame, p_items: pl.LazyFrame
+    targets: pl.LazyFrame,
+    members: pl.LazyFrame,
+    t_sets: pl.DataFrame,
+    p_items: pl.LazyFrame,
 ) -> pl.LazyFrame | None:
     """|{p in members(kt) : I(t) ⊆ I(p)}| per target with items.
 
@@ -107,28 +149,13 @@ def _whole(
     Returns:
         None when the first candidate list would exceed :data:`CANDIDATE_BUDGET` rows (item lists
         drawn from a small vocabulary, where every pair is common); the caller then counts the
-        cases with the same list (:func:`_same`), a lower bound of the class.
+        cases with the same list (:func:`_same`), a lower bound of the class. The budget is checked
+        before any candidate list is built.
     """
-    sets = (
-        targets.join(t_items, on="caseid")
-        .group_by("caseid", "kt")
-        .agg(pl.col("item").sort())
-        .with_columns(pl.col("item").cast(pl.List(pl.String)).list.join(",").alias("sig"))
-        .collect()
-        .lazy()
-    )
-    # collected once: a lazy unique() has no fixed order, and the ids must agree wherever they are used
-    distinct = sets.unique(["kt", "sig"]).select("kt", "sig", "item").collect().with_row_index("sid").lazy()
+    sets = targets.join(t_sets.lazy().select("caseid", "sid"), on="caseid").collect()
+    distinct = sets.select("kt", "sid").unique().with_row_index("qs")  # (K-tuple, item set)
     frequency = p_items.group_by("item").agg(pl.len().alias("df")).collect()
-    ranked = (
-        distinct.select("sid", "kt", "item")
-        .explode("item")
-        .join(frequency.lazy(), on="item", how="left")
-        .sort("df", "item", nulls_last=False)
-        .group_by("sid")
-        .agg(pl.col("kt").first(), pl.col("item").alias("order"), pl.col("df").first().alias("rarest"))
-        .collect()
-    )
+    ranked = _ranked(distinct, t_sets, frequency)
     multi = ranked.filter(pl.col("order").list.len() > 1)
     # a pair's holders are at most its rarer item's: Σ df(rarest) bounds the first candidate list
     if (multi.select(pl.col("rarest").sum()).item() or 0) > CANDIDATE_BUDGET:
@@ -136,34 +163,35 @@ def _whole(
     single = (
         ranked.lazy()
         .filter(pl.col("order").list.len() == 1)
-        .select("sid", "kt", pl.col("order").list.first().alias("item"))
+        .select("qs", "kt", pl.col("order").list.first().alias("item"))
         .join(
             members.join(p_items, on="p").group_by("kt", "item").agg(pl.len().alias("size")),
             on=["kt", "item"],
         )
-        .select("sid", "size")
+        .select("qs", "size")
     )
     first_two = pl.col("order").list.head(2)
-    seeds = multi.lazy().select("sid", "kt", first_two.list.min().alias("a"), first_two.list.max().alias("b"))
+    seeds = multi.lazy().select("qs", "kt", first_two.list.min().alias("a"), first_two.list.max().alias("b"))
     candidates = (
         seeds.join(p_items.rename({"item": "a"}), on="a")
         .join(p_items.rename({"item": "b"}), on=["p", "b"], how="semi")
         .join(members, on=["kt", "p"], how="semi")
-        .select("sid", "p")
+        .select("qs", "p")
         .collect()
     )
     longest = int(multi.select(pl.col("order").list.len().max()).item() or 0)
     for position in range(2, longest):
         step = multi.filter(pl.col("order").list.len() > position).select(
-            "sid", pl.col("order").list.get(position).alias("item")
+            "qs", pl.col("order").list.get(position).alias("item")
         )
-        checked = candidates.join(step, on="sid")
-        kept = checked.lazy().join(p_items, on=["p", "item"], how="semi").select("sid", "p").collect()
-        candidates = pl.concat([candidates.join(step, on="sid", how="anti"), kept])
-    several = candidates.lazy().group_by("sid").agg(pl.len().alias("size"))
+        checked = candidates.join(step, on="qs")
+        kept = checked.lazy().join(p_items, on=["p", "item"], how="semi").select("qs", "p").collect()
+        candidates = pl.concat([candidates.join(step, on="qs", how="anti"), kept])
+    several = candidates.lazy().group_by("qs").agg(pl.len().alias("size"))
     return (
-        sets.join(distinct.select("kt", "sig", "sid"), on=["kt", "sig"])
-        .join(pl.concat([single, several]), on="sid", how="left")
+        sets.lazy()
+        .join(distinct.lazy(), on=["kt", "sid"])
+        .join(pl.concat([single, several]), on="qs", how="left")
         .select("caseid", pl.col("size").fill_null(0))
     )
 
@@ -175,6 +203,7 @@ def class_sizes(
     items: Items = None,
     target_items: pl.DataFrame | None = None,
     population_items: pl.DataFrame | None = None,
+    sets: tuple[pl.DataFrame, pl.DataFrame] | None = None,
 ) -> tuple[pl.DataFrame, bool]:
     """The class size of every target (module docstring).
 
@@ -184,6 +213,7 @@ def class_sizes(
             is the targets themselves (prosecutor risk; ``population_items`` = ``target_items``).
         items: None (K only), m ≥ 1 (m-subsets; 1 and 2 are computed), or ``"all"``.
         target_items: ``caseid``, ``item`` of the targets; population_items: ``p``, ``item``.
+        sets: for ``"all"``, :func:`set_ids` of these targets and population when already made.
 
     Returns:
         ``caseid``, ``size`` (Int64 ≥ 0; 0 only when a journalist population lacks the target), and
@@ -200,8 +230,9 @@ def class_sizes(
     t_items, p_items = target_items.lazy(), population_items.lazy().select("p", "item")
     whole = None
     if items == "all":
-        whole = _whole(t, pop, t_items, p_items)
-        steps = [whole if whole is not None else _same(t, pop, t_items, p_items)]
+        t_sets, p_sets = sets or set_ids(t_items, None if same else p_items)
+        whole = _whole(t, pop, t_sets, p_items)
+        steps = [whole if whole is not None else _same(t, pop, t_sets.lazy(), p_sets.lazy())]
     elif items == 1:
         steps = [_single(t, pop, t_items, p_items)]
     elif items == 2:

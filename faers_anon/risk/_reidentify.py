@@ -18,13 +18,13 @@ never ask for it).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
-from faers_anon.risk._classes import class_sizes
+from faers_anon.risk._classes import class_sizes, set_ids
+from faers_anon.risk._clock import Clock
 from faers_anon.risk._codes import Codes, encode_fields, key_expr
 from faers_anon.risk._population import Population
 from faers_anon.risk._view import QIDS, CaseData, encode_items
@@ -114,6 +114,21 @@ class _Lists:
         # the raw list must hold every released item for a raw case to be matched item for item
         self.comparable = raw is not None and released.join(raw, on="term", how="anti").height == 0
         self._pairs: dict[str, pl.DataFrame] = {}
+        self._sets: dict[str, tuple[pl.DataFrame, pl.DataFrame]] = {}
+
+    def sets(self, population: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """:func:`._classes.set_ids` of the released lists against themselves or against the raw lists.
+
+        Both are numbered once over the release and the raw data, so the prosecutor's and the
+        journalist's "all" share one numbering.
+        """
+        if "sets" not in self._sets:
+            raw = None if self.raw is None else self.raw.lazy().rename({"caseid": "p"})
+            self._sets["sets"] = set_ids(self.released.lazy(), raw)
+        t_sets, p_sets = self._sets["sets"]
+        if population == "raw":
+            return t_sets, p_sets
+        return t_sets, t_sets.select(pl.col("caseid").alias("p"), "sid")
 
     def released_pairs(self) -> pl.DataFrame:
         if "released" not in self._pairs:
@@ -136,7 +151,8 @@ def _journalist_items(pop: Population, ks: KnowledgeSet, lists: _Lists) -> pl.Se
         targets = pop.view.select("caseid", pl.lit(0, pl.UInt32).alias("kt"))
         members = pop.raw.select(pl.lit(0, pl.UInt32).alias("kt"), pl.col("caseid").alias("p"))
         sizes, _ = class_sizes(targets, members, items="all", target_items=lists.released,
-                               population_items=lists.raw.rename({"caseid": "p"}))  # fmt: skip
+                               population_items=lists.raw.rename({"caseid": "p"}),
+                               sets=lists.sets("raw"))  # fmt: skip
         return sizes.sort("caseid").get_column("size")
     built = pop.queries(ks.knows)
     if built is None:
@@ -196,7 +212,9 @@ def _prosecutor(codes: Codes, ks: KnowledgeSet, lists: dict[str, _Lists]) -> tup
     if ks.items is None:
         return codes.view.select(pl.len().over(key).cast(pl.Int64)).to_series(), True
     targets = codes.view.select("caseid", key.rank("dense").cast(pl.UInt32).alias("kt"))
-    sizes, exact = class_sizes(targets, items=ks.count, target_items=lists[ks.items].released)
+    own = lists[ks.items]
+    sets = own.sets("release") if ks.count == "all" else None
+    sizes, exact = class_sizes(targets, items=ks.count, target_items=own.released, sets=sets)
     return sizes.sort("caseid").get_column("size"), exact
 
 
@@ -209,10 +227,10 @@ def _upper_bounds(codes: Codes, ks: KnowledgeSet, lists: dict[str, _Lists]) -> p
 
 
 def reidentify(
-    data: CaseData, raw: CaseData | None, sets: list[KnowledgeSet], k: int, timings: dict[str, float]
+    data: CaseData, raw: CaseData | None, sets: list[KnowledgeSet], k: int, clock: Clock | None = None
 ) -> list[dict[str, Any]]:
-    """One record per knowledge set (module docstring); ``timings`` gets seconds per set."""
-    start = time.perf_counter()
+    """One record per knowledge set (module docstring); ``clock`` gets a lap per set."""
+    clock = clock or Clock()
     view = data.view.sort("caseid")
     codes = encode_fields(view, None if raw is None else raw.view, data.fields)
     pop = Population(view, raw.view, codes) if raw is not None else None
@@ -220,10 +238,9 @@ def reidentify(
         "drugs": _Lists(data.drugs, None if raw is None else raw.drugs),
         "reactions": _Lists(data.reactions, None if raw is None else raw.reactions),
     }
-    timings["encode"] = time.perf_counter() - start
+    clock.lap("encode")
     records = []
     for ks in sets:
-        start = time.perf_counter()
         sizes, exact = _prosecutor(codes, ks, lists)
         journalist = None if pop is None else _journalist(pop, ks, lists)
         record = {**_record(ks, sizes, k, journalist), "exact": exact}
@@ -234,5 +251,5 @@ def reidentify(
         if pop is not None and journalist is None:
             record["journalist_max"] = record["journalist_mean"] = None
         records.append(record)
-        timings[ks.label()] = time.perf_counter() - start
+        clock.lap(ks.label())
     return records
