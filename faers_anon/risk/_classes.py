@@ -19,9 +19,10 @@ keeping those that hold every item (joins, no row loops).
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
-__all__ = ["class_sizes", "set_ids"]
+__all__ = ["class_sizes", "item_pairs", "set_ids"]
 
 Items = int | str | None
 CANDIDATE_BUDGET = 20_000_000  # rows of (set, candidate) before "all" falls back to equal lists
@@ -45,10 +46,35 @@ def _single(
     )
 
 
+def item_pairs(items: pl.DataFrame, key: str) -> pl.DataFrame:
+    """``key``, ``item``, ``item_b``: every pair item < item_b of one case's (distinct) items.
+
+    The rows are sorted by (case, item) once and each row is paired with the rows after it in its
+    case by index arithmetic (numpy: row r of a case ending at e pairs with r + 1 … e − 1), instead
+    of a self-join on the case filtered to item < item_b (the same pairs, without the n² join rows).
+    """
+    rows = items.select(key, "item").sort(key, "item")
+    case, item = rows.get_column(key).to_numpy(), rows.get_column("item").to_numpy()
+    if len(case) > 1:  # repeated (case, item) rows pair like one
+        keep = np.concatenate([[True], (case[1:] != case[:-1]) | (item[1:] != item[:-1])])
+        case, item = case[keep], item[keep]
+    n = len(case)
+    firsts = np.flatnonzero(np.concatenate([[n > 0], case[1:] != case[:-1]]))
+    ends = np.append(firsts[1:], n)[: len(firsts)]
+    after = np.repeat(ends, ends - firsts) - np.arange(n) - 1  # rows after each row in its case
+    left = np.repeat(np.arange(n), after)
+    offsets = np.cumsum(after) - after
+    right = left + 1 + (np.arange(len(left)) - np.repeat(offsets, after))
+    return pl.DataFrame(
+        [pl.Series(key, case[left], rows.schema[key]), pl.Series("item", item[left], rows.schema["item"]),
+         pl.Series("item_b", item[right], rows.schema["item"])]
+    )  # fmt: skip
+
+
 def _pairs(items: pl.LazyFrame, key: str) -> pl.LazyFrame:
     """Every pair a < b of one case's items, as one UInt64 ``pair`` = a · 2^32 + b (one group-by key)."""
     pair = (pl.col("item").cast(pl.UInt64) * (1 << 32) + pl.col("item_b").cast(pl.UInt64)).alias("pair")
-    return items.join(items, on=key, suffix="_b").filter(pl.col("item") < pl.col("item_b")).select(key, pair)
+    return item_pairs(items.collect(), key).lazy().select(key, pair)
 
 
 def _double(

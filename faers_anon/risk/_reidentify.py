@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from faers_anon.risk._classes import class_sizes, set_ids
+from faers_anon.risk._classes import class_sizes, item_pairs, set_ids
 from faers_anon.risk._clock import Clock
 from faers_anon.risk._codes import Codes, encode_fields, key_expr
 from faers_anon.risk._population import Population
@@ -93,12 +93,8 @@ def _record(ks: KnowledgeSet, sizes: pl.Series, k: int, journalist: pl.Series | 
 
 def _pairs(items: pl.DataFrame, width: int) -> pl.DataFrame:
     """``caseid``, ``item`` = a · width + b for every pair a < b of a case's items (UInt64)."""
-    right = items.rename({"item": "item_b"})
-    return (
-        items.join(right, on="caseid")
-        .filter(pl.col("item") < pl.col("item_b"))
-        .select("caseid", (pl.col("item").cast(pl.UInt64) * width + pl.col("item_b")).alias("item"))
-    )
+    pairs = item_pairs(items, "caseid")
+    return pairs.select("caseid", (pl.col("item").cast(pl.UInt64) * width + pl.col("item_b")).alias("item"))
 
 
 class _Lists:

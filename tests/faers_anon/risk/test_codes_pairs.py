@@ -1,0 +1,59 @@
+"""The integer encodings risk's counts rest on, against their plain definitions on random data."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from faers_anon.risk._classes import item_pairs, set_ids
+from faers_anon.risk._codes import _encode
+
+
+def _random_items(seed: int, rows: int = 400) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame(
+        {"caseid": rng.integers(0, 60, rows), "item": rng.integers(0, 12, rows).astype(np.uint32)}
+    )  # repeated (case, item) rows included
+
+
+def test_item_pairs_are_the_self_join_pairs() -> None:
+    for seed in range(5):
+        items = _random_items(seed)
+        joined = (
+            items.unique().join(items.unique(), on="caseid", suffix="_b")
+            .filter(pl.col("item") < pl.col("item_b")).sort(pl.all())
+        )  # fmt: skip
+        assert item_pairs(items, "caseid").sort(pl.all()).equals(joined)
+
+
+def test_item_pairs_of_one_case_by_hand() -> None:
+    items = pl.DataFrame({"caseid": [7, 7, 7, 3], "item": [5, 1, 3, 2]}, schema_overrides={"item": pl.UInt32})
+    pairs = item_pairs(items, "caseid").rows()
+    assert sorted(pairs) == [(7, 1, 3), (7, 1, 5), (7, 3, 5)]  # case 3 has one item: no pair
+    assert item_pairs(items.head(0), "caseid").height == 0
+
+
+def test_set_ids_equal_exactly_for_equal_sets() -> None:
+    targets = _random_items(1, 120).unique()
+    population = _random_items(2, 120).unique().rename({"caseid": "p"})
+    t_sets, p_sets = set_ids(targets.lazy(), population.lazy())
+    sets = {
+        **{("t", c): frozenset(i) for c, i in targets.group_by("caseid").agg("item").iter_rows()},
+        **{("p", c): frozenset(i) for c, i in population.group_by("p").agg("item").iter_rows()},
+    }
+    sid = {("t", c): s for c, s in t_sets.select("caseid", "sid").iter_rows()}
+    sid |= {("p", c): s for c, s in p_sets.iter_rows()}
+    assert sid.keys() == sets.keys()
+    for a in sets:
+        for b in sets:
+            assert (sid[a] == sid[b]) == (sets[a] == sets[b])
+
+
+def test_text_codes_are_the_dense_rank() -> None:
+    released = pl.Series(["b", None, "a", "*", "b", ""])
+    raw = pl.Series(["c", "a", None, "ä"])
+    codes, raw_codes, width = _encode(released, raw)
+    expected = pl.concat([released, raw]).rank("dense").fill_null(0).cast(pl.UInt32)
+    assert pl.concat([codes, raw_codes]).to_list() == expected.to_list()  # type: ignore[list-item]
+    assert codes.to_list() == [4, 0, 3, 2, 4, 1]  # "" < "*" < "a" < "b" (bytes), null 0
+    assert width == 6
