@@ -27,7 +27,7 @@ from faers_anon.errors import InputError
 from faers_anon.risk._view import CaseData, terms
 from knowledge.values import value_key_expr
 
-__all__ = ["case_probabilities", "inference", "read_classes"]
+__all__ = ["case_probabilities", "coded_probabilities", "inference", "read_classes"]
 
 _TOLERANCE = 1e-9
 
@@ -67,29 +67,50 @@ def read_classes(path: Path) -> tuple[pl.DataFrame, dict[str, float]]:
     return members.drop_nulls(), thetas
 
 
-def case_probabilities(release: Path, data: CaseData) -> pl.DataFrame:
-    """``caseid``, ``value``, ``p`` = P(s | c) > 0 for every case and value (module docstring)."""
-    own = [
-        data.reactions.rename({"term": "value"}),
-        terms(release, "indi", ("indi_pt",)).rename({"term": "value"}),
-    ]
-    parts = [pl.concat(own).with_columns(pl.lit(1.0).alias("p"))]
+def coded_probabilities(release: Path, data: CaseData) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """P(s | c) > 0 as integers: ``caseid``, ``v`` (the value's code), ``p``; and ``v``, ``value``.
+
+    Values are numbered once (an Enum of the distinct texts) so that the (case, value) and (group,
+    value) group-bys run on integers; texts come back only for the answer.
+    """
+    own = pl.concat([data.reactions, terms(release, "indi", ("indi_pt",))])
     knowledge = _csv(release / "knowledge.csv", ("drug_key", "disease", "weight"))
+    e = pl.DataFrame(schema={"term": pl.String, "value": pl.String, "p": pl.Float64})
     if knowledge is not None and knowledge.height:
         e = knowledge.select(
             value_key_expr(pl.col("drug_key")).alias("term"),
             value_key_expr(pl.col("disease")).alias("value"),
             pl.col("weight").cast(pl.Float64, strict=False).alias("p"),
         ).drop_nulls()
-        parts.append(data.drugs.join(e, on="term").select("caseid", "value", "p"))
-    return pl.concat(parts).group_by("caseid", "value").agg(pl.col("p").max())
+    names = pl.concat([own.get_column("term"), e.get_column("value")]).unique().sort()
+    code = pl.Enum(names)
+    values = pl.DataFrame({"value": names}).with_columns(pl.col("value").cast(code).to_physical().alias("v"))
+    parts = [own.select("caseid", pl.col("term").cast(code).to_physical().alias("v"), pl.lit(1.0).alias("p"))]
+    if e.height:
+        coded = e.select("term", pl.col("value").cast(code).to_physical().alias("v"), "p")
+        parts.append(data.drugs.join(coded, on="term").select("caseid", "v", "p"))
+    p = pl.concat(parts).group_by("caseid", "v").agg(pl.col("p").max())
+    return p, values.select("v", "value")
 
 
-def _summary(conf: pl.DataFrame, name: str) -> dict[str, Any]:
-    """max conf (and where), and how many (group, value) pairs and groups exceed θ."""
+def case_probabilities(release: Path, data: CaseData) -> pl.DataFrame:
+    """``caseid``, ``value``, ``p`` = P(s | c) > 0 for every case and value (module docstring)."""
+    p, values = coded_probabilities(release, data)
+    return p.join(values, on="v").select("caseid", "value", "p")
+
+
+def _summary(conf: pl.DataFrame, name: str, names: pl.DataFrame | None = None) -> dict[str, Any]:
+    """max conf (and where), and how many (group, value) pairs and groups exceed θ.
+
+    ``names``: when ``conf`` holds codes ``v`` instead of ``name``, their texts (``v``, ``name``);
+    ties of the largest conf go to the first text in order.
+    """
     if conf.height == 0:
         return {"max_conf": 0.0, name: None, "pairs_above_theta": 0, "groups_above_theta": 0}
-    top = conf.sort(["conf", name], descending=[True, False]).row(0, named=True)
+    best = conf.filter(pl.col("conf") == pl.col("conf").max())
+    if names is not None:
+        best = best.join(names, on="v")
+    top = best.sort(name).row(0, named=True)
     above = conf.filter(pl.col("conf") > pl.col("theta") + _TOLERANCE)
     return {
         "max_conf": top["conf"],
@@ -123,7 +144,7 @@ def inference(
     view = data.view
     groups = view.select(qids).unique().with_row_index("group")
     members = view.join(groups, on=qids, nulls_equal=True).select("caseid", "group")
-    p = case_probabilities(release, data)
+    p, names = coded_probabilities(release, data)
     thresholds = _csv(release / "thresholds.csv", ("value", "theta"))
     thetas = (
         thresholds.select(value_key_expr(pl.col("value")).alias("value"), pl.col("theta").cast(pl.Float64))
@@ -132,20 +153,20 @@ def inference(
         if thresholds is not None
         else pl.DataFrame(schema={"value": pl.String, "theta": pl.Float64})
     )
+    coded = names.join(thetas, on="value").select("v", "theta")
     values = (
-        _conf(members, p, "value")
-        .join(thetas, on="value", how="left")
-        .with_columns(pl.col("theta").fill_null(1.0))
+        _conf(members, p, "v").join(coded, on="v", how="left").with_columns(pl.col("theta").fill_null(1.0))
     )
-    protected = values.join(thetas.filter(pl.col("theta") < 1.0), on="value", how="semi")
+    protected = values.join(coded.filter(pl.col("theta") < 1.0), on="v", how="semi")
     result: dict[str, Any] = {
         "groups": groups.height,
-        "values": _summary(values, "value"),
-        "protected_values": _summary(protected, "value"),
+        "values": _summary(values, "value", names),
+        "protected_values": _summary(protected, "value", names),
     }
     if classes is not None:
         members_of, class_theta = classes
-        p_class = p.join(members_of, on="value").group_by("caseid", "class").agg(pl.col("p").max())
+        in_class = names.join(members_of, on="value").select("v", "class")
+        p_class = p.join(in_class, on="v").group_by("caseid", "class").agg(pl.col("p").max())
         conf = _conf(members, p_class, "class").with_columns(
             pl.col("class").replace_strict(class_theta, default=theta, return_dtype=pl.Float64).alias("theta")
         )
