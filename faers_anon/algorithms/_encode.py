@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from faers_anon._numba_cache import njit
+from faers_anon.algorithms._fields import MISSING, UNKNOWN
 from faers_anon.algorithms._pool import Cases, Pool, Tables
 from hierarchies import Hierarchy
 
@@ -21,9 +22,16 @@ F64 = NDArray[np.float64]
 
 
 def build_tables(
-    trees: Sequence[Hierarchy], lo: F64, hi: F64, wmiss: NDArray[np.bool_], domain: tuple[float, float] | None
+    trees: Sequence[Hierarchy],
+    lo: F64,
+    hi: F64,
+    wmiss: NDArray[np.bool_],
+    domain: tuple[float, float] | None,
+    heights: I64,
+    class_levels: I64,
 ) -> Tables:
-    """LCA tables (padded to the largest tree), normalized heights and 1 / weight range.
+    """LCA tables (padded to the largest tree), normalized heights, 1 / weight range and the field QIDs'
+    column offsets, heights and class levels.
 
     The weight range is ``domain[1] − domain[0]`` when given, else max(hi) − min(lo) over the known
     weights; an empty range (one weight value, or none known) gives 1 / range := 0, so the weight term
@@ -44,27 +52,94 @@ def build_tables(
     else:
         width = 0.0
     inv = np.array([1.0 / width if width > 0 else 0.0])
-    return Tables(lca, hnorm, inv)
+    off = np.zeros(heights.shape[0] + 1, np.int64)
+    np.cumsum(heights, out=off[1:])
+    return Tables(
+        lca,
+        hnorm,
+        inv,
+        off,
+        np.ascontiguousarray(heights, np.int64),
+        np.ascontiguousarray(class_levels, np.int64),
+    )
 
 
-def build_pool(cat: I64, wmiss: NDArray[np.bool_], lo: F64, hi: F64, rows: I64, sig: I64) -> Pool:
-    """Patterns sorted by (class, lo, hi), classes as pattern ranges, three skip-listed orders.
+CLASS_WORK = 1 << 28
+"""Class visits a run may spend (about): the class cap is CLASS_WORK / N, at least :data:`MIN_CLASSES`
+(a stage-1 search visits every non-empty class, and there are about N / k searches)."""
+MIN_CLASSES = 256
 
-    Inside a pattern the cases are sorted by descending signature (``sig``, see :func:`build_cases`),
-    then by index: the cases holding the most pressing values come first.
+
+def class_cap(n: int) -> int:
+    """The most classes the pool may have for n cases (:data:`CLASS_WORK`)."""
+    return max(MIN_CLASSES, CLASS_WORK // max(n, 1))
+
+
+def _dense(keys: I64) -> tuple[I64, int]:
+    """Dense ids 0.. of int64 keys in sorted key order, and their number."""
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    return inverse.astype(np.int64).reshape(-1), int(uniq.shape[0])
+
+
+def class_levels(base: I64, fcode: I64, heights: I64, cap: int) -> tuple[I64, I64]:
+    """Per field QID the class level: the lowest level whose codes (with every level above) still keep
+    the classes at ≤ ``cap``; returns (levels, class id per case).
+
+    ``base`` is the class id of age, sex and the missing flags. Greedy: start with every field above its
+    top (not in the class key) and refine, one level at a time, the field whose next level adds the
+    fewest classes, while the count stays ≤ cap. Codes are shifted by 3 so that −3 … −1 stay distinct.
     """
-    n, n_cat = cat.shape
+    off = np.zeros(heights.shape[0] + 1, np.int64)
+    np.cumsum(heights, out=off[1:])
+    levels = heights.copy()
+    ids, count = _dense(base)
+    while True:
+        best, best_f, best_ids = count, -1, ids
+        width = np.int64(int(fcode.max(initial=0)) + 4)
+        for f in range(heights.shape[0]):
+            if levels[f] == 0:
+                continue
+            trial, n_trial = _dense(ids * width + fcode[:, off[f] + levels[f] - 1] + 3)
+            if n_trial <= cap and (best_f < 0 or n_trial < best):
+                best, best_f, best_ids = n_trial, f, trial
+        if best_f < 0:
+            return levels, ids
+        levels[best_f] -= 1
+        ids, count = best_ids, best
+
+
+def build_pool(
+    cat: I64,
+    wmiss: NDArray[np.bool_],
+    lo: F64,
+    hi: F64,
+    rows: I64,
+    sig: I64,
+    fcode: I64,
+    class_id: I64,
+    heights: I64,
+    levels: I64,
+) -> Pool:
+    """Patterns sorted by (class, lo, hi, field codes), classes as pattern ranges, three skip-listed orders.
+
+    ``class_id`` (from :func:`class_levels`) orders the classes; a class is one value of (categorical
+    nodes, weight-missing flag, field missing flags, field codes at the class ``levels``). Inside a
+    pattern the cases are sorted by descending signature (``sig``, see :func:`build_cases`), then by
+    index: the cases holding the most pressing values come first.
+    """
+    n = cat.shape[0]
     lo0 = np.where(wmiss, 0.0, lo)
     hi0 = np.where(wmiss, 0.0, hi)
-    keys = (-sig, hi0, lo0, wmiss.astype(np.int64), *(cat[:, j] for j in reversed(range(n_cat))))
+    keys = (-sig, *(fcode[:, j] for j in reversed(range(fcode.shape[1]))), hi0, lo0, class_id)
     order = np.lexsort(keys).astype(np.int64)
-    s_cat, s_wm, s_lo, s_hi = cat[order], wmiss[order], lo0[order], hi0[order]
+    s_cat, s_wm, s_lo, s_hi, s_f = cat[order], wmiss[order], lo0[order], hi0[order], fcode[order]
+    s_cls = class_id[order]
     new_class = np.ones(n, np.bool_)
     if n > 1:
-        new_class[1:] = np.any(s_cat[1:] != s_cat[:-1], axis=1) | (s_wm[1:] != s_wm[:-1])
+        new_class[1:] = s_cls[1:] != s_cls[:-1]
     new_pat = new_class.copy()
     if n > 1:
-        new_pat[1:] |= (s_lo[1:] != s_lo[:-1]) | (s_hi[1:] != s_hi[:-1])
+        new_pat[1:] |= (s_lo[1:] != s_lo[:-1]) | (s_hi[1:] != s_hi[:-1]) | np.any(s_f[1:] != s_f[:-1], axis=1)
     pat_start = np.flatnonzero(new_pat).astype(np.int64)
     n_pat = pat_start.shape[0]
     pat_count = np.diff(np.append(pat_start, n)).astype(np.int64)
@@ -112,7 +187,22 @@ def build_pool(cat: I64, wmiss: NDArray[np.bool_], lo: F64, hi: F64, rows: I64, 
         cls_wmiss=s_wm[pat_start[cls_start]].astype(np.bool_),
         cls_count=cls_count.astype(np.int64),
         remaining=np.array([n, int(rows.sum())], np.int64),
+        pat_fcode=np.ascontiguousarray(s_f[pat_start], np.int64),
+        cls_fcode=_class_codes(s_f[pat_start[cls_start]], heights, levels),
     )
+
+
+def _class_codes(first: I64, heights: I64, levels: I64) -> I64:
+    """Each class's field codes (its first pattern's) at levels ≥ the class level, UNKNOWN below; a
+    missing field keeps MISSING at every level (the missing flag is part of the class key)."""
+    out = first.copy()
+    start = 0
+    for h, lev in zip(heights.tolist(), levels.tolist(), strict=True):
+        block = out[:, start : start + h]
+        known = block[:, 0] != MISSING
+        block[np.ix_(known, np.arange(lev))] = UNKNOWN
+        start += h
+    return np.ascontiguousarray(out, np.int64)
 
 
 FREQUENT = 32

@@ -8,6 +8,9 @@
 * weight: hierarchy-free. The group is released as [min wt_min, max wt_max] when every case is known;
   all missing → released null with 0 loss; a mix → released null (SPEC §5 releases the root, which for
   a hierarchy-free attribute is "any weight", written as null) and counted as full loss (1) in IL.
+* field QIDs (``h.fields``): per-level codes (:class:`~faers_anon.algorithms.types.FieldQid`, read by
+  :func:`field_matrix`); the engine uses them for the loss only: the release writes each group's
+  common value (:func:`faers_anon.io.qid_fields.generalize_fields`).
 """
 
 from __future__ import annotations
@@ -18,7 +21,15 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from faers_anon.algorithms._encode import build_cases, build_pool, build_tables
+from faers_anon.algorithms._encode import (
+    _dense,
+    build_cases,
+    build_pool,
+    build_tables,
+    class_cap,
+    class_levels,
+)
+from faers_anon.algorithms._fields import MISSING
 from faers_anon.algorithms._groups import Store
 from faers_anon.algorithms._pool import Cases, Pool, Tables
 from faers_anon.algorithms.types import QidHierarchies
@@ -51,8 +62,51 @@ def _float(frame: pl.DataFrame, column: str) -> NDArray[np.float64]:
     return frame.get_column(column).cast(pl.Float64).fill_null(np.nan).to_numpy()
 
 
-def encode(cases: pl.DataFrame, probabilities: pl.DataFrame, req: Requirements, h: QidHierarchies) -> Encoded:
+def field_matrix(frame: pl.DataFrame, h: QidHierarchies) -> NDArray[np.int64]:
+    """The field QIDs' codes, one row per case, field f in columns off_f … off_f + H_f − 1; a missing
+    value (null list) is MISSING at every level.
+
+    Raises:
+        InputError: a missing column, or a code list whose length is not the field's height.
+    """
+    _require(frame, [f.name for f in h.fields])
+    blocks = [np.zeros((frame.height, 0), np.int64)]
+    for field in h.fields:
+        codes = frame.get_column(field.name).cast(pl.List(pl.Int64))
+        lengths = codes.list.len().drop_nulls()
+        if lengths.len() and (lengths.min() != field.height or lengths.max() != field.height):
+            raise InputError(f"{field.name}: expected {field.height} codes per case", path="cases.parquet")
+        full = codes.fill_null(pl.lit([MISSING] * field.height, pl.List(pl.Int64)))
+        blocks.append(full.list.to_array(field.height).to_numpy().astype(np.int64).reshape(-1, field.height))
+    return np.ascontiguousarray(np.hstack(blocks), np.int64)
+
+
+def _class_base(
+    cat: NDArray[np.int64], wmiss: NDArray[np.bool_], fcode: NDArray[np.int64], h: QidHierarchies
+) -> NDArray[np.int64]:
+    """Dense ids of (categorical nodes, weight-missing flag, each field's missing flag)."""
+    ids = wmiss.astype(np.int64)
+    columns = [cat[:, j] for j in range(cat.shape[1])]
+    start = 0
+    for field in h.fields:
+        columns.append((fcode[:, start] == MISSING).astype(np.int64))
+        start += field.height
+    for column in columns:
+        ids, _ = _dense(ids * (int(column.max(initial=0)) + 1) + column)
+    return ids
+
+
+def encode(
+    cases: pl.DataFrame,
+    probabilities: pl.DataFrame,
+    req: Requirements,
+    h: QidHierarchies,
+    *,
+    max_classes: int | None = None,
+) -> Encoded:
     """Sort the cases by caseid and build the kernel's arrays (QID codes, P(s | c) in CSR form, pool).
+
+    ``max_classes`` caps the pool's classes (default :func:`~faers_anon.algorithms._encode.class_cap`).
 
     Raises:
         InputError: a missing column or duplicate caseids.
@@ -131,10 +185,14 @@ def encode(cases: pl.DataFrame, probabilities: pl.DataFrame, req: Requirements, 
         ],
         np.int64,
     )
+    fcode = field_matrix(frame, h)
+    heights = np.array([f.height for f in h.fields], np.int64)
+    cap = class_cap(n) if max_classes is None else max_classes
+    levels, class_id = class_levels(_class_base(cat, wmiss, fcode, h), fcode, heights, cap)
     return Encoded(
         caseid=caseid,
-        pool=build_pool(cat, wmiss, lo, hi, rows, kernel_cases.sig),
-        tab=build_tables(h.trees, lo, hi, wmiss, h.weight_domain),
+        pool=build_pool(cat, wmiss, lo, hi, rows, kernel_cases.sig, fcode, class_id, heights, levels),
+        tab=build_tables(h.trees, lo, hi, wmiss, h.weight_domain, heights, levels),
         cases=kernel_cases,
         req=req_arr,
         n_values=max(values.height, 1),

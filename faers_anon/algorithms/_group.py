@@ -2,7 +2,8 @@
 
 Formulas (Lin, Yang & Wang 2016, Definitions 4–5, eq. 1–7; SPEC §5–§6), with |g| in distinct cases:
 
-    L(g)  = Σ_j h(LCA_j(g)) / h(T_j) + W(g)                (loss per case; IL(g) = |g| · L(g))
+    L(g)  = Σ_j h(LCA_j(g)) / h(T_j) + W(g) + Σ_f F_f(g)   (loss per case; IL(g) = |g| · L(g);
+                                                            F_f: field QIDs, :mod:`._fields`)
     W(g)  = (max hi − min lo) / (max N − min N)  all cases known on weight
           = 0                                      all missing (released missing: nothing generalized)
           = 1                                      a mix of missing and known (full loss, SPEC §5)
@@ -25,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from faers_anon._numba_cache import njit
+from faers_anon.algorithms._fields import add_fields, fields_loss
 from faers_anon.algorithms._pool import Cases, Tables
 
 I64 = NDArray[np.int64]
@@ -37,14 +39,16 @@ REQ_MIN, REQ_ROWS, REQ_CAPS, REQ_CAPS_ROWS, REQ_RISK, REQ_K = 0, 1, 2, 3, 4, 5
 
 
 class Group(NamedTuple):
-    """A group under construction: categorical LCAs, weight state, size and σ_s scratch.
+    """A group under construction: categorical LCAs, weight state, field state, size and σ_s scratch.
 
-    ``w`` = [known count, missing count, min lo, max hi]; ``size`` = [cases, rows]; ``sigma`` and
-    ``seen`` are indexed by value id and reset through the ``touched`` list (``ntouched[0]`` long).
+    ``w`` = [known count, missing count, min lo, max hi]; ``fs[f]`` = [known, missing, level, rep
+    pattern] of field QID f (:mod:`._fields`); ``size`` = [cases, rows]; ``sigma`` and ``seen`` are
+    indexed by value id and reset through the ``touched`` list (``ntouched[0]`` long).
     """
 
     cat: I64
     w: F64
+    fs: I64
     size: I64
     sigma: F64
     seen: NDArray[np.bool_]
@@ -52,11 +56,12 @@ class Group(NamedTuple):
     ntouched: I64
 
 
-def new_group(n_cat: int, n_values: int) -> Group:
-    """An empty group for C categorical attributes and V value ids."""
+def new_group(n_cat: int, n_values: int, n_fields: int = 0) -> Group:
+    """An empty group for C categorical attributes, V value ids and F field QIDs."""
     return Group(
         np.zeros(n_cat, np.int64),
         np.zeros(4, np.float64),
+        np.zeros((n_fields, 4), np.int64),
         np.zeros(2, np.int64),
         np.zeros(n_values, np.float64),
         np.zeros(n_values, np.bool_),
@@ -76,9 +81,9 @@ def weight_term(known: float, missing: float, lo: float, hi: float, inv_r: float
 
 
 @njit(cache=True)  # type: ignore[misc]
-def loss_per_case(tab: Tables, cat: I64, w: F64) -> float:
-    """L(g) = Σ_j h(LCA_j) / h(T_j) + W(g)."""
-    total = weight_term(w[0], w[1], w[2], w[3], tab.inv_range[0])
+def loss_per_case(tab: Tables, cat: I64, w: F64, fs: I64) -> float:
+    """L(g) = Σ_j h(LCA_j) / h(T_j) + W(g) + Σ_f F_f(g)."""
+    total = weight_term(w[0], w[1], w[2], w[3], tab.inv_range[0]) + fields_loss(tab.f_off, tab.f_height, fs)
     for j in range(cat.shape[0]):
         total += tab.hnorm[j, cat[j]]
     return total
@@ -95,13 +100,25 @@ def reset(g: Group) -> None:
     g.size[0] = 0
     g.size[1] = 0
     g.w[:] = 0.0
+    g.fs[:] = 0
 
 
 @njit(cache=True, inline="always")  # type: ignore[misc]
 def add_case(
-    g: Group, tab: Tables, cases: Cases, case: int, cat: I64, wmiss: bool, lo: float, hi: float
+    g: Group,
+    tab: Tables,
+    cases: Cases,
+    case: int,
+    cat: I64,
+    wmiss: bool,
+    lo: float,
+    hi: float,
+    pat_fcode: I64,
+    p: int,
 ) -> None:
-    """Add a case with categorical nodes ``cat`` and weight [lo, hi] (or missing) to the group."""
+    """Add a case with categorical nodes ``cat``, weight [lo, hi] (or missing) and the field codes of
+    pattern p to the group."""
+    add_fields(tab.f_off, tab.f_height, g.fs, pat_fcode, p)
     first = g.size[0] == 0
     for j in range(cat.shape[0]):
         g.cat[j] = cat[j] if first else tab.lca[j, g.cat[j], cat[j]]

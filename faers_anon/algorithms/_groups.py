@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from faers_anon._numba_cache import njit
+from faers_anon.algorithms._fields import fields_with
 from faers_anon.algorithms._group import (
     REQ_CAPS,
     REQ_CAPS_ROWS,
@@ -66,10 +67,12 @@ class Store(NamedTuple):
     fsig: F64
     pmask: I64
     cmask: I64
+    fs: I64
 
 
-def new_store(n: int, n_cat: int, n_freq: int) -> Store:
-    """An empty store for n cases (at most n groups), C categorical attributes and F pressing values."""
+def new_store(n: int, n_cat: int, n_freq: int, n_fields: int = 0) -> Store:
+    """An empty store for n cases (at most n groups), C categorical attributes, F pressing values and
+    the field QIDs' state (:mod:`faers_anon.algorithms._fields`)."""
     return Store(
         np.full(n, -1, np.int64),
         np.empty(n, np.int64),
@@ -84,6 +87,7 @@ def new_store(n: int, n_cat: int, n_freq: int) -> Store:
         np.zeros((n, n_freq)),
         np.zeros(n, np.int64),
         np.zeros(n, np.int64),
+        np.zeros((n, n_fields, 4), np.int64),
     )
 
 
@@ -93,7 +97,8 @@ def store_state(g: Group, tab: Tables, cases: Cases, req: I64, store: Store, gid
     store.cat[gid, :] = g.cat
     store.w[gid, :] = g.w
     store.size[gid, :] = g.size
-    store.loss[gid] = loss_per_case(tab, g.cat, g.w)
+    store.fs[gid] = g.fs
+    store.loss[gid] = loss_per_case(tab, g.cat, g.w, g.fs)
     for f in range(cases.freq_val.shape[0]):
         store.fsig[gid, f] = g.sigma[cases.freq_val[f]]
     store.pmask[gid] = blocked_bits(g, cases, req)
@@ -148,8 +153,9 @@ def delta_to_group(pool: Pool, tab: Tables, store: Store, gid: int, case: int) -
         wt = weight_term(known + 1, miss, min(a, pool.pat_lo[p]), max(b, pool.pat_hi[p]), tab.inv_range[0])
     else:
         wt = weight_term(1.0, miss, pool.pat_lo[p], pool.pat_hi[p], tab.inv_range[0])
+    lf = fields_with(tab.f_off, tab.f_height, store.fs[gid], pool.pat_fcode, p)
     n = store.size[gid, 0]
-    return max(0.0, (n + 1) * (lc + wt) - n * store.loss[gid])
+    return max(0.0, (n + 1) * (lc + wt + lf) - n * store.loss[gid])
 
 
 def order_by_caps(pool: Pool, store: Store) -> None:
@@ -228,7 +234,7 @@ def search_groups(
     """
     reset(single)
     add_pooled(single, pool, tab, cases, r)
-    lr = loss_per_case(tab, single.cat, single.w)
+    lr = loss_per_case(tab, single.cat, single.w, single.fs)
     sig = cases.sig[r]
     jump = sig if skip else 0
     size = open_streams(st, pool, tab, single)

@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from faers_anon._numba_cache import njit
+from faers_anon.algorithms._fields import add_fields, fields_with
 from faers_anon.algorithms._group import REQ_MIN, REQ_ROWS, Group, is_valid, loss_per_case, reset
 from faers_anon.algorithms._groups import Dirty, Store, load_group, mark_dirty, search_groups, store_state
 from faers_anon.algorithms._pool import Cases, Pool, Tables, farthest_case, find_next, remove_case
@@ -64,6 +65,7 @@ def stage1(
     filled = 0
     failed = 0
     seed = first_seed
+    seed_fs = np.zeros_like(g.fs)
     while pool.remaining[0] > 0:
         units = pool.remaining[1] if req[REQ_ROWS] else pool.remaining[0]
         if units < req[REQ_MIN]:
@@ -97,7 +99,11 @@ def stage1(
             break
         p = pool.case_pattern[seed]
         c = pool.pat_class[p]
-        seed = farthest_case(pool, tab, pool.cls_cat[c], pool.cls_wmiss[c], pool.pat_lo[p], pool.pat_hi[p])
+        seed_fs[:] = 0
+        add_fields(tab.f_off, tab.f_height, seed_fs, pool.pat_fcode, p)
+        seed = farthest_case(
+            pool, tab, pool.cls_cat[c], pool.cls_wmiss[c], pool.pat_lo[p], pool.pat_hi[p], seed_fs
+        )
     q = find_next(pool.slot_nxt, 0)
     while q < pool.slots.shape[0]:
         leftovers[n_left] = pool.slots[q]
@@ -223,4 +229,6 @@ def delta_il(g: Group, pool: Pool, tab: Tables, case: int) -> float:
         w[2] = min(w[2], pool.pat_lo[p])
         w[3] = max(w[3], pool.pat_hi[p])
     n = g.size[0]
-    return max(0.0, (n + 1) * loss_per_case(tab, cat, w) - n * loss_per_case(tab, g.cat, g.w))
+    base = loss_per_case(tab, cat, w, g.fs[:0])  # age, sex, weight: no field state
+    after = base + fields_with(tab.f_off, tab.f_height, g.fs, pool.pat_fcode, p)
+    return max(0.0, (n + 1) * after - n * loss_per_case(tab, g.cat, g.w, g.fs))

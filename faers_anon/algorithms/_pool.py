@@ -1,7 +1,8 @@
 """Numba structures of the clustering kernel: the pool of unassigned cases, skip lists, a small heap.
 
-The pool compresses cases into QID *patterns* (identical categorical nodes, weight-missing flag and
-weight [lo, hi]) and patterns into *classes* (identical categorical nodes and weight-missing flag).
+The pool compresses cases into QID *patterns* (identical categorical nodes, weight-missing flag, weight
+[lo, hi] and field codes) and patterns into *classes* (identical categorical nodes, weight-missing flag
+and field codes at the class levels, :mod:`faers_anon.algorithms._fields`).
 Patterns are stored sorted by (class, lo, hi), so each class owns a contiguous range of pattern
 positions. Three orders of every class's patterns are kept: by lo (the storage order), by hi and by
 width hi − lo; each has a *skip list* (union-find "next/previous alive position" with path
@@ -24,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from faers_anon._numba_cache import njit
+from faers_anon.algorithms._fields import fields_bound
 
 I64 = NDArray[np.int64]
 F64 = NDArray[np.float64]
@@ -34,12 +36,17 @@ class Tables(NamedTuple):
 
     ``lca[j, a, b]`` is the LCA code of nodes a, b of attribute j (padded to the largest tree);
     ``hnorm[j, a]`` = h(a) / h(T_j) (0 when h(T_j) = 0); ``inv_range[0]`` = 1 / (max N − min N) of the
-    weight domain (0 when the range is empty).
+    weight domain (0 when the range is empty). Field QIDs (:mod:`faers_anon.algorithms._fields`): field
+    f owns columns ``f_off[f] … f_off[f] + f_height[f] − 1`` of the code rows; ``f_lc[f]`` is its class
+    level.
     """
 
     lca: I64
     hnorm: F64
     inv_range: F64
+    f_off: I64
+    f_height: I64
+    f_lc: I64
 
 
 class Cases(NamedTuple):
@@ -94,6 +101,8 @@ class Pool(NamedTuple):
     cls_wmiss: NDArray[np.bool_]
     cls_count: I64
     remaining: I64  # [cases, rows]
+    pat_fcode: I64  # per pattern its field codes (:mod:`faers_anon.algorithms._fields`)
+    cls_fcode: I64  # per class its field codes at the class levels, UNKNOWN below
 
 
 @njit(cache=True, inline="always")  # type: ignore[misc]
@@ -151,15 +160,20 @@ def first_in_class(pool: Pool, c: int) -> int:
 
 
 @njit(cache=True)  # type: ignore[misc]
-def farthest_case(pool: Pool, tab: Tables, cat: I64, wmiss: bool, lo: float, hi: float) -> int:
-    """The remaining case farthest from a point (categorical nodes ``cat``, weight [lo, hi] or missing).
+def farthest_case(pool: Pool, tab: Tables, cat: I64, wmiss: bool, lo: float, hi: float, fs: I64) -> int:
+    """The remaining case farthest from a point (categorical nodes ``cat``, weight [lo, hi] or missing,
+    field state ``fs`` of the point alone).
 
     Distance = the normalized loss of generalizing the pair: Σ_j h(LCA(a_j, b_j)) / h(T_j) plus the
-    weight term ((max hi − min lo) / range; 1 if exactly one is missing; 0 if both are). Exact: per
-    class the weight part is maximized by the pattern with the least lo, the greatest hi or the
-    greatest width (the pair's width is max(seed width, hi_s − lo, hi − lo_s, hi − lo)), all three
-    found through the skip lists. Ties go to the lower class, then to that order of the three.
+    weight term ((max hi − min lo) / range; 1 if exactly one is missing; 0 if both are) plus the field
+    terms. Exact on age, sex and weight: per class the weight part is maximized by the pattern with the
+    least lo, the greatest hi or the greatest width (the pair's width is max(seed width, hi_s − lo,
+    hi − lo_s, hi − lo)), all three found through the skip lists; the field terms are the class's
+    lower bound (:func:`~faers_anon.algorithms._fields.fields_bound`, exact for fields whose class
+    level is 0), computed only for a class whose other terms plus one per field could beat the best.
+    Ties go to the lower class, then to that order of the three.
     """
+    n_fields = float(tab.f_height.shape[0])
     inv_r = tab.inv_range[0]
     best = -1.0
     best_p = -1
@@ -169,6 +183,8 @@ def farthest_case(pool: Pool, tab: Tables, cat: I64, wmiss: bool, lo: float, hi:
         d = 0.0
         for j in range(cat.shape[0]):
             d += tab.hnorm[j, tab.lca[j, cat[j], pool.cls_cat[c, j]]]
+        if n_fields > 0 and d + n_fields + 1.0 > best:
+            d += fields_bound(tab.f_off, tab.f_height, tab.f_lc, fs, pool.pat_fcode, pool.cls_fcode[c])
         p_first = first_in_class(pool, c)
         if wmiss or pool.cls_wmiss[c]:
             w = 0.0 if (wmiss and pool.cls_wmiss[c]) else 1.0
@@ -210,7 +226,19 @@ def heap_pop(key: F64, val: I64, size: int) -> int:
     size -= 1
     key[0] = key[size]
     val[0] = val[size]
-    i = 0
+    _sift_down(key, val, size, 0)
+    return size
+
+
+@njit(cache=True)  # type: ignore[misc]
+def heapify(key: F64, val: I64, size: int) -> None:
+    """Make the first ``size`` entries a min-heap ordered by (key, val), bottom-up in O(size)."""
+    for i in range(size // 2 - 1, -1, -1):
+        _sift_down(key, val, size, i)
+
+
+@njit(cache=True, inline="always")  # type: ignore[misc]
+def _sift_down(key: F64, val: I64, size: int, i: int) -> None:
     while True:
         left = 2 * i + 1
         if left >= size:
@@ -224,4 +252,3 @@ def heap_pop(key: F64, val: I64, size: int) -> int:
         key[m], key[i] = key[i], key[m]
         val[m], val[i] = val[i], val[m]
         i = m
-    return size

@@ -3,7 +3,10 @@
 Candidates come pattern by pattern in nondecreasing order of a lower bound on ΔIL(g, r)
 (:mod:`faers_anon.algorithms._streams`); every candidate considered gets its exact PR and
 ΔIL' = ΔIL·PR. The search stops when (1) the next bound ≥ the best ΔIL' so far — exact, since PR ≥ 1
-gives ΔIL' ≥ ΔIL — or (2) ``m_best`` cases have been evaluated and one has finite ΔIL', or (3)
+gives ΔIL' ≥ ΔIL — or (2) ``m_best`` cases have been evaluated and one has finite ΔIL' (a popped
+pattern whose exact ΔIL is already ≥ the best ΔIL' counts as one evaluation: with field QIDs the class
+bounds are loose, and before this rule a search popped ``scan_limit`` such patterns: 35 of 36 CPU-s
+of stage 1 at 50k cases), or (3)
 ``scan_limit`` cases have been evaluated, or ``scan_limit`` patterns and blocked runs visited. Only
 (2) and (3) can miss the global argmin, and only in favour of a candidate whose ΔIL is at least that of
 every considered one (a farther case with a smaller privacy risk).
@@ -36,7 +39,18 @@ def add_pooled(g: Group, pool: Pool, tab: Tables, cases: Cases, case: int) -> No
     """Add a case to the group using its pattern's QID."""
     p = pool.case_pattern[case]
     c = pool.pat_class[p]
-    add_case(g, tab, cases, case, pool.cls_cat[c], pool.cls_wmiss[c], pool.pat_lo[p], pool.pat_hi[p])
+    add_case(
+        g,
+        tab,
+        cases,
+        case,
+        pool.cls_cat[c],
+        pool.cls_wmiss[c],
+        pool.pat_lo[p],
+        pool.pat_hi[p],
+        pool.pat_fcode,
+        p,
+    )
 
 
 @njit(cache=True)  # type: ignore[misc]
@@ -83,6 +97,11 @@ def search(
         if p < 0:
             break
         visits += 1
+        if dil >= best:  # its exact ΔIL already rules the pattern out: an evaluation, not a candidate
+            evals += 1
+            if evals >= scan_limit or evals >= m_best:
+                return best_case
+            continue
         if (pat_common[p] & blocked) != 0:
             continue
         pos = pat_start[p]

@@ -12,7 +12,26 @@ import polars as pl
 
 from hierarchies import Hierarchy, mesh_age_tree, sex_tree
 
-__all__ = ["Partition", "QidHierarchies"]
+__all__ = ["FieldQid", "Partition", "QidHierarchies"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FieldQid:
+    """A categorical QID given to the engine as per-level codes (docs/engine.md, "Field QIDs").
+
+    The cases frame carries a column ``name`` of type List(Int64) with ``height`` codes per case, level 0
+    (the value) first: code ≥ 0 is the value's ancestor at that level, −1 "no common value there" (the
+    case's versions differ, or the level is the root ``*``); a null list is a missing value. Two cases
+    share their ancestor at level l when both codes are equal and ≥ 0; a group's value is the lowest
+    such level (``height`` = the root ``*``) and its loss h(C, g) / h(C) = level / height (SPEC §6).
+
+    Attributes:
+        name: the DEMO column (and the cases frame column holding its codes).
+        height: h(C), the number of levels below the root (≥ 1).
+    """
+
+    name: str
+    height: int
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -25,12 +44,15 @@ class QidHierarchies:
         sex: the sex tree (cases' ``sex`` names a node: F, M, ``*``, or null for missing).
         weight: whether weight (hierarchy-free, wt_min/wt_max) is a QID.
         weight_domain: (min, max) normalizing the weight term; default the data's own range.
+        fields: further categorical QIDs as per-level codes (:class:`FieldQid`; the column policy's
+            other DEMO qids, :func:`faers_anon.io.qid_fields.field_codes`).
     """
 
     age: Hierarchy | None
     sex: Hierarchy | None
     weight: bool = True
     weight_domain: tuple[float, float] | None = None
+    fields: tuple[FieldQid, ...] = ()
 
     @classmethod
     def default(cls) -> QidHierarchies:
@@ -44,8 +66,8 @@ class QidHierarchies:
 
     @property
     def count(self) -> int:
-        """|QID|."""
-        return len(self.trees) + int(self.weight)
+        """|QID| (field QIDs included)."""
+        return len(self.trees) + int(self.weight) + len(self.fields)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -14,6 +14,10 @@ Every registered model declares in its :class:`~faers_anon.models.base.Requireme
   (:func:`~faers_anon.algorithms.mondrian.mondrian`, fed the values of each attribute in
   ``attributes`` keyed ``"<attribute>:<value>"``).
 
+Field QIDs (the column policy's DEMO qids other than age, sex and weight: dates, sender, countries, …)
+are fed as per-level codes of each unit's DEMO rows (:func:`engine_fields`;
+:func:`faers_anon.io.qid_fields.field_codes`), so the engine clusters on every declared QID.
+
 Privacy is always measured on cases, the way an attacker sees a release whose reports are linked by
 caseid: a group's members are the distinct caseids with a report in it (:func:`case_members`), each
 with the P(s | c) of its whole super-record. Utility (NIL) is measured on the model's own units
@@ -32,12 +36,15 @@ import polars as pl
 from faers_anon.algorithms import Partition, QidHierarchies, greedy_cluster
 from faers_anon.algorithms.mondrian import mondrian
 from faers_anon.errors import ConfigError, InputError
+from faers_anon.io.column_policy import ColumnPolicy
+from faers_anon.io.qid_fields import field_codes
 from faers_anon.models import MODELS, GroupModel
 from knowledge import E_SCHEMA, case_value_probabilities
 
 __all__ = [
     "ModelPartition",
     "case_members",
+    "engine_fields",
     "model_unit",
     "partition_model",
     "report_records",
@@ -156,6 +163,27 @@ def unit_probabilities(
     return case_value_probabilities(units, knowledge if req.knowledge else empty, sensitive=chosen)
 
 
+def engine_fields(
+    demo: pl.DataFrame, policy: ColumnPolicy, hierarchies: QidHierarchies, /, *, unit: str
+) -> tuple[pl.DataFrame, QidHierarchies]:
+    """The policy's field QIDs as codes per engine unit, and ``hierarchies`` with them.
+
+    Args:
+        demo: the DEMO rows (reports.parquet: ``caseid``, ``primaryid`` and the fields).
+        policy: the column policy (:meth:`ColumnPolicy.field_qids`).
+        hierarchies: the engine's age, sex and weight.
+        unit: ``"cases"`` (codes cover every version of a case) or ``"reports"`` (one report each).
+
+    Returns:
+        (codes keyed by unit id in ``caseid``, ``hierarchies`` with ``fields`` set).
+    """
+    key = "primaryid" if unit == "reports" else "caseid"
+    codes, fields = field_codes(demo, policy, key=key)
+    if key != "caseid":
+        codes = codes.rename({key: "caseid"})
+    return codes, replace(hierarchies, fields=fields)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelPartition:
     """A model's partition in the shapes its consumers need.
@@ -185,6 +213,7 @@ def partition_model(
     probabilities: pl.DataFrame | None = None,
     candidates: int = 64,
     scan_limit: int = 4096,
+    codes: pl.DataFrame | None = None,
 ) -> ModelPartition:
     """Feed a model's algorithm its units and map the partition back (module docstring).
 
@@ -199,9 +228,12 @@ def partition_model(
         probabilities: the cases' P(s | c) when already computed (used for case-unit models with
             knowledge, which need exactly that frame).
         candidates, scan_limit: the greedy engine's search bounds.
+        codes: the field QIDs' codes per unit (:func:`engine_fields`), required when
+            ``hierarchies.fields`` is not empty; Mondrian ignores them (the release still generalizes
+            the fields over its groups).
 
     Raises:
-        ConfigError: a report-unit model without ``reports``.
+        ConfigError: a report-unit model without ``reports``, or field QIDs without ``codes``.
     """
     req = model.requirements()
     if req.unit == "reports":
@@ -210,6 +242,10 @@ def partition_model(
         units = unit_view(reports)
     else:
         units = cases
+    if hierarchies.fields:
+        if codes is None:
+            raise ConfigError("field QIDs need their codes per unit (units.engine_fields)")
+        units = units.join(codes, on="caseid", how="left")
     if probabilities is not None and req.unit == "cases" and req.knowledge and req.algorithm == "greedy":
         probs = probabilities
     else:

@@ -27,14 +27,15 @@ per-QID term of SPEC §8's NIL, in [0, 1].
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import polars as pl
 
+from faers_anon.algorithms.types import FieldQid
 from faers_anon.errors import ConfigError
 from faers_anon.io.column_policy import FAERS_COLUMNS, ColumnPolicy
 
-__all__ = ["ROOT", "level_keys", "generalize_fields"]
+__all__ = ["ROOT", "field_codes", "generalize_fields", "level_keys"]
 
 ROOT = "*"
 
@@ -96,10 +97,85 @@ def _field(units: pl.DataFrame, name: str, levels: list[pl.Expr]) -> pl.DataFram
     all_missing = pl.col("missing") == pl.col("rows")
     mixed = pl.col("missing") > 0
     value = pl.when(all_missing).then(pl.lit(None, pl.String)).when(mixed).then(pl.lit(ROOT)).otherwise(value)
-    loss = (
-        pl.when(all_missing).then(0.0).when(mixed | (value == ROOT)).then(1.0).otherwise(level / height)
-    )
+    loss = pl.when(all_missing).then(0.0).when(mixed | (value == ROOT)).then(1.0).otherwise(level / height)
     return agg.select("group_id", "units", value.alias(name), loss.alias("loss"))
+
+
+def _declared(
+    reports: pl.DataFrame, policy: ColumnPolicy, skip: Sequence[str]
+) -> tuple[pl.DataFrame, dict[str, str]]:
+    """The policy's field qids not in ``skip`` and the DEMO rows with every one of them (absent: null).
+
+    Raises:
+        ConfigError: a declared field that is not a DEMO column, or a date hierarchy on a non-date column.
+    """
+    fields = {f: h for f, h in policy.field_qids().items() if f not in skip}
+    missing = [f for f in fields if f not in reports.columns and f not in FAERS_COLUMNS["demo"]]
+    if missing:
+        raise ConfigError(f"column policy: qid column(s) {', '.join(missing)} not in the DEMO table")
+    # a FAERS column an era lacks is all missing: released empty, loss 0 (module docstring)
+    absent = [f for f in fields if f not in reports.columns]
+    reports = reports.with_columns(
+        pl.lit(None, pl.Date if fields[f] == "date" else pl.String).alias(f) for f in absent
+    )
+    for name, hierarchy in fields.items():
+        if hierarchy == "date" and not (
+            reports.schema[name] == pl.Date or reports.schema[name] == pl.Datetime
+        ):
+            raise ConfigError(f"column policy: demo.{name}: hierarchy date needs a date column")
+    return reports, fields
+
+
+def field_codes(
+    reports: pl.DataFrame, policy: ColumnPolicy, /, *, key: str = "caseid"
+) -> tuple[pl.DataFrame, tuple[FieldQid, ...]]:
+    """Per unit, each field qid of ``policy`` as the engine's per-level codes (:class:`FieldQid`).
+
+    A unit (``key``: ``caseid``, or ``primaryid`` for report units) covers its DEMO rows the way the
+    release generalizes them (:func:`generalize_fields`), so the engine's loss of a group is the
+    released one: all rows missing → a null list (missing); some missing → every level −1 (the root
+    ``*``); else at level l the dense code of the rows' common level-l value, −1 where they differ or
+    the value is ``*``. Codes are dense ranks of the level's text, so they are the same on every run.
+
+    Returns:
+        (frame with ``key`` and one List(Int64) column per field, the fields with their heights).
+
+    Raises:
+        ConfigError: as :func:`generalize_fields`.
+    """
+    reports, fields = _declared(reports, policy, ())
+    out = reports.select(key).unique().sort(key)
+    specs: list[FieldQid] = []
+    for name, hierarchy in fields.items():
+        levels = level_keys(name, hierarchy, policy.trees)
+        coded = reports.select(
+            key,
+            pl.col(name).is_null().alias("_miss"),
+            *(
+                pl.when(e == ROOT).then(None).otherwise(e).rank("dense").cast(pl.Int64).alias(f"_l{i}")
+                for i, e in enumerate(levels)
+            ),
+        )
+        per_level = [
+            pl.when(pl.col(f"_l{i}").n_unique() == 1).then(pl.col(f"_l{i}").first()).otherwise(None)
+            for i in range(len(levels))
+        ]
+        agg = coded.group_by(key).agg(
+            pl.col("_miss").all().alias("_all"),
+            pl.col("_miss").any().alias("_any"),
+            *(e.alias(f"_l{i}") for i, e in enumerate(per_level)),
+        )
+        codes = pl.concat_list(*(pl.col(f"_l{i}").fill_null(-1) for i in range(len(levels))))
+        codes = (
+            pl.when(pl.col("_all"))
+            .then(None)
+            .when(pl.col("_any"))
+            .then(pl.concat_list(*(pl.lit(-1, pl.Int64) for _ in levels)))
+            .otherwise(codes)
+        )
+        out = out.join(agg.select(key, codes.alias(name)), on=key, how="left")
+        specs.append(FieldQid(name=name, height=len(levels)))
+    return out, tuple(specs)
 
 
 def generalize_fields(
@@ -118,26 +194,16 @@ def generalize_fields(
     Raises:
         ConfigError: a declared field the DEMO table lacks, or a date hierarchy on a non-date column.
     """
-    fields = {f: h for f, h in policy.field_qids().items() if f not in partition.columns}
+    reports, fields = _declared(reports, policy, partition.columns)
     if not fields:
         return partition, {}
     key = "primaryid" if "primaryid" in partition.columns else "caseid"
-    missing = [f for f in fields if f not in reports.columns and f not in FAERS_COLUMNS["demo"]]
-    if missing:
-        raise ConfigError(f"column policy: qid column(s) {', '.join(missing)} not in the DEMO table")
-    # a FAERS column an era lacks is all missing: released empty, loss 0 (module docstring)
-    absent = [f for f in fields if f not in reports.columns]
-    reports = reports.with_columns(
-        pl.lit(None, pl.Date if fields[f] == "date" else pl.String).alias(f) for f in absent
-    )
     units = reports.select(pl.col(key).alias("unit"), pl.col(key), *fields).join(
         partition.select(key, "group_id"), on=key, how="inner"
     )
     out, nil = partition, {}
     n = partition.height
     for name, hierarchy in fields.items():
-        if hierarchy == "date" and not (units.schema[name] == pl.Date or units.schema[name] == pl.Datetime):
-            raise ConfigError(f"column policy: demo.{name}: hierarchy date needs a date column")
         released = _field(units, name, level_keys(name, hierarchy, policy.trees))
         nil[name] = float((released["units"] * released["loss"]).sum()) / n if n else 0.0
         out = out.join(released.select("group_id", name), on="group_id", how="left", maintain_order="left")

@@ -272,7 +272,7 @@ def test_stage1_search_with_an_unbounded_budget_finds_the_least_delta_il_prime(q
         pr = risk(g, enc.cases, enc.req, r)
         if pr < np.inf:
             best = min(best, delta_il(g, enc.pool, enc.tab, r) * pr)
-    found = search(enc.pool, enc.tab, enc.cases, enc.req, g, new_streams(enc.pool), n + 1, 4 * n + 4)
+    found = search(enc.pool, enc.tab, enc.cases, enc.req, g, new_streams(enc.pool, enc.tab), n + 1, 4 * n + 4)
     if best == np.inf:
         assert found == -1
     else:
