@@ -86,10 +86,16 @@ def terms(folder: Path, name: str, columns: tuple[str, ...]) -> pl.DataFrame:
     if not present:
         return empty
     parts = [frame.select(pl.col("caseid").cast(pl.Int64), pl.col(c).alias("verbatim")) for c in present]
-    pairs = pl.concat(parts).drop_nulls().unique().collect()
-    # the canonical key is a regex per string: computed once per distinct spelling, then joined
-    keys = pairs.select("verbatim").unique().with_columns(value_key_expr(pl.col("verbatim")).alias("term"))
-    return pairs.join(keys.drop_nulls(), on="verbatim").select("caseid", "term").unique()
+    pairs = pl.concat(parts).drop_nulls().collect()
+    # the canonical key is a regex per string: computed once per distinct spelling; spellings and
+    # keys are then numbered (Enums) so that the rows are mapped and made distinct as integers
+    spellings = pairs.get_column("verbatim").unique()
+    canonical = spellings.to_frame("verbatim").select(value_key_expr(pl.col("verbatim"))).to_series()
+    names = canonical.drop_nulls().unique()
+    to_key = canonical.cast(pl.Enum(names)).to_physical()  # spelling i → its key's code (null: no key)
+    key = to_key.gather(pairs.get_column("verbatim").cast(pl.Enum(spellings)).to_physical())
+    mapped = pl.DataFrame([pairs.get_column("caseid"), key.alias("key")]).drop_nulls().unique()
+    return mapped.select("caseid", names.gather(mapped.get_column("key")).alias("term"))
 
 
 def read_cases(
