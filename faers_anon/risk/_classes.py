@@ -146,17 +146,34 @@ def _same(
     return own.join(counts, on=["kt", "sid"], how="left").select("caseid", pl.col("size").fill_null(0))
 
 
-def _ranked(distinct: pl.DataFrame, t_sets: pl.DataFrame, frequency: pl.DataFrame) -> pl.DataFrame:
+def _set_items(t_sets: pl.DataFrame, frequency: pl.DataFrame) -> pl.DataFrame:
+    """``sid``, ``item``, ``df`` (population holders; null: none) of every distinct target set."""
+    items = t_sets.select("sid", "items").unique("sid").explode("items").rename({"items": "item"})
+    return items.join(frequency, on="item", how="left")
+
+
+def _ranked(distinct: pl.DataFrame, set_items: pl.DataFrame) -> pl.DataFrame:
     """Per distinct (kt, set) ``qs``: ``kt``, ``order`` (its items, rarest first: df, then item, an
     item the population never holds first) and ``rarest`` (that item's df; 0 when never held)."""
     items = (
-        t_sets.select("sid", "items").unique("sid").explode("items").rename({"items": "item"})
-        .join(frequency, on="item", how="left")
-        .sort("df", "item", nulls_last=False)
+        set_items.sort("df", "item", nulls_last=False)
         .group_by("sid", maintain_order=True)
         .agg(pl.col("item").alias("order"), pl.col("df").first().fill_null(0).alias("rarest"))
-    )  # fmt: skip
+    )
     return distinct.join(items, on="sid").select("qs", "kt", "order", "rarest")
+
+
+def _over_budget(distinct: pl.DataFrame, set_items: pl.DataFrame) -> bool:
+    """Σ over distinct (kt, set) of several items of df(rarest item) > :data:`CANDIDATE_BUDGET`.
+
+    A pair's holders are at most its rarer item's, so the sum bounds the first candidate list of
+    :func:`_whole`; checked before any list is ordered (an item never held counts 0).
+    """
+    per_set = set_items.group_by("sid").agg(
+        pl.col("df").fill_null(0).min().alias("rarest"), pl.len().alias("n")
+    )
+    chosen = distinct.join(per_set.filter(pl.col("n") > 1), on="sid")
+    return (chosen.select(pl.col("rarest").sum()).item() or 0) > CANDIDATE_BUDGET
 
 
 def _whole(
@@ -181,11 +198,11 @@ def _whole(
     sets = targets.join(t_sets.lazy().select("caseid", "sid"), on="caseid").collect()
     distinct = sets.select("kt", "sid").unique().with_row_index("qs")  # (K-tuple, item set)
     frequency = p_items.group_by("item").agg(pl.len().alias("df")).collect()
-    ranked = _ranked(distinct, t_sets, frequency)
-    multi = ranked.filter(pl.col("order").list.len() > 1)
-    # a pair's holders are at most its rarer item's: Σ df(rarest) bounds the first candidate list
-    if (multi.select(pl.col("rarest").sum()).item() or 0) > CANDIDATE_BUDGET:
+    set_items = _set_items(t_sets, frequency)
+    if _over_budget(distinct, set_items):
         return None
+    ranked = _ranked(distinct, set_items)
+    multi = ranked.filter(pl.col("order").list.len() > 1)
     single = (
         ranked.lazy()
         .filter(pl.col("order").list.len() == 1)

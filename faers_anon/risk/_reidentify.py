@@ -108,7 +108,15 @@ class _Lists:
         if self.raw is not None:
             self.width = max(self.width, int(self.raw.get_column("item").max() or 0) + 1)  # type: ignore[arg-type]
         # the raw list must hold every released item for a raw case to be matched item for item
-        self.comparable = raw is not None and released.join(raw, on="term", how="anti").height == 0
+        self.comparable = (
+            raw is not None
+            and (
+                released.select(pl.col("term").unique()).join(
+                    raw.select(pl.col("term").unique()), on="term", how="anti"
+                )
+            ).height
+            == 0
+        )
         self._pairs: dict[str, pl.DataFrame] = {}
         self._sets: dict[str, tuple[pl.DataFrame, pl.DataFrame]] = {}
 

@@ -140,5 +140,11 @@ def read_cases(
 
 def encode_items(*frames: pl.DataFrame) -> list[pl.DataFrame]:
     """Replace ``term`` by an integer ``item`` (UInt32), one code per distinct term over all ``frames``."""
-    codes = pl.concat([f.select("term") for f in frames]).unique().sort("term").with_row_index("item")
-    return [f.join(codes, on="term").select("caseid", "item") for f in frames]
+    names = pl.concat([f.get_column("term") for f in frames]).drop_nulls().unique().sort()
+    term = pl.Enum(names)  # item = the term's rank among the sorted distinct terms, by a hash lookup
+    return [
+        f.drop_nulls("term").select(
+            "caseid", pl.col("term").cast(term).to_physical().cast(pl.UInt32).alias("item")
+        )
+        for f in frames
+    ]
