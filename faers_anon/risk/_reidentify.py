@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from faers_anon.risk._classes import class_sizes, item_pairs, set_ids
@@ -188,18 +189,29 @@ def _unit_sizes(
 ) -> pl.DataFrame:
     """``caseid``, ``size``: min over the case's units (items or pairs) of the raw cases covering it.
 
-    A (tuple, unit) is packed into one UInt64 ``_qu`` = tuple · width + unit for the joins.
+    A (tuple, unit) is packed into one UInt64 ``_qu`` = tuple · width + unit; each distinct one is
+    counted once (``numpy.unique`` gives them and, per unit row, which one it is).
     """
     cases, tuples, exact = built
-    packed = (pl.col("_qt").cast(pl.UInt64) * width + pl.col("item")).alias("_qu")
-    per_case = cases.join(t_units, on="caseid").select("caseid", packed)
-    wanted = per_case.select(pl.col("_qu").unique()).select(
-        "_qu", (pl.col("_qu") // width).cast(pl.UInt32).alias("_qt"), (pl.col("_qu") % width).alias("_unit")
+    case_ids, tuple_of = cases.get_column("caseid").to_numpy(), cases.get_column("_qt").to_numpy()
+    if len(case_ids) > 1 and not bool(np.all(case_ids[1:] >= case_ids[:-1])):
+        order = np.argsort(case_ids, kind="stable")
+        case_ids, tuple_of = case_ids[order], tuple_of[order]
+    unit_case, unit = t_units.get_column("caseid").to_numpy(), t_units.get_column("item").to_numpy()
+    at = np.minimum(np.searchsorted(case_ids, unit_case), max(len(case_ids) - 1, 0))
+    known = case_ids[at] == unit_case if len(case_ids) else np.zeros(len(unit_case), bool)
+    packed = tuple_of[at[known]].astype(np.uint64) * np.uint64(width) + unit[known].astype(np.uint64)
+    distinct, which = np.unique(packed, return_inverse=True)
+    wanted = pl.DataFrame(
+        [
+            pl.Series("_qt", distinct // np.uint64(width), pl.UInt32),
+            pl.Series("_unit", distinct % np.uint64(width)),
+        ]
     )
     raw_rows = pop.raw_rows(exact).join(p_units.rename({"item": "_unit"}), on="caseid")
-    sizes = pop.count(tuples, wanted.drop("_qu"), raw_rows, exact, extra=["_unit"], widths={"_unit": width})
-    counted = wanted.select("_qu", pl.Series("size", sizes))
-    return per_case.join(counted, on="_qu").group_by("caseid").agg(pl.col("size").min())
+    sizes = pop.count(tuples, wanted, raw_rows, exact, extra=["_unit"], widths={"_unit": width})
+    rows = pl.DataFrame([pl.Series("caseid", unit_case[known]), pl.Series("size", sizes[which.ravel()])])
+    return rows.group_by("caseid").agg(pl.col("size").min())
 
 
 def _journalist(pop: Population, ks: KnowledgeSet, lists: dict[str, _Lists]) -> pl.Series | None:

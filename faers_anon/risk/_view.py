@@ -98,6 +98,24 @@ def terms(folder: Path, name: str, columns: tuple[str, ...]) -> pl.DataFrame:
     return mapped.select("caseid", names.gather(mapped.get_column("key")).alias("term"))
 
 
+def _outcome_sets(outc: pl.DataFrame) -> pl.DataFrame:
+    """``caseid``, ``outc_cod``: each case's codes, sorted and comma-joined.
+
+    The codes are few (7 in FAERS): each case's set is made a bit mask (a sum of distinct bits) and
+    only the distinct masks are written out as text (one column per code, not one sort per case).
+    """
+    names = outc.get_column("term").unique().sort()
+    if names.len() > 63:
+        return outc.group_by("caseid").agg(pl.col("term").sort().str.join(",").alias("outc_cod"))
+    bits = {name: 1 << i for i, name in enumerate(names)}
+    bit = pl.col("term").replace_strict(bits, return_dtype=pl.UInt64)
+    masks = outc.unique().group_by("caseid").agg(bit.sum().alias("mask"))
+    distinct = masks.select(pl.col("mask").unique())
+    present = [pl.when((pl.col("mask") & bits[name]) > 0).then(pl.lit(name)) for name in names]
+    texts = distinct.with_columns(pl.concat_str(present, separator=",", ignore_nulls=True).alias("outc_cod"))
+    return masks.join(texts, on="mask").select("caseid", "outc_cod")
+
+
 def read_cases(
     folder: Path, *, keep: tuple[str, ...] | None = None, drug_columns: tuple[str, ...] = DRUG_COLUMNS
 ) -> CaseData:
@@ -119,12 +137,13 @@ def read_cases(
     order = [c for c in _ORDER if c in names]
     hidden = [c for c in order if c not in fields and c != "primaryid"]  # sort keys not in the view
     rows = demo.select(pl.col("primaryid", "caseid").cast(pl.Int64), *fields, *hidden).collect()
-    latest = rows.sort(order, nulls_last=False).unique("caseid", keep="last").drop("primaryid", *hidden)
+    # the latest version: the sort keys alone are sorted, then the chosen rows gathered
+    keys = rows.select("caseid", *order).with_row_index("_row")
+    chosen = keys.sort(order, nulls_last=False).unique("caseid", keep="last").sort("caseid")
+    latest = rows.drop("primaryid", *hidden)[chosen.get_column("_row")]
     reports = rows.drop(hidden)
-    outc = terms(folder, "outc", ("outc_cod",))
-    codes = outc.group_by("caseid").agg(pl.col("term").sort().str.join(",").alias("outc_cod"))
     if keep is None or "outc_cod" in keep:
-        latest = latest.join(codes, on="caseid", how="left")
+        latest = latest.join(_outcome_sets(terms(folder, "outc", ("outc_cod",))), on="caseid", how="left")
         fields.append("outc_cod")
     drug = table(folder, "drug")
     present = () if drug is None else tuple(c for c in drug_columns if c in drug.collect_schema().names())
