@@ -105,7 +105,7 @@ def _outcome_sets(outc: pl.DataFrame) -> pl.DataFrame:
     only the distinct masks are written out as text (one column per code, not one sort per case).
     """
     names = outc.get_column("term").unique().sort()
-    if names.len() > 63:
+    if names.len() == 0 or names.len() > 63:
         return outc.group_by("caseid").agg(pl.col("term").sort().str.join(",").alias("outc_cod"))
     bits = {name: 1 << i for i, name in enumerate(names)}
     bit = pl.col("term").replace_strict(bits, return_dtype=pl.UInt64)

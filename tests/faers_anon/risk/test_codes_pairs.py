@@ -7,6 +7,7 @@ import polars as pl
 
 from faers_anon.risk._classes import item_pairs, set_ids
 from faers_anon.risk._codes import _encode
+from faers_anon.risk._view import _outcome_sets
 
 
 def _random_items(seed: int, rows: int = 400) -> pl.DataFrame:
@@ -58,3 +59,11 @@ def test_text_codes_are_the_dense_rank() -> None:
     assert pl.concat([codes, raw_codes]).to_list() == expected.to_list()
     assert codes.to_list() == [4, 0, 3, 2, 4, 1]  # "" < "*" < "a" < "b" (bytes), null 0
     assert width == 6
+
+
+def test_outcome_sets_are_sorted_comma_joined_codes() -> None:
+    outc = pl.DataFrame({"caseid": [1, 1, 2, 3, 3, 3], "term": ["HO", "DE", "LT", "OT", "DE", "HO"]})
+    sets = dict(_outcome_sets(outc).iter_rows())
+    assert sets == {1: "DE,HO", 2: "LT", 3: "DE,HO,OT"}
+    empty = _outcome_sets(outc.head(0))
+    assert empty.height == 0 and empty.columns == ["caseid", "outc_cod"]
