@@ -120,6 +120,7 @@ class _Lists:
         )
         self._pairs: dict[str, pl.DataFrame] = {}
         self._sets: dict[str, tuple[pl.DataFrame, pl.DataFrame]] = {}
+        self.singles: dict[tuple[str, ...], pl.DataFrame] = {}  # journalist sizes on K + 1 item, by K
 
     def sets(self, population: str) -> tuple[pl.DataFrame, pl.DataFrame]:
         """:func:`._classes.set_ids` of the released lists against themselves or against the raw lists.
@@ -165,7 +166,9 @@ def _journalist_items(pop: Population, ks: KnowledgeSet, lists: _Lists) -> pl.Se
     cases, tuples, exact = built
     wanted = tuples.select("_qt")
     base = wanted.with_columns(pl.Series("size", pop.count(tuples, wanted, pop.raw_rows(exact), exact)))
-    single = _unit_sizes(pop, built, lists.released, lists.raw, lists.width)
+    if ks.knows not in lists.singles:  # K + 1 item: also the floor of K + 2 items, counted once
+        lists.singles[ks.knows] = _unit_sizes(pop, built, lists.released, lists.raw, lists.width)
+    single = lists.singles[ks.knows]
     steps = [single, cases.join(base, on="_qt").select("caseid", "size")]
     if ks.count == 2:
         # a case with an item at most one raw case holds has a class of at most 1 on any pair with it:
