@@ -89,8 +89,27 @@ def coded_probabilities(release: Path, data: CaseData) -> tuple[pl.DataFrame, pl
     if e.height:
         coded = e.select("term", pl.col("value").cast(code).to_physical().alias("v"), "p")
         parts.append(data.drugs.join(coded, on="term").select("caseid", "v", "p"))
-    p = pl.concat(parts).group_by("caseid", "v").agg(pl.col("p").max())
-    return p, values.select("v", "value")
+    return _max_per_case_value(pl.concat(parts), len(names)), values.select("v", "value")
+
+
+def _max_per_case_value(rows: pl.DataFrame, width: int) -> pl.DataFrame:
+    """``caseid``, ``v``, ``p``: the largest p per (case, value).
+
+    Non-negative case ids small enough are packed with the value code into one Int64 key
+    (caseid · width + v; one hashed column instead of two), else grouped on both.
+    """
+    ids = rows.get_column("caseid")
+    low, high = ids.min(), ids.max()
+    if rows.height == 0 or low is None or int(low) < 0 or (int(high) + 1) * max(width, 1) >= 1 << 62:  # type: ignore[arg-type]
+        return rows.group_by("caseid", "v").agg(pl.col("p").max())
+    key = (pl.col("caseid") * max(width, 1) + pl.col("v").cast(pl.Int64)).alias("_key")
+    best = rows.group_by(key).agg(pl.col("p").max())
+    v_type = rows.schema["v"]
+    return best.select(
+        (pl.col("_key") // max(width, 1)).alias("caseid"),
+        (pl.col("_key") % max(width, 1)).cast(v_type).alias("v"),
+        "p",
+    )
 
 
 def case_probabilities(release: Path, data: CaseData) -> pl.DataFrame:

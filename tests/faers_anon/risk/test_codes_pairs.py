@@ -7,6 +7,7 @@ import polars as pl
 
 from faers_anon.risk._classes import item_pairs, set_ids
 from faers_anon.risk._codes import _encode
+from faers_anon.risk._inference import _max_per_case_value
 from faers_anon.risk._view import _outcome_sets
 
 
@@ -67,3 +68,20 @@ def test_outcome_sets_are_sorted_comma_joined_codes() -> None:
     assert sets == {1: "DE,HO", 2: "LT", 3: "DE,HO,OT"}
     empty = _outcome_sets(outc.head(0))
     assert empty.height == 0 and empty.columns == ["caseid", "outc_cod"]
+
+
+def test_largest_p_per_case_and_value_packed_or_not() -> None:
+    rows = pl.DataFrame(
+        {"caseid": [3, 3, 3, 9, 9], "v": [1, 1, 0, 1, 1], "p": [0.2, 1.0, 0.5, 0.3, 0.1]},
+        schema_overrides={"v": pl.UInt8},
+    )
+    expected = {(3, 1): 1.0, (3, 0): 0.5, (9, 1): 0.3}
+    for ids in (
+        [3, 3, 3, 9, 9],
+        [-3, -3, -3, 9, 9],
+        [3, 3, 3, 1 << 61, 1 << 61],
+    ):  # packed, signed, too large
+        frame = rows.with_columns(pl.Series("caseid", ids))
+        got = {(c, v): p for c, v, p in _max_per_case_value(frame, 2).iter_rows()}
+        assert got == {(ids[0] if c == 3 else ids[3], v): p for (c, v), p in expected.items()}
+        assert _max_per_case_value(frame, 2).schema["v"] == pl.UInt8
