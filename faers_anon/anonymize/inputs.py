@@ -17,6 +17,7 @@ from faers_anon.anonymize.config import AnonymizeConfig
 from faers_anon.anonymize.thresholds import Thresholds, build_thresholds, with_declared_values
 from faers_anon.anonymize.value_classes import ValueClasses, with_class_thetas, with_classes_and_outcomes
 from faers_anon.errors import InputError
+from faers_anon.io.column_policy import ColumnPolicy
 from knowledge import (
     E_SCHEMA,
     case_value_probabilities,
@@ -26,8 +27,9 @@ from knowledge import (
     vocabulary_of_cases,
     with_combinations,
 )
+from knowledge.values import value_key_expr
 
-__all__ = ["knowledge_table", "read_table", "sensitive_thresholds"]
+__all__ = ["knowledge_table", "published_drug_names", "read_table", "sensitive_thresholds", "with_drug_names"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +76,44 @@ def knowledge_table(ingested: Path, /, *, sensitive: Sequence[str], knowledge: P
         pl.scan_parquet(ingested / "drug.parquet"), pl.scan_parquet(ingested / "indi.parquet")
     )
     return mined.select(list(E_SCHEMA))
+
+
+def published_drug_names(ingested: Path, policy: ColumnPolicy) -> pl.DataFrame | None:
+    """(caseid, key) of every drug name the release publishes besides ``drug_key`` (SPEC §11).
+
+    P(s | c) reads every released drug column through E: when the column policy keeps ``drugname``
+    or ``prod_ai`` (the bundled default drops both), each of their values, keyed like E's drug
+    names (:func:`knowledge.values.value_key_expr`), counts as one more drug of its case, over
+    every version of the case. None when the release publishes ``drug_key`` alone.
+    """
+    columns = [c for c in ("drugname", "prod_ai") if policy.role("drug", c) != "drop"]
+    if not columns:
+        return None
+    return (
+        pl.scan_parquet(ingested / "drug.parquet")
+        .select("caseid", *columns)
+        .unpivot(index="caseid", on=columns)
+        .select("caseid", value_key_expr(pl.col("value")).alias("key"))
+        .drop_nulls()
+        .unique()
+        .collect()
+    )
+
+
+def with_drug_names(cases: pl.DataFrame, names: pl.DataFrame | None) -> pl.DataFrame:
+    """``cases`` whose ``drug_keys`` also hold the published drug names (:func:`published_drug_names`)."""
+    if names is None or names.height == 0:
+        return cases
+    extra = names.group_by("caseid").agg(pl.col("key").alias("_names"))
+    return (
+        cases.join(extra, on="caseid", how="left")
+        .with_columns(
+            pl.concat_list(pl.col("drug_keys"), pl.col("_names").fill_null(pl.lit([], pl.List(pl.String))))
+            .list.unique(maintain_order=True)
+            .alias("drug_keys")
+        )
+        .drop("_names")
+    )
 
 
 def sensitive_thresholds(

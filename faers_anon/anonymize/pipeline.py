@@ -27,7 +27,13 @@ import polars as pl
 from faers_anon.algorithms.types import Partition
 from faers_anon.anonymize import metrics
 from faers_anon.anonymize.config import QIDS, AnonymizeConfig, items_protection
-from faers_anon.anonymize.inputs import knowledge_table, read_table, sensitive_thresholds
+from faers_anon.anonymize.inputs import (
+    knowledge_table,
+    published_drug_names,
+    read_table,
+    sensitive_thresholds,
+    with_drug_names,
+)
 from faers_anon.anonymize.method_run import anonymize_with_method
 from faers_anon.anonymize.partition import released_groups
 from faers_anon.anonymize.result import AnonymizeResult
@@ -71,6 +77,7 @@ def partition_cases(
     outcomes: pl.DataFrame | None = None,
     demo: pl.DataFrame | None = None,
     policy: ColumnPolicy | None = None,
+    drug_names: pl.DataFrame | None = None,
 ) -> tuple[Partition, Thresholds, pl.DataFrame]:
     """P(s | c), θ* and the partition of one cases frame (no files); returns (partition, θ*, P(s | c)).
 
@@ -78,10 +85,11 @@ def partition_cases(
     need ``reports`` (:func:`.units.report_records`), and their partition frame has one row
     per report (``primaryid``, ``caseid``). θ* and P(s | c) are always those of the cases.
     With ``demo`` (the DEMO rows) and ``policy``, the engine also clusters on the policy's other DEMO
-    qids (:func:`.units.engine_fields`).
+    qids (:func:`.units.engine_fields`). ``drug_names`` (:func:`.inputs.published_drug_names`): the
+    other published drug columns, which P(s | c) reads through E like ``drug_key``.
     """
     probabilities, thresholds = sensitive_thresholds(
-        cases, knowledge, config=config, classes=classes, outcomes=outcomes
+        with_drug_names(cases, drug_names), knowledge, config=config, classes=classes, outcomes=outcomes
     )
     model = make_model(config.model, k=config.k, thetas=thresholds.thetas)
     hierarchies, codes = config.hierarchies(), None
@@ -142,6 +150,7 @@ def anonymize_folder(ingested: Path, out: Path | None, /, *, config: AnonymizeCo
     partition, thresholds, probabilities = partition_cases(
         cases, knowledge, config=config, reports=reports, classes=classes,
         outcomes=read_outcomes(ingested) if config.protect_outcomes else None, demo=demo, policy=policy,
+        drug_names=published_drug_names(ingested, policy),
     )  # fmt: skip
     frame, field_nil = generalize_fields(partition.frame, demo, policy)  # the engine's groups' values
     seconds["anonymize"] = time.perf_counter() - clock

