@@ -7,7 +7,8 @@
 * ``class_theta``: for each value class C of the release's ``classes.csv`` (``value,class[,theta]``;
   ``*,<C>,<θ>`` rows give θ_C) and each group q: conf(q → C) = Σ_{c ∈ q} P(C | c) / |q| ≤ θ_C, with
   P(C | c) = max_{s ∈ C} P(s | c) (SPEC §11), P(s | c) = 1 for the case's own sensitive values,
-  else max over its ``drug_key`` rows of w(d, s) from ``knowledge.csv``. A class without a θ row is
+  else max over its drug names (``drug_key``; ``drugname``, ``prod_ai`` when released) of w(d, s)
+  from ``knowledge.csv``. A class without a θ row is
   not checked (the release states no bound for it).
 * ``outcome_theta``: for each OUTC code o of the release's ``outcomes.csv`` (``outc_cod,theta``):
   conf(q → o) = (cases of q with o) / |q| ≤ θ_o.
@@ -23,9 +24,10 @@ from pathlib import Path
 
 import polars as pl
 
-__all__ = ["class_violations", "demo_field_violations", "release_class_rules"]
+__all__ = ["class_violations", "demo_field_violations", "release_class_rules", "released_drug_names"]
 
-TableReader = Callable[[str, Sequence[str]], pl.LazyFrame]
+TableReader = Callable[..., pl.LazyFrame]  # (table, columns, optional=()) -> the table's columns
+DRUG_COLUMNS = ("drug_key", "drugname", "prod_ai")
 _NOT_FIELDS = ("primaryid", "caseid", "is_latest", "quarter")
 _EMPTY = pl.Schema({"group": pl.Int64(), "rule": pl.String(), "detail": pl.String()})
 
@@ -84,12 +86,26 @@ def _probabilities(read: TableReader, tables: Sequence[str], knowledge: pl.DataF
             pl.col("weight").cast(pl.Float64).alias("p"),
         )
         parts.append(
-            read("drug", ["caseid", "drug_key"])
+            released_drug_names(read)
             .select(pl.col("caseid").cast(pl.Int64), _key(pl.col("drug_key")).alias("drug_key"))
+            .unique()
             .join(e, on="drug_key")
             .select("caseid", "value", "p")
         )
     return pl.concat(parts).drop_nulls("value")
+
+
+def released_drug_names(read: TableReader) -> pl.LazyFrame:
+    """(caseid, drug_key): every released drug column's value as a drug name (SPEC §11).
+
+    P(s | c) reads every drug column the release publishes through E: ``drug_key`` always,
+    ``drugname`` and ``prod_ai`` when the release carries them (a column policy that keeps them).
+    """
+    drug = read("drug", ["caseid", "drug_key"], optional=DRUG_COLUMNS[1:])
+    names = [c for c in DRUG_COLUMNS if c in drug.collect_schema().names()]
+    return drug.unpivot(index="caseid", on=names, value_name="_name").select(
+        "caseid", pl.col("_name").alias("drug_key")
+    )
 
 
 def _read_csv(path: Path) -> pl.DataFrame | None:

@@ -47,7 +47,7 @@ _TABLES: Mapping[str, tuple[str, ...]] = {
 _ITEMS = {"drug": ("D:", "drug_key"), "reac": ("R:", "pt")}
 _SHOWN = 50  # violating itemsets listed one per row; the rest summed up in one row
 
-TableReader = Callable[[Path, str, Sequence[str]], pl.LazyFrame]
+TableReader = Callable[..., pl.LazyFrame]  # (release, table, columns, optional=()) -> the columns
 
 
 def _rows(details: Sequence[str], rule: str) -> pl.DataFrame:
@@ -183,10 +183,10 @@ def with_possible_items(read: TableReader) -> TableReader:
     """``read``, except DRUG and REAC of a release with ``disassociated/``: each case's possible items."""
 
     @functools.wraps(read)
-    def table(release: Path, name: str, columns: Sequence[str]) -> pl.LazyFrame:
+    def table(release: Path, name: str, columns: Sequence[str], optional: Sequence[str] = ()) -> pl.LazyFrame:
         folder = release / DISASSOCIATED
         if name not in _ITEMS or not folder.is_dir():
-            return read(release, name, columns)
+            return read(release, name, columns, optional)  # optional columns: only outside that form
         prefix, column = _ITEMS[name]
         for wanted in columns:
             if wanted not in ("caseid", column):

@@ -17,7 +17,8 @@ overrides what the release says about itself, and each difference is a violation
   with conf(q → s, E) = Σ_{distinct cases c in q} P(s | c) / (distinct cases in q) and P(s | c) = 1 if
   s is among the case's indications (``indi_pt``) or reactions (``pt``), as far as the manifest's
   ``parameters.sensitive`` makes them sensitive (default both), else max over the case's drugs d
-  (``drug_key``) of w(d, s) from ``knowledge.csv``, 0 if none (SPEC §5). The case's values are the union
+  (``drug_key``, and ``drugname``/``prod_ai`` when released)
+  of w(d, s) from ``knowledge.csv``, 0 if none (SPEC §5). The case's values are the union
   over all its released reports (its super-record). A value of a sensitive attribute missing from
   ``thresholds.csv`` is a violation of its own (``unlisted``): its decision must be stated. Terms,
   diseases, drug keys and threshold values are compared by the canonical key
@@ -50,7 +51,7 @@ import polars as pl
 
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import default_public_key
-from faers_anon.verify.classes import release_class_rules
+from faers_anon.verify.classes import release_class_rules, released_drug_names
 from faers_anon.verify.integrity import integrity_violations, read_manifest_json
 from faers_anon.verify.items import release_item_rules
 from faers_anon.verify.methods import check_for_release, release_violations, with_possible_items
@@ -307,8 +308,13 @@ def _label(qid_cols: Sequence[str]) -> pl.Expr:
 
 
 @with_possible_items  # DRUG and REAC of a disassociation release: its possible items (_verify_disassociation)
-def _table(release: Path, table: str, columns: Sequence[str]) -> pl.LazyFrame:
-    """One release table (parquet, else the ascii files of every quarter), ``caseid`` as text."""
+def _table(
+    release: Path, table: str, columns: Sequence[str], optional: Sequence[str] = ()
+) -> pl.LazyFrame:
+    """One release table (parquet, else the ascii files of every quarter), ``caseid`` as text.
+
+    ``columns`` must be there (InputError naming the field); ``optional`` ones are read when present.
+    """
     parquet = release / "parquet" / f"{table}.parquet"
     pattern = re.compile(rf"^{table}\d\dq[1-4]\.txt$", re.IGNORECASE)
     texts = sorted(p for p in (release / "ascii").glob("*") if pattern.match(p.name)) if (
@@ -327,7 +333,8 @@ def _table(release: Path, table: str, columns: Sequence[str]) -> pl.LazyFrame:
     for name in columns:
         if name not in present:
             raise InputError("missing column", path=where, field=name)
-    return frame.select(columns).with_columns(pl.col("caseid").cast(pl.String))
+    chosen = [*columns, *(name for name in optional if name in present and name not in columns)]
+    return frame.select(chosen).with_columns(pl.col("caseid").cast(pl.String))
 
 
 def _conf(
@@ -352,8 +359,9 @@ def _conf(
         )
     if knowledge.height:
         parts.append(
-            _table(release, "drug", ["caseid", "drug_key"])
+            released_drug_names(partial(_table, release))
             .select("caseid", canonical(pl.col("drug_key")).alias("drug_key"))
+            .unique()
             .join(knowledge.lazy(), on="drug_key")
             .select("caseid", "value", pl.col("weight").alias("p"))
         )

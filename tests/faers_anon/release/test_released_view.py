@@ -138,3 +138,19 @@ def test_items_m_bounds_the_qids_plus_m_items_rows(figures: dict[str, dict[str, 
     assert counts["m"] == 2 and counts["case_items_suppressed"] <= counts["case_items"]
     assert sum(counts["cells_suppressed"]["drug"].values()) + counts["cells_suppressed"]["reac"]["pt"] > 0
     assert verify_release(Path(figures["items"]["path"])).ok
+
+
+def test_the_verifier_reads_published_brand_names_through_e(
+    figures: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A producer that bounds θ on ``drug_key`` alone while the policy publishes drugname and prod_ai
+    (the anonymizer before it read them) leaves groups above θ; the verifier and risk both see them."""
+    root = Path(figures["before"]["path"]).parent
+    monkeypatch.setattr("faers_anon.anonymize.pipeline.published_drug_names", lambda *_: None)
+    config = AnonymizeConfig(k=K, theta=0.4, on_infeasible="raise-theta", column_policy=root / "legacy.csv")
+    api.anonymize(root / "ingested", root / "brand_blind", config=config)
+    risk = assess_risk(root / "brand_blind", config=RiskConfig()).figures["inference"]["protected_values"]
+    assert risk["pairs_above_theta"] > 0 and risk["max_conf"] > 0.4  # demo: RHEUMATOID ARTHRITIS 0.416
+    found = verify_release(root / "brand_blind").violations
+    theta = found.filter(pl.col("rule") != "demo_fields")
+    assert theta.height == risk["pairs_above_theta"], theta
