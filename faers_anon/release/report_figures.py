@@ -157,6 +157,7 @@ def build_report(
             "suppressed_values": thresholds.count("suppressed"),
             "on_infeasible": thresholds.on_infeasible,
             "group_sizes": _rows(sizes),
+            "items": anonymized.items,  # --items-m: what was suppressed (docs/items.md); None when off
         },
         "utility": {"nil": anonymized.nil, **{f"nil_{q}": v for q, v in anonymized.nil_by_qid.items()}},
         "signals": {
