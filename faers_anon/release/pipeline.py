@@ -263,6 +263,8 @@ def _run(
             comparison=comparison,
             risk=risk.figures,
         )
+        if series is not None:  # every report of the quarter accounted for (docs/series.md)
+            report["series"] = {name: series.plan.counts[name] for name in _SERIES_COUNTS}
         figures = build_figures(report_inputs(ingested.out, built, verdict, comparison, config))
         report_json = write_json(report)
         (built / "report.json").write_bytes(report_json)
@@ -304,6 +306,9 @@ def _publish(built: Path, out: Path, *, force: bool) -> None:
         raise InputError(
             f"cannot publish the release ({exc.strerror or exc}); nothing was published", path=out
         ) from exc
+
+
+_SERIES_COUNTS = ("withheld", "withheld_reports", "republished_reports")
 
 
 def _with_force(config: ReleaseConfig, series: SeriesStep | None = None) -> AnonymizeConfig:

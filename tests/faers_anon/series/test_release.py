@@ -141,3 +141,6 @@ def test_every_withheld_and_republished_report_is_accounted_for(series: dict[str
         assert placed["withheld"] > 0 and placed["withheld_reports"] >= placed["withheld"]
         assert demo.height == kept - placed["withheld_reports"] + placed["republished_reports"]
         assert placed["returning"] == placed["published_returning"] + placed["withheld"]
+        published = json.loads((series[f"rel{index}"] / "report.json").read_text())["series"]
+        names = ("withheld", "withheld_reports", "republished_reports")
+        assert published == {name: placed[name] for name in names}  # public in report.json
