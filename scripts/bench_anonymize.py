@@ -27,6 +27,9 @@ row also gives ``read s``, polars reading the quarter's raw text files as string
 runs, ``scan_csv(separator="$", infer_schema=False, quote_char=None)``), and the anonymize wall time
 as a multiple of it (target ≤ 15× on the realistic 400k quarter).
 
+Every run uses the bundled column policy, so the engine clusters on its field QIDs too (dates, sender,
+countries, …; docs/engine.md); each row is followed by NIL per QID.
+
 Grid (``--grid``, on the largest size and each shape): k 10 and 20 at the run's θ, and θ 0.2 at the
 run's k, the paper's grid (Lin et al. 2016, Figs. 3-4: MS(k,θ*)'s NIL "normally between 0.01 to 0.2"
 at θ 0.4, larger at θ 0.2 and k 20, "very high" for quarters where one symptom reaches 17-20 %). The
@@ -102,6 +105,7 @@ def _child_msk(ingested: Path, k: int, theta: float) -> dict[str, object]:
         "leftovers": result.partition.leftovers,
         "forced": result.partition.forced,
         "share_k": result.share_k,
+        "nil_by_qid": result.nil_by_qid,
     }
 
 
@@ -250,6 +254,7 @@ def main(
                 click.echo(f"{n:>8} MS(k,θ*) failed: {msk['error']}")
                 continue
             click.echo(_row(msk, read))
+            click.echo(_per_qid(msk))
             done.append(msk)
             if mondrian:
                 plain = _run_child("mondrian", str(ingested), str(k))
@@ -285,6 +290,12 @@ def _row(msk: dict[str, object], read: dict[str, object]) -> str:
         f"{msk['peak_rss_mb']:>8.0f} {msk['nil']:>7.4f} {msk['dr']:>7.4f} "
         f"{msk['raised']:>6} {msk['leftovers']:>6} {msk['forced']:>6} {msk['share_k']:>6.1%}"
     )
+
+
+def _per_qid(msk: dict[str, object]) -> str:
+    """NIL per QID (SPEC §8's per-QID terms; age, sex, weight and the column policy's field QIDs)."""
+    by_qid: dict[str, float] = msk.get("nil_by_qid", {})  # type: ignore[assignment]
+    return "         NIL per QID: " + ", ".join(f"{q} {v:.3f}" for q, v in by_qid.items())
 
 
 def _print_references(refs: list[tuple[int, dict[str, object], dict[str, object]]]) -> None:

@@ -1,12 +1,12 @@
-"""DEMO fields declared ``qid`` by the column policy, generalized to their QID-group's common value.
+"""DEMO fields declared ``qid`` by the column policy: the engine's codes, and their group's common value.
 
-The clustering engine groups cases on age, sex and weight (SPEC §6). Every other DEMO field the
-policy declares a quasi-identifier (receipt dates, sender, report type, countries, …) is then released
-as the lowest common value of the whole group in its hierarchy, over every report (every version) of
-every case of the group, so all reports of a group agree on it (SPEC §4, §11). Then every case's class
-over all its released DEMO fields contains its group: ≥ k cases whenever the partition's groups have
-≥ k cases. (Including these fields in the clustering would lower their loss; generalizing after the
-clustering keeps the engine's speed and its guarantee, at the loss measured here per field.)
+The clustering engine groups cases on every declared QID (docs/engine.md): :func:`field_codes` gives
+it each field as per-level codes of a unit's DEMO rows, and :func:`generalize_fields` then writes, for
+each group of the final partition, the lowest common value of the whole group in the field's
+hierarchy, over every report (every version) of every case of the group, so all reports of a group
+agree on it (SPEC §4, §11). Then every case's class over all its released DEMO fields contains its
+group: ≥ k cases whenever the partition's groups have ≥ k cases. The engine's loss of a group is the
+loss computed here (``tests/faers_anon/algorithms/test_field_qids.py``).
 
 Hierarchies (level 0 = the value, the top level ``*``):
 
