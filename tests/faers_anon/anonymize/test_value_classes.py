@@ -104,7 +104,12 @@ def _release(tmp_path: Path, classes_theta: float, outcome_theta: float) -> Path
 
 
 def _read(release: Path):  # type: ignore[no-untyped-def]
-    return lambda table, columns: pl.scan_parquet(release / "parquet" / f"{table}.parquet").select(columns)
+    def read(table: str, columns: list[str], optional: tuple[str, ...] = ()) -> pl.LazyFrame:
+        frame = pl.scan_parquet(release / "parquet" / f"{table}.parquet")
+        present = frame.collect_schema().names()
+        return frame.select([*columns, *(c for c in optional if c in present and c not in columns)])
+
+    return read
 
 
 @pytest.mark.parametrize(("theta_c", "theta_o", "expected"), [
