@@ -3,8 +3,10 @@
 ``faers-anon release --demo`` with a fixed agency key (secret below, test-only) and the default
 options. Every file of the release is compared by SHA-256 with ``demo_release.digest.json`` except:
 
-* ``manifest.json``: compared without ``created`` (the run's UTC time) and ``timings`` (seconds per
-  stage); every other field, the hashes of all outputs and inputs included, is compared;
+* ``manifest.json``: compared without ``created`` (the run's UTC time), ``timings`` (seconds per
+  stage) and the hash of ``inputs.ingest_report.json`` (that private file names the demo files by
+  their path, which is wherever the checkout is); every other field, the hashes of all outputs and
+  of the other inputs included, is compared;
 * ``certificate.json``: its signature covers manifest.json's bytes, which hold ``created``; the
   verifier run by ``release`` checks it, and its ``key_id`` and ``public_key`` are compared.
 
@@ -33,6 +35,7 @@ def _manifest_bytes(path: Path) -> bytes:
     manifest = json.loads(path.read_text(encoding="utf-8"))
     for name in VARYING:
         manifest.pop(name)
+    manifest["inputs"].pop("ingest_report.json")  # holds the checkout's path (module docstring)
     return json.dumps(manifest, sort_keys=True).encode("utf-8")
 
 
