@@ -75,6 +75,7 @@ from faers_anon.io.rejects import NOT_IN_SOURCE, note_absence, write_rejects_csv
 from faers_anon.io.schema import CHILD_TABLES, COLUMNS, TABLES
 from faers_anon.io.sources import LocalFile, check_demo_present, discover, encoding_warnings, materialize
 from faers_anon.io.staging import REPORT_NAME, discard, open_staging, publish
+from faers_anon.json_data import json_data
 from knowledge.drug_names import load_drug_names
 
 __all__ = ["IngestConfig", "ingest_quarters", "demo_source"]
@@ -387,7 +388,7 @@ def ingest_quarters(
             "drug_names": str(config.drug_names) if config.drug_names else None,
             **done,
         }
-        (staging / REPORT_NAME).write_text(json.dumps(report, indent=2, default=str) + "\n")
+        (staging / REPORT_NAME).write_text(json.dumps(json_data(report), indent=2) + "\n")
         publish(staging, Path(out))
     except BaseException:
         discard(staging)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from faers_anon.anonymize.partition import QID_COLUMNS
 from faers_anon.io.rules import REASON_WORDS
 from faers_anon.release.report_markup import e as _e
 from faers_anon.release.report_markup import num as _num
@@ -40,7 +41,7 @@ FIELD_WORDS: dict[str, str] = {
     "occr_country": "the country where the event occurred",
     "outc_cod": "the outcomes (death, hospitalization, …)",
 }  # fmt: skip
-_QIDS = ("age_group", "age_min", "age_max", "sex", "wt_min", "wt_max")
+_QIDS = QID_COLUMNS  # the released QID columns (one definition: anonymize.partition)
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1240px;margin:1.5em auto;padding:0 1em;color:#222;
