@@ -1,7 +1,10 @@
-"""The engine's domain types: the QIDs with their hierarchies (input) and the partition (output).
+"""The QIDs and their hierarchies (the engine's and the methods' input) and the engine's partition (output).
 
-A leaf module (numpy-free; hierarchies and polars only), so that the engine's modules, the metrics and
-the orchestrators import the types without importing the engine (issue 13: no import cycle).
+A leaf module (numpy-free; hierarchies, polars and the package's errors only), so that the engine's
+modules, the methods, the metrics, the orchestrator and evaluate import the types without importing
+the engine (issue 13: no import cycle). :class:`QidHierarchies` is the one definition of "the QIDs
+and their trees" (models through the engine, methods, metrics, evaluate); :data:`QIDS` the one tuple
+of their names.
 """
 
 from __future__ import annotations
@@ -10,9 +13,13 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from faers_anon.errors import ConfigError
 from hierarchies import Hierarchy, mesh_age_tree, sex_tree
 
-__all__ = ["FieldQid", "Partition", "QidHierarchies"]
+__all__ = ["QIDS", "FieldQid", "Partition", "QidHierarchies"]
+
+QIDS: tuple[str, ...] = ("age", "sex", "weight")
+"""The QIDs of SPEC §5 by name, in order: age (MeSH age tree), sex (sex tree), weight (hierarchy-free)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -58,6 +65,28 @@ class QidHierarchies:
     def default(cls) -> QidHierarchies:
         """MeSH age tree, sex tree, weight (SPEC §5)."""
         return cls(age=mesh_age_tree(), sex=sex_tree(), weight=True)
+
+    @property
+    def age_tree(self) -> Hierarchy:
+        """The age tree, for a reader that needs it (a method's point release names the age's leaf).
+
+        Raises:
+            ConfigError: age is left out of the QIDs.
+        """
+        if self.age is None:
+            raise ConfigError("this algorithm needs the age tree (age is not among the QIDs)")
+        return self.age
+
+    @property
+    def sex_tree(self) -> Hierarchy:
+        """The sex tree, for a reader that needs it (codes of ``F``, ``M``, ``*``, missing).
+
+        Raises:
+            ConfigError: sex is left out of the QIDs.
+        """
+        if self.sex is None:
+            raise ConfigError("this algorithm needs the sex tree (sex is not among the QIDs)")
+        return self.sex
 
     @property
     def trees(self) -> tuple[Hierarchy, ...]:

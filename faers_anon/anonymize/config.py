@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from faers_anon.algorithms.types import QidHierarchies
+from faers_anon.algorithms.types import QIDS, QidHierarchies
 from faers_anon.anonymize.items import ITEM_STRATEGIES, MAX_ITEMS_M, ItemProtection
 from faers_anon.anonymize.thresholds import ON_INFEASIBLE, THETA_RULES
 from faers_anon.anonymize.units import model_unit
@@ -21,9 +21,7 @@ from faers_anon.models import MODELS
 from hierarchies import mesh_age_tree, sex_tree
 from knowledge import SENSITIVE_ATTRIBUTES
 
-__all__ = ["QIDS", "RELEASE_METHODS", "AnonymizeConfig", "items_protection"]
-
-QIDS = ("age", "sex", "weight")
+__all__ = ["QIDS", "RELEASE_METHODS", "AnonymizeConfig", "items_protection"]  # QIDS: from algorithms.types
 
 
 RELEASE_METHODS: tuple[str, ...] = tuple(METHODS)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from faers_anon.algorithms.types import QidHierarchies
+from faers_anon.algorithms.types import QIDS, QidHierarchies
 from faers_anon.models.base import CONF_TOLERANCE
 
 __all__ = [
@@ -107,8 +107,7 @@ def nil(losses: pl.DataFrame, /, *, qids: int) -> float:
 def nil_by_qid(losses: pl.DataFrame, /) -> dict[str, float]:
     """Σ_g IL_j(g) / N per QID j (each in [0, 1]); 0.0 for every QID of an empty partition."""
     n = int(losses.get_column("cases").sum()) if losses.height else 0
-    names = {"age": "il_age", "sex": "il_sex", "weight": "il_weight"}
-    return {q: (float(losses.get_column(c).sum()) / n if n else 0.0) for q, c in names.items()}
+    return {q: (float(losses.get_column(f"il_{q}").sum()) / n if n else 0.0) for q in QIDS}
 
 
 def group_confidence(partition: pl.DataFrame, probabilities: pl.DataFrame, /) -> pl.DataFrame:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from faers_anon.methods._disassociation_publish import DISASSOCIATED_LISTS
-from faers_anon.methods.base import Capabilities, ItemForm, Method, MethodResult, QidTrees
+from faers_anon.methods.base import Capabilities, ItemForm, Method, MethodResult
 from faers_anon.methods.disassociation import DisassociationConfig, disassociation
 from faers_anon.methods.kl_anonymity import KLConfig, kl_anonymity
 from faers_anon.methods.random_anonymization import (
@@ -45,7 +45,6 @@ __all__ = [
     "KLConfig",
     "Method",
     "MethodResult",
-    "QidTrees",
     "RAConfig",
     "disassociation",
     "enhanced_random_anonymization",

@@ -27,9 +27,10 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from faers_anon.algorithms.types import QidHierarchies
 from faers_anon.anonymize.partition import PARTITION_SCHEMA
 from faers_anon.errors import ConfigError, InputError
-from hierarchies import Hierarchy, mesh_age_tree, sex_tree
+from hierarchies import Hierarchy
 from signals import CaseTables
 
 __all__ = [
@@ -39,7 +40,6 @@ __all__ = [
     "RELEASE_SCHEMA",
     "Method",
     "MethodResult",
-    "QidTrees",
     "case_points",
     "check_cases",
     "dense_groups",
@@ -52,22 +52,6 @@ CASE_COLUMNS: tuple[str, ...] = ("caseid", "age_min", "age_max", "sex", "wt_min"
 
 RELEASE_SCHEMA: Mapping[str, pl.DataType] = PARTITION_SCHEMA
 """The partition frame of docs/architecture.md, column by column, in order."""
-
-
-@dataclass(frozen=True, slots=True)
-class QidTrees:
-    """The generalization hierarchies a method reads: MeSH age tree (numeric) and sex tree.
-
-    Weight is hierarchy-free (SPEC §6): numeric [min, max] intervals.
-    """
-
-    age: Hierarchy
-    sex: Hierarchy
-
-    @classmethod
-    def default(cls) -> QidTrees:
-        """The bundled trees: ``mesh_age_tree()`` and ``sex_tree()``."""
-        return cls(age=mesh_age_tree(), sex=sex_tree())
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,8 +161,9 @@ class Method:
 
     ``run(cases, /, *, config, rng, trees=None)`` is the common call; ``config`` is an instance of
     ``config_type`` (``config_type(**options)`` validates and raises :class:`ConfigError`), ``rng`` a
-    ``numpy.random.Generator`` (deterministic methods accept and ignore it), ``trees`` the hierarchies
-    (default :meth:`QidTrees.default`).
+    ``numpy.random.Generator`` (deterministic methods accept and ignore it), ``trees`` the QIDs and
+    their hierarchies (:class:`~faers_anon.algorithms.types.QidHierarchies`, the engine's type; default
+    :meth:`QidHierarchies.default`; a method reads the age and sex trees and weight as numbers).
     """
 
     name: str
@@ -194,7 +179,7 @@ class Method:
         *,
         config: Any = None,
         rng: np.random.Generator,
-        trees: QidTrees | None = None,
+        trees: QidHierarchies | None = None,
     ) -> MethodResult:
         """Run with ``config`` (default: ``config_type()``)."""
         cfg = self.config_type() if config is None else config
@@ -258,7 +243,7 @@ def point_release(
     age: NDArray[np.float64],
     sex: NDArray[np.int64],
     wt: NDArray[np.float64],
-    trees: QidTrees,
+    trees: QidHierarchies,
 ) -> pl.DataFrame:
     """The partition frame of a point release (module docstring).
 
@@ -267,20 +252,21 @@ def point_release(
         age: Released age in years per case, NaN when missing.
         sex: Released sex codes in ``trees.sex``.
         wt: Released weight in kg per case, NaN when missing.
-        trees: The hierarchies (age leaf names for ``age_group``).
+        trees: The hierarchies (age leaf names for ``age_group``; sex names).
 
     Returns:
         A frame with :data:`RELEASE_SCHEMA`; ``age_group`` is the leaf of the age ("missing" when
         missing), ``sex`` is null when missing.
     """
     group = dense_groups(age, sex, wt)
-    sex_names = trees.sex.decode(sex).astype(object)
-    sex_names[sex == trees.sex.missing] = None
+    age_tree, sex_tree = trees.age_tree, trees.sex_tree
+    sex_names = sex_tree.decode(sex).astype(object)
+    sex_names[sex == sex_tree.missing] = None
     frame = pl.DataFrame(
         {
             "caseid": pl.Series(caseid, dtype=pl.Int64),
             "group_id": pl.Series(group, dtype=pl.Int64),
-            "age_group": pl.Series(trees.age.decode(trees.age.leaf_of(age)).tolist(), dtype=pl.String),
+            "age_group": pl.Series(age_tree.decode(age_tree.leaf_of(age)).tolist(), dtype=pl.String),
             "age_min": _nullable(age),
             "age_max": _nullable(age),
             "sex": pl.Series(sex_names.tolist(), dtype=pl.String),

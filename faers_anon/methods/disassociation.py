@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from faers_anon.algorithms.types import QidHierarchies
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.methods._disassociation_checks import (
     KmReport,
@@ -74,7 +75,7 @@ from faers_anon.methods._disassociation_release import (
     write_released,
 )
 from faers_anon.methods._disassociation_verpart import SharedChunk, cluster_masks, refine, verpart
-from faers_anon.methods.base import MethodResult, QidTrees, case_points, check_cases, point_release, sex_codes
+from faers_anon.methods.base import MethodResult, case_points, check_cases, point_release, sex_codes
 
 __all__ = [
     "DEFAULT_ATTRIBUTES",
@@ -325,7 +326,7 @@ def disassociation(
     *,
     config: DisassociationConfig,
     rng: np.random.Generator,
-    trees: QidTrees | None = None,
+    trees: QidHierarchies | None = None,
 ) -> DisassociationResult:
     """Registry entry: disassociate the item lists, check k^m, release the QIDs as points.
 
@@ -335,12 +336,12 @@ def disassociation(
     """
     start = time.perf_counter()
     check_cases(cases, "disassociation", lists=tuple(a.column for a in config.attributes))
-    trees = QidTrees.default() if trees is None else trees
+    trees = QidHierarchies.default() if trees is None else trees
     released = disassociate(cases, config=config, rng=rng)
     report = check_km(released)
     age, wt = case_points(cases)
     caseid = cases["caseid"].cast(pl.Int64).to_numpy()
-    release = point_release(caseid, age, sex_codes(cases, trees.sex), wt, trees)
+    release = point_release(caseid, age, sex_codes(cases, trees.sex_tree), wt, trees)
     privacy = {
         **report.figures(),
         "clusters": released.clusters.height,

@@ -67,12 +67,12 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from faers_anon.algorithms.types import QidHierarchies
 from faers_anon.errors import ConfigError
 from faers_anon.methods import _kl_kernels as kern
 from faers_anon.methods.base import (
     RELEASE_SCHEMA,
     MethodResult,
-    QidTrees,
     check_cases,
     dense_groups,
     sex_codes,
@@ -206,7 +206,7 @@ def _case_rows(
 
 
 def kl_anonymity(
-    cases: pl.DataFrame, /, *, config: KLConfig, rng: np.random.Generator, trees: QidTrees | None = None
+    cases: pl.DataFrame, /, *, config: KLConfig, rng: np.random.Generator, trees: QidHierarchies | None = None
 ) -> MethodResult:
     """The approximation algorithm for (k,l)-anonymity on a cases frame (module docstring).
 
@@ -222,7 +222,7 @@ def kl_anonymity(
     del rng
     start = time.perf_counter()
     check_cases(cases, "kl-anonymity", lists=config.sensitive)
-    tr = trees or QidTrees.default()
+    tr = trees or QidHierarchies.default()
     n, k, l = cases.height, config.k, config.l  # noqa: E741
     ptr, codes = sensitive_codes(cases, config.sensitive)
     every = np.arange(n, dtype=np.int64)
@@ -234,18 +234,18 @@ def kl_anonymity(
         )
     num = cases.select(pl.col(c).cast(pl.Float64) for c in ("age_min", "age_max", "wt_min", "wt_max"))
     a_lo, a_hi, wlo, whi = (num[c].to_numpy().astype(np.float64) for c in num.columns)
-    age = tr.age.cover(a_lo, a_hi)
-    sex = sex_codes(cases, tr.sex)
-    vl = (_value_leaves(tr.age), _value_leaves(tr.sex))
-    dp = (tr.age.depth.astype(np.float64), tr.sex.depth.astype(np.float64))
+    age = tr.age_tree.cover(a_lo, a_hi)
+    sex = sex_codes(cases, tr.sex_tree)
+    vl = (_value_leaves(tr.age_tree), _value_leaves(tr.sex_tree))
+    dp = (tr.age_tree.depth.astype(np.float64), tr.sex_tree.depth.astype(np.float64))
     known_w = ~np.isnan(wlo)
     wdom = float(whi[known_w].max() - wlo[known_w].min()) if known_w.any() else 0.0
-    par = np.array([tr.age.height, tr.sex.height, wdom, *config.factors, 1.0], dtype=np.float64)
-    tables: kern.Tables = (tr.age.lca_table, tr.sex.lca_table, vl[0], dp[0], vl[1], dp[1], par)
+    par = np.array([tr.age_tree.height, tr.sex_tree.height, wdom, *config.factors, 1.0], dtype=np.float64)
+    tables: kern.Tables = (tr.age_tree.lca_table, tr.sex_tree.lca_table, vl[0], dp[0], vl[1], dp[1], par)
     rows = _case_rows(age, sex, wlo, whi, vl, dp, 1.0)
 
-    age_lo = np.nan_to_num(tr.age.lo[age], nan=-1.0)
-    age_hi = np.nan_to_num(tr.age.hi[age], nan=-1.0, posinf=1e9)
+    age_lo = np.nan_to_num(tr.age_tree.lo[age], nan=-1.0)
+    age_hi = np.nan_to_num(tr.age_tree.hi[age], nan=-1.0, posinf=1e9)
     w_lo, w_hi = np.nan_to_num(wlo, nan=-1.0), np.nan_to_num(whi, nan=-1.0)
     pattern = dense_groups(sex, age_lo, age_hi, w_lo, w_hi)
     by_pattern = np.argsort(pattern, kind="stable")
@@ -304,7 +304,7 @@ def _release(
     rows: NDArray[np.float64],
     sensitive: tuple[NDArray[np.int64], NDArray[np.int64]],
     tables: kern.Tables,
-    tr: QidTrees,
+    tr: QidHierarchies,
     config: KLConfig,
     start: float,
 ) -> MethodResult:
@@ -316,8 +316,8 @@ def _release(
     """
     ptr, codes = sensitive
     G = int(labels.max()) + 1
-    g_age = tr.age.lca_by_group(age, labels)
-    g_sex = tr.sex.lca_by_group(sex, labels)
+    g_age = tr.age_tree.lca_by_group(age, labels)
+    g_sex = tr.sex_tree.lca_by_group(sex, labels)
     miss = np.bincount(labels, weights=np.isnan(wlo).astype(np.float64), minlength=G)
     g_wmin = np.full(G, np.inf)
     g_wmax = np.full(G, -np.inf)
@@ -337,16 +337,16 @@ def _release(
     np.maximum.at(diverse, cluster_group, proof)
     costs = kern.group_costs(rows, group, R, tables)
     node = g_age[labels]
-    age_known = node != tr.age.missing
-    hi = tr.age.hi[node]
-    sex_names = tr.sex.decode(g_sex[labels]).astype(object)
-    sex_names[g_sex[labels] == tr.sex.missing] = None
+    age_known = node != tr.age_tree.missing
+    hi = tr.age_tree.hi[node]
+    sex_names = tr.sex_tree.decode(g_sex[labels]).astype(object)
+    sex_names[g_sex[labels] == tr.sex_tree.missing] = None
     release = pl.DataFrame(
         {
             "caseid": cases["caseid"].cast(pl.Int64),
             "group_id": pl.Series(group, dtype=pl.Int64),
-            "age_group": pl.Series(tr.age.decode(node).tolist(), dtype=pl.String),
-            "age_min": pl.Series(np.where(age_known, tr.age.lo[node], np.nan)).fill_nan(None),
+            "age_group": pl.Series(tr.age_tree.decode(node).tolist(), dtype=pl.String),
+            "age_min": pl.Series(np.where(age_known, tr.age_tree.lo[node], np.nan)).fill_nan(None),
             "age_max": pl.Series(np.where(age_known & np.isfinite(hi), hi, np.nan)).fill_nan(None),
             "sex": pl.Series(sex_names.tolist(), dtype=pl.String),
             "wt_min": pl.Series(g_wmin[labels]).fill_nan(None),

@@ -51,10 +51,10 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from faers_anon.algorithms.types import QIDS, QidHierarchies
 from faers_anon.errors import ConfigError
 from faers_anon.methods.base import (
     MethodResult,
-    QidTrees,
     case_points,
     check_cases,
     point_release,
@@ -62,7 +62,7 @@ from faers_anon.methods.base import (
 )
 
 __all__ = [
-    "QIDS",
+    "QIDS",  # re-exported: defined in faers_anon.algorithms.types
     "EnhancedRAConfig",
     "RAConfig",
     "enhanced_random_anonymization",
@@ -70,9 +70,6 @@ __all__ = [
     "probabilistic_anonymity",
     "random_anonymization",
 ]
-
-QIDS: tuple[str, ...] = ("age", "sex", "weight")
-"""The QID attributes RA can re-draw, in this order."""
 
 
 def _check_qids(qids: tuple[str, ...], band: float) -> None:
@@ -146,12 +143,12 @@ def _band_label(b: int, width: float) -> str:
     return "missing" if b < 0 else f"[{b * width:g}, {(b + 1) * width:g})"
 
 
-def _views(cases: pl.DataFrame, qids: tuple[str, ...], band: float, trees: QidTrees) -> _View:
+def _views(cases: pl.DataFrame, qids: tuple[str, ...], band: float, trees: QidHierarchies) -> _View:
     age, wt = case_points(cases)
-    sex = sex_codes(cases, trees.sex).astype(np.float64)
+    sex = sex_codes(cases, trees.sex_tree).astype(np.float64)
     raw = {
-        "age": (age, trees.age.leaf_of(age), lambda c: str(trees.age.names[c])),
-        "sex": (sex, sex.astype(np.int64), lambda c: str(trees.sex.names[c])),
+        "age": (age, trees.age_tree.leaf_of(age), lambda c: str(trees.age_tree.names[c])),
+        "sex": (sex, sex.astype(np.int64), lambda c: str(trees.sex_tree.names[c])),
         "weight": (
             wt,
             np.where(np.isnan(wt), -1, np.floor(np.nan_to_num(wt) / band)).astype(np.int64),
@@ -227,13 +224,13 @@ def _run(
     k: int,
     selection: str,
     rng: np.random.Generator,
-    trees: QidTrees | None,
+    trees: QidHierarchies | None,
     name: str,
     parameters: dict[str, Any],
 ) -> MethodResult:
     start = time.perf_counter()
     check_cases(cases, name)
-    tr = trees or QidTrees.default()
+    tr = trees or QidHierarchies.default()
     view = _views(cases, qids, band, tr)
     m, n = len(qids), cases.height
     h = np.array([_entropy(view.categories[q]) for q in qids])
@@ -248,7 +245,7 @@ def _run(
         np.put_along_axis(mask, order[:, :k], True, axis=1)
     released = {q: _redraw(view.values[q], mask[:, i], rng) for i, q in enumerate(qids)}
     age, wt = case_points(cases)
-    sex = sex_codes(cases, tr.sex)
+    sex = sex_codes(cases, tr.sex_tree)
     age = released.get("age", age)
     wt = released.get("weight", wt)
     sex = released["sex"].astype(np.int64) if "sex" in released else sex
@@ -270,7 +267,7 @@ def _run(
 
 
 def random_anonymization(
-    cases: pl.DataFrame, /, *, config: RAConfig, rng: np.random.Generator, trees: QidTrees | None = None
+    cases: pl.DataFrame, /, *, config: RAConfig, rng: np.random.Generator, trees: QidHierarchies | None = None
 ) -> MethodResult:
     """Algorithm 1 of Yang & Qiao 2010 on a cases frame (module docstring).
 
@@ -278,7 +275,7 @@ def random_anonymization(
         cases: The cases.parquet frame (one row per caseid).
         config: Selection rule, QIDs, weight band width.
         rng: The only source of randomness.
-        trees: Hierarchies (default :meth:`QidTrees.default`).
+        trees: Hierarchies (default :meth:`QidHierarchies.default`).
 
     Returns:
         A point release; privacy: ``probabilistic_anonymity`` (Pa of eq. 1 for the p used),
@@ -305,7 +302,7 @@ def enhanced_random_anonymization(
     *,
     config: EnhancedRAConfig,
     rng: np.random.Generator,
-    trees: QidTrees | None = None,
+    trees: QidHierarchies | None = None,
 ) -> MethodResult:
     """Algorithm 2 of Yang & Qiao 2010 (k attributes per record, chosen uniformly); see
     :func:`random_anonymization` for the arguments and figures (``redraw_probability`` is k/m here and
@@ -329,7 +326,7 @@ def expected_relative_difference(
     /,
     *,
     config: RAConfig | None = None,
-    trees: QidTrees | None = None,
+    trees: QidHierarchies | None = None,
 ) -> float:
     """E[R(q)] of Algorithm 1 for one value combination q (Yang & Qiao 2010, Proposition 12, eq. 10).
 
@@ -347,13 +344,13 @@ def expected_relative_difference(
         combination: Attribute → category label (age: MeSH leaf name; sex: ``F``, ``M``, ``*``,
             ``missing``; weight: band label like ``"[60, 70)"`` or ``missing``).
         config: The RA configuration whose p_i are used (default :class:`RAConfig`).
-        trees: Hierarchies (default :meth:`QidTrees.default`).
+        trees: Hierarchies (default :meth:`QidHierarchies.default`).
 
     Raises:
         ConfigError: an attribute outside ``config.qids``, an unknown label, or supp(q) = 0.
     """
     cfg = config or RAConfig()
-    view = _views(cases, cfg.qids, cfg.weight_band_kg, trees or QidTrees.default())
+    view = _views(cases, cfg.qids, cfg.weight_band_kg, trees or QidHierarchies.default())
     p = _selection(np.array([_entropy(view.categories[q]) for q in cfg.qids]), cfg.selection)
     hit: dict[str, NDArray[np.bool_]] = {}
     for attr, label in combination.items():

@@ -63,9 +63,10 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from faers_anon.algorithms.types import QidHierarchies
 from faers_anon.errors import ConfigError
 from faers_anon.methods._swap_kernels import cyclic_sources, grid_bins, mdav_labels, pair_risk
-from faers_anon.methods.base import MethodResult, QidTrees, case_points, check_cases, point_release, sex_codes
+from faers_anon.methods.base import MethodResult, case_points, check_cases, point_release, sex_codes
 
 __all__ = [
     "EquiDepthConfig",
@@ -236,14 +237,14 @@ def _swap(
     name: str,
     parameters: dict[str, Any],
     rng: np.random.Generator,
-    trees: QidTrees | None,
+    trees: QidHierarchies | None,
     candidates: list[Partitioner],
     chosen: int,
     extra: dict[str, Any],
     start: float,
 ) -> MethodResult:
     """Swap within the bins of candidate ``chosen``; disclosure over all candidates (module docstring)."""
-    tr = trees or QidTrees.default()
+    tr = trees or QidHierarchies.default()
     age, wt = case_points(cases)
     new_age, new_wt = age.copy(), wt.copy()
     risk_hidden, risk_known, sizes, degree = [], [], [], 0
@@ -261,8 +262,8 @@ def _swap(
         sizes.append(int(size.min()))
         risk_known.append(pair_risk(labels, src))
         risk_hidden.append(np.mean([pair_risk(lab, src) for lab in every], axis=0))
-    sex = sex_codes(cases, tr.sex)
-    sex_f = np.where(sex == tr.sex.code("F"), 1.0, np.where(sex == tr.sex.code("M"), 0.0, np.nan))
+    sex = sex_codes(cases, tr.sex_tree)
+    sex_f = np.where(sex == tr.sex_tree.code("F"), 1.0, np.where(sex == tr.sex_tree.code("M"), 0.0, np.nan))
     bias, bias_sd = correlation_bias(
         _variables(cases, age, wt, sex_f), _variables(cases, new_age, new_wt, sex_f)
     )
@@ -291,7 +292,7 @@ def equi_width_swapping(
     *,
     config: EquiWidthConfig,
     rng: np.random.Generator,
-    trees: QidTrees | None = None,
+    trees: QidHierarchies | None = None,
 ) -> MethodResult:
     """MEWS on a cases frame (module docstring).
 
@@ -347,7 +348,7 @@ def equi_depth_swapping(
     *,
     config: EquiDepthConfig,
     rng: np.random.Generator,
-    trees: QidTrees | None = None,
+    trees: QidHierarchies | None = None,
 ) -> MethodResult:
     """MEDS on a cases frame (module docstring); MDAV bins of k..2k−1 tuples.
 

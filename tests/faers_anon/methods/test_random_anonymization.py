@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from faers_anon.algorithms.types import QidHierarchies
 from faers_anon.errors import ConfigError
 from faers_anon.methods import (
     EnhancedRAConfig,
@@ -17,7 +18,7 @@ from faers_anon.methods import (
     enhanced_random_anonymization,
     random_anonymization,
 )
-from faers_anon.methods.base import QidTrees, case_points, point_release, sex_codes
+from faers_anon.methods.base import case_points, point_release, sex_codes
 from faers_anon.methods.random_anonymization import expected_relative_difference, probabilistic_anonymity
 
 CasesBuilder = Callable[..., pl.DataFrame]
@@ -94,9 +95,9 @@ def test_marginals_are_preserved_in_expectation(random_cases: pl.DataFrame, algo
 
 def _identity_release(cases: pl.DataFrame) -> pl.DataFrame:
     """The release of the original values (nothing re-drawn)."""
-    trees = QidTrees.default()
+    trees = QidHierarchies.default()
     age, wt = case_points(cases)
-    return point_release(cases["caseid"].to_numpy(), age, sex_codes(cases, trees.sex), wt, trees)
+    return point_release(cases["caseid"].to_numpy(), age, sex_codes(cases, trees.sex_tree), wt, trees)
 
 
 def test_ra_redraws_one_attribute_and_adds_no_new_value(random_cases: pl.DataFrame) -> None:
