@@ -17,7 +17,7 @@ from faers_anon.anonymize.config import AnonymizeConfig
 from faers_anon.anonymize.thresholds import Thresholds, build_thresholds, with_declared_values
 from faers_anon.anonymize.value_classes import ValueClasses, with_class_thetas, with_classes_and_outcomes
 from faers_anon.errors import InputError
-from faers_anon.io.column_policy import ColumnPolicy
+from faers_anon.io.column_policy import ColumnPolicy, load_policy
 from knowledge import (
     E_SCHEMA,
     case_value_probabilities,
@@ -124,12 +124,19 @@ def sensitive_thresholds(
     config: AnonymizeConfig,
     classes: ValueClasses | None = None,
     outcomes: pl.DataFrame | None = None,
+    ingested: Path | None = None,
 ) -> tuple[pl.DataFrame, Thresholds]:
     """P(s | c) of the cases (SPEC §5) and θ* over the values they reach (:mod:`.thresholds`).
 
     With ``classes``/``outcomes`` (caseid, outc_cod), P(s | c) also holds the class and OUTC pseudo-values
     of :mod:`.value_classes`, so θ* and the model bound them like single values (SPEC §11).
+    With ``ingested`` (the folder ``cases`` come from), P(s | c) reads every drug column the run's
+    column policy (``config.column_policy``) publishes through E (:func:`published_drug_names`), as
+    the verifier does: the method path and the series step get it by passing their folder. A caller
+    whose ``cases`` already hold those names (the model path, :func:`with_drug_names`) leaves it None.
     """
+    if ingested is not None:
+        cases = with_drug_names(cases, published_drug_names(ingested, load_policy(config.column_policy)))
     probabilities = case_value_probabilities(cases, knowledge, sensitive=config.sensitive)
     probabilities = with_classes_and_outcomes(probabilities, classes=classes, outcomes=outcomes)
     thresholds = build_thresholds(
