@@ -7,18 +7,22 @@ each case whose version 1 lies before the quarter takes, with probability ``--li
 caseid of a random case of an earlier quarter, with its versions moved above that case's latest
 (primaryids follow), so the dedup has real work.
 
-Pipeline per N, in one child process (its wall, CPU and peak RSS are what is printed), streaming:
+Pipeline per N, in one child process (``faers_anon.configure()`` first, as the command does), streaming:
 
-1. ingest each quarter alone (``faers_anon.io.ingest.ingest_quarters``) into its own folder;
-2. case index: (caseid, quarter, latest version) of every quarter's cases; per caseid the latest
-   version wins (a later quarter on ties); a caseid on any quarter's DELETE list is dropped;
-3. all pairs: per quarter, the winning cases' drug × reaction pairs counted by case and added to
-   running totals; then a, b, c, d, PRR and ROR for every pair (a = cases with drug and event).
+1. cumulative ingest of the N quarters into one folder (``faers_anon.io.ingest.ingest_quarters``,
+   :func:`faers_anon.io.cumulative.ingest_series`): one quarter at a time, latest first, every
+   table appended to one file; the case index (34 bytes a report) decides each case's latest version
+   across the quarters and the DELETE lists of every quarter apply to all;
+2. all pairs (:func:`faers_anon.analysis.cumulative.series_pair_counts`, ``--role``): per quarter,
+   its counted cases' drug × event pairs (cases, not rows) added to running totals, then a, b, c, d
+   for every pair; the PRR ≥ 2 with a ≥ 3 are counted.
 
-Memory is one quarter's ingest plus the case index and the pair counts; nothing else is kept.
-Printed per N: wall and CPU seconds (child alone), peak RSS, cases after dedup, pairs, load average;
-then the growth exponent (log-log slope of wall, CPU and peak RSS on N) and the projection to 90
-quarters from the largest N: time × (90/N)^max(slope, 1), peak RSS × (90/N)^max(slope, 0).
+Memory is one quarter's ingest plus the case index and the pair counts. Printed per N: wall, CPU
+(user + system, all threads) and peak RSS of the child, the same for each stage (the peak is reset
+between them), reports read, cases after dedup, reports superseded by a later quarter, pairs,
+signals, and the load average before and after; then the growth exponent (log-log slope of wall,
+CPU and peak RSS on N) and the projection to 90 quarters from the largest N:
+time × (90/N)^max(slope, 1), peak RSS × (90/N)^max(slope, 0).
 
 Example: ``python scripts/bench_corpus.py --cases 400000 --quarters 4,8,16 --work /tmp/corpus``
 """
@@ -94,87 +98,43 @@ def _prepare(n_cases: int, quarters: int, first: str, work: Path, linked: float)
     return paths
 
 
-def _pipeline(raws: list[Path], out: Path) -> dict[str, float]:
-    """Ingest every quarter alone, dedup across quarters, count all drug–event pairs; return sizes."""
+def _reset_peak() -> None:
+    """Start a new peak RSS (VmHWM) for the next stage (Linux: ``5`` to ``/proc/self/clear_refs``)."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def _stage(timings: dict[str, float], name: str, start: float, cpu: float) -> None:
+    timings.update({f"{name}_wall": time.perf_counter() - start, f"{name}_cpu": _usage() - cpu,
+                    f"{name}_peak_mb": _peak_mb()})  # fmt: skip
+
+
+def _pipeline(raws: list[Path], out: Path, role: str) -> dict[str, float]:
+    """Cumulative ingest of ``raws`` into ``out``, then the streaming pair counts; sizes and stage times."""
+    from faers_anon.analysis.cumulative import series_pair_counts
     from faers_anon.io.ingest import ingest_quarters
 
-    folders, index, deleted = [], [], []
-    for i, raw in enumerate(raws):
-        folder = out / f"q{i:02d}"
-        ingest_quarters([raw], folder)
-        folders.append(folder)
-        cases = pl.scan_parquet(folder / "cases.parquet")
-        index.append(
-            cases.select(
-                "caseid",
-                pl.col("caseversions").list.max().cast(pl.Int64).alias("version"),
-                pl.lit(i).alias("q"),
-            ).collect()
-        )
-        for path in raw.rglob("DELETE*.txt"):
-            deleted.append(
-                pl.read_csv(
-                    path, has_header=False, new_columns=["caseid"], schema_overrides={"caseid": pl.Utf8}
-                )
-            )
-    gone = (
-        pl.concat(deleted)["caseid"].str.strip_chars().unique() if deleted else pl.Series([], dtype=pl.Utf8)
-    )
-    winners = (
-        pl.concat(index)
-        .with_columns(pl.col("caseid").cast(pl.Utf8))
-        .filter(~pl.col("caseid").is_in(gone.implode()))
-        .sort("version", "q")
-        .group_by("caseid")
-        .agg(pl.col("q").last())
-    )
-    pairs = None
-    drugs = events = None
-    for i, folder in enumerate(folders):
-        keep = winners.filter(pl.col("q") == i).select("caseid")
-        table = (
-            pl.scan_parquet(folder / "cases.parquet")
-            .select(pl.col("caseid").cast(pl.Utf8), "drug_keys", "reactions")
-            .join(keep.lazy(), on="caseid", how="semi")
-            .collect()
-        )
-        # values as categoricals (one global dictionary): the running pair counts hold two u32 per pair
-        d = table.select("caseid", pl.col("drug_keys").alias("drug")).explode("drug").drop_nulls().unique()
-        e = table.select("caseid", pl.col("reactions").alias("event")).explode("event").drop_nulls().unique()
-        d, e = (
-            d.with_columns(pl.col("drug").cast(pl.Categorical)),
-            e.with_columns(pl.col("event").cast(pl.Categorical)),
-        )
-        step = d.join(e, on="caseid").group_by("drug", "event").len("a")
-        pairs = (
-            step
-            if pairs is None
-            else pl.concat([pairs, step]).group_by("drug", "event").agg(pl.col("a").sum())
-        )
-        dn, en = d.group_by("drug").len("n_drug"), e.group_by("event").len("n_event")
-        drugs = dn if drugs is None else pl.concat([drugs, dn]).group_by("drug").agg(pl.col("n_drug").sum())
-        events = (
-            en if events is None else pl.concat([events, en]).group_by("event").agg(pl.col("n_event").sum())
-        )
-    assert pairs is not None and drugs is not None and events is not None
-    total = winners.height
-    table = (
-        pairs.join(drugs, on="drug")
-        .join(events, on="event")
-        .with_columns(b=pl.col("n_drug") - pl.col("a"), c=pl.col("n_event") - pl.col("a"))
-        .with_columns(d=total - pl.col("a") - pl.col("b") - pl.col("c"))
-    )
-    table = table.with_columns(
-        prr=(pl.col("a") / (pl.col("a") + pl.col("b"))) / (pl.col("c") / (pl.col("c") + pl.col("d"))),
-        ror=(pl.col("a") * pl.col("d")) / (pl.col("b") * pl.col("c")),
-    )
-    linked = sum(x.height for x in index) - total
-    return {
-        "cases": total,
-        "pairs": table.height,
-        "dropped_by_dedup": linked,
-        "signals_prr2_a3": table.filter((pl.col("prr") >= 2) & (pl.col("a") >= 3)).height,
+    timings: dict[str, float] = {}
+    start, cpu = time.perf_counter(), _usage()
+    report = ingest_quarters(raws, out).report
+    _stage(timings, "ingest", start, cpu)
+    _reset_peak()
+    start, cpu = time.perf_counter(), _usage()
+    counts = series_pair_counts([out], role=role)
+    a, b, c, d = (pl.col(x) for x in "abcd")
+    signals = counts.table.filter((a / (a + b)) / (c / (c + d)) >= 2, a >= 3).height  # PRR ≥ 2, a ≥ 3
+    _stage(timings, "pairs", start, cpu)
+    return timings | {
+        "reports": report["tables"]["reports"]["read"],
+        "cases": counts.cases,
+        "superseded_later": sum(q["superseded_by_later_quarter"] for q in report["by_quarter"]),
+        "pairs": counts.table.height,
+        "signals_prr2_a3": signals,
+        "parts": counts.parts,
     }
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _usage() -> float:
@@ -216,18 +176,31 @@ def _slope(xs: list[float], ys: list[float]) -> float:
     default=Path("/tmp/bench_corpus"),
     show_default=True,
 )
+@click.option(
+    "--role",
+    type=click.Choice(["ps", "suspect", "any"]),
+    default="any",
+    show_default=True,
+    help="Drug rows counted (signals.counts.ROLES); any = every pair of the corpus.",
+)
 @click.option("--child", type=int, default=0, hidden=True)
-def main(cases: int, quarters: str, first: str, linked: float, work: Path, child: int) -> None:
+def main(cases: int, quarters: str, first: str, linked: float, work: Path, role: str, child: int) -> None:
     """Wall, CPU, peak RSS per N; growth exponent; projection to 90 quarters."""
     work.mkdir(parents=True, exist_ok=True)
     ns = sorted(int(x) for x in quarters.split(","))
     if child:
+        import faers_anon
+
+        faers_anon.configure()  # as the faers-anon command does (faers_anon/_runtime.py)
         raws = _prepare(cases, child, first, work, linked)
         out = work / f"out_{cases}_{child}"
         subprocess.run(["rm", "-rf", str(out)], check=True)
-        start, cpu = time.perf_counter(), _usage()
-        sizes = _pipeline(raws, out)
-        sizes.update(wall=time.perf_counter() - start, cpu=_usage() - cpu, peak_mb=_peak_mb())
+        sizes = _pipeline(raws, out, role)
+        sizes.update(
+            wall=sizes["ingest_wall"] + sizes["pairs_wall"],
+            cpu=sizes["ingest_cpu"] + sizes["pairs_cpu"],
+            peak_mb=max(sizes["ingest_peak_mb"], sizes["pairs_peak_mb"]),
+        )
         subprocess.run(["rm", "-rf", str(out)], check=True)
         click.echo(json.dumps(sizes))
         return
@@ -238,8 +211,9 @@ def main(cases: int, quarters: str, first: str, linked: float, work: Path, child
         "(reused later)"
     )
     click.echo(
-        f"{'N':>3} {'wall s':>8} {'CPU s':>8} {'peak MB':>8} {'cases':>10} {'linked':>8} {'pairs':>10} "
-        f"{'PRR≥2,a≥3':>10}  load"
+        f"{'N':>3} {'wall s':>7} {'CPU s':>7} {'peak MB':>7} | {'ingest CPU':>10} {'peak MB':>7} | "
+        f"{'pairs CPU':>9} {'peak MB':>7} | {'reports':>10} {'cases':>10} {'by later q':>10} {'pairs':>10} "
+        f"{'PRR≥2,a≥3':>9}  load before → after (1, 5, 15 min)"
     )
     rows = []
     for n in ns:
@@ -254,20 +228,24 @@ def main(cases: int, quarters: str, first: str, linked: float, work: Path, child
             str(linked),
             "--work",
             str(work),
+            "--role",
+            role,
             "--child",
             str(n),
         ]
+        before = _load()
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             click.echo(f"{n:>3} failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
             continue
         r = json.loads(done.stdout.strip().splitlines()[-1])
         rows.append((n, r))
-        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
         click.echo(
-            f"{n:>3} {r['wall']:>8.1f} {r['cpu']:>8.1f} {r['peak_mb']:>8.0f} {r['cases']:>10,} "
-            f"{r['dropped_by_dedup']:>8,} "
-            f"{r['pairs']:>10,} {r['signals_prr2_a3']:>10,}  {load}"
+            f"{n:>3} {r['wall']:>7.1f} {r['cpu']:>7.1f} {r['peak_mb']:>7.0f} | {r['ingest_cpu']:>10.1f} "
+            f"{r['ingest_peak_mb']:>7.0f} | {r['pairs_cpu']:>9.1f} {r['pairs_peak_mb']:>7.0f} | "
+            f"{r['reports']:>10,} {r['cases']:>10,} {r['superseded_later']:>10,} {r['pairs']:>10,} "
+            f"{r['signals_prr2_a3']:>9,}  {before} → {_load()}",
+            nl=True,
         )
     if len(rows) < 2:
         return
