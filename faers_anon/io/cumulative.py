@@ -49,7 +49,7 @@ import polars as pl
 
 from faers_anon.io.cases import TERM_LISTS, combine, latest_primaryid, version_summary
 from faers_anon.io.ingest_report import DELETED_STATUS, KEPT, QUARANTINED, STATUS
-from faers_anon.io.outputs import ROW_GROUP, Sink, write_table
+from faers_anon.io.outputs import ROW_GROUP, Sink
 from faers_anon.io.rules import CANDIDATE, QUARTER_CODE
 from faers_anon.io.schema import CHILD_TABLES, TABLES
 from faers_anon.io.sources import LocalFile
@@ -222,7 +222,7 @@ def ingest_series(files: list[LocalFile], out: Path, run: QuarterRun, /) -> dict
     )
     return {"tables": tables, "by_quarter": quarter_accounting(index, quarters), "missing_tables": missing,
             "normalization": _summed([p["normalization"] for p in parts]),
-            "cases": _merge_cases(out, stage, quarters, staged)}  # fmt: skip
+            "cases": _merge_cases(out, stage, quarters, staged, _ranges(index, RANGE_REPORTS))}  # fmt: skip
 
 
 def _write_reports(sink: Sink, path: Path, staged: list[Path], index: pl.DataFrame) -> int:
@@ -238,15 +238,42 @@ def _write_reports(sink: Sink, path: Path, staged: list[Path], index: pl.DataFra
     return rows
 
 
-def _merge_cases(out: Path, stage: Path, quarters: list[str], staged: list[Path]) -> dict[str, int]:
+#: Kept reports per caseid range of the super-records' merge: about a 400k quarter's, so the merge
+#: never holds more than one quarter's worth of versions and value lists.
+RANGE_REPORTS = 1 << 19
+
+
+def _ranges(index: pl.DataFrame, size: int, /) -> list[tuple[int, int]]:
+    """Consecutive caseid ranges [low, high) holding about ``size`` kept reports each, from the
+    case index (a caseid lies in one range, so its versions and lists are merged together)."""
+    caseids = index.filter(pl.col(STATUS) == KEPT).get_column("caseid").drop_nulls().sort()
+    if caseids.is_empty():
+        return [(0, 1)]
+    cuts = caseids.gather_every(size).unique().sort().to_list()[1:]
+    edges = [int(caseids[0]), *cuts, int(caseids[-1]) + 1]
+    return list(zip(edges[:-1], edges[1:], strict=True))
+
+
+def _merge_cases(
+    out: Path, stage: Path, quarters: list[str], staged: list[Path], ranges: list[tuple[int, int]]
+) -> dict[str, int]:
     """Write ``cases.parquet``: the versions of every quarter's kept reports, and per value list
-    the sorted union of the quarters' lists of a case."""
-    versions = version_summary(pl.scan_parquet(staged).select(_VERSIONS))
-    lists = {name: _union(pl.read_parquet([stage / q / f"{name}.parquet" for q in quarters]), name)
-             for name in TERM_LISTS}  # fmt: skip
-    cases = combine(versions, lists)
-    write_table(cases, out / "cases.parquet")
-    return {"cases": cases.height, "with_several_versions": int((cases.get_column("n_reports") > 1).sum())}
+    the sorted union of the quarters' lists of a case; one caseid range at a time (``ranges``,
+    ascending), each range's super-records appended to the file in caseid order."""
+    sink, path = Sink(), out / "cases.parquet"
+    lists = {name: [stage / q / f"{name}.parquet" for q in quarters] for name in TERM_LISTS}
+    cases = several = 0
+    for low, high in ranges:
+        inside = pl.col("caseid").is_between(low, high, closed="left")
+        versions = version_summary(pl.scan_parquet(staged).select(_VERSIONS).filter(inside))
+        merged = {name: _union(pl.scan_parquet(paths).filter(inside).collect(), name)
+                  for name, paths in lists.items()}  # fmt: skip
+        part = combine(versions, merged)
+        sink.write(path, part, part.iter_slices(ROW_GROUP))
+        cases += part.height
+        several += int((part.get_column("n_reports") > 1).sum())
+    sink.close()
+    return {"cases": cases, "with_several_versions": several}
 
 
 def _union(lists: pl.DataFrame, name: str) -> pl.DataFrame:

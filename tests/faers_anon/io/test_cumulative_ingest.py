@@ -20,10 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 
-from faers_anon.io.cumulative import quarter_gaps
+from faers_anon.io import cumulative
+from faers_anon.io.cumulative import _ranges, quarter_gaps
 from faers_anon.io.ingest import ingest_quarters
+from faers_anon.io.ingest_report import KEPT, QUARANTINED, STATUS
 
 MODERN = "primaryid$caseid$caseversion$fda_dt$age$age_cod$sex"
 LEGACY = "ISR$CASE$I_F_COD$FOLL_SEQ$FDA_DT$AGE$AGE_COD$GNDR_COD"
@@ -172,3 +175,29 @@ def test_a_case_spans_eras_only_by_its_kept_reports(series: dict[str, Path], tmp
     assert [q["cases_spanning_eras"] for q in report["by_quarter"]] == [1, 1, 0]
     alone = ingest_quarters([q1], tmp_path / "alone").report["by_quarter"]
     assert [(q["quarantined"], q["cases_spanning_eras"]) for q in alone] == [(2, 0)]
+
+
+def test_ranges_of_the_case_index() -> None:
+    # kept caseids sorted: 1 3 3 5 7 9 (100 is quarantined); every 2nd: 1 3 7 -> cuts at 3 and 7
+    index = pl.DataFrame({"caseid": [5, 1, 3, 3, 9, 7, 100],
+                          STATUS: [KEPT] * 6 + [QUARANTINED]})  # fmt: skip
+    assert _ranges(index, 2) == [(1, 3), (3, 7), (7, 10)]
+    assert _ranges(index, 10) == [(1, 10)]
+    assert _ranges(index.filter(pl.col(STATUS) == QUARANTINED), 2) == [(0, 1)]
+
+
+def test_super_records_are_merged_one_caseid_range_at_a_time(
+    series: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memory holds one range: with ranges of 2 kept reports, cases 100 (3 reports) | 200, 300 (1, 2)
+    | 500 (2) are the kept caseids 100 100 100 200 300 300 500 500 cut at every 2nd: [100, 300),
+    [300, 500), [500, 501): row groups of 2, 1 and 1 cases, and the same file as in one piece."""
+    whole = ingest_quarters(list(series.values()), tmp_path / "whole").report
+    monkeypatch.setattr(cumulative, "RANGE_REPORTS", 2)
+    ranged = ingest_quarters(list(series.values()), tmp_path / "ranged").report
+    file = pq.ParquetFile(tmp_path / "ranged" / "cases.parquet")
+    assert [file.metadata.row_group(i).num_rows for i in range(file.num_row_groups)] == [2, 1, 1]
+    assert pl.read_parquet(tmp_path / "ranged" / "cases.parquet").equals(
+        pl.read_parquet(tmp_path / "whole" / "cases.parquet")
+    )
+    assert ranged["cases"] == whole["cases"] == {"cases": 4, "with_several_versions": 3}
