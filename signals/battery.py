@@ -2,7 +2,8 @@
 
 ``measures="all"`` (:class:`signals.table.SignalConfig`) adds, to every row of a signal table:
 
-* ``ebgm``, ``eb05``, ``eb95`` (:mod:`signals.ebgm`) with E = (a+b)(a+c)/N of the row's own table
+* ``ebgm``, ``eb05``, ``eb95`` (:mod:`signals.ebgm`; without the bounds when only the criterion is
+  wanted, ``bounds=False``) with E = (a+b)(a+c)/N of the row's own table
   (E = 0 when N = 0), and the criterion ``signal_eb`` = EB05 ≥ 2. **One prior per table**, fitted on
   the rows of the stratum ``all`` (every pair reported at least N* = ⌈min_a⌉ times in the whole
   quarter: DuMouchel's pair set, truncated at N*), or — when the table has no stratum ``all`` — on
@@ -27,13 +28,13 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from signals.counts import CoReports
+from signals.counts import CoReports, Prepared
 from signals.ebgm import GammaMixture, ebgm_scores, fit_prior
 from signals.errors import SignalsError
 from signals.fisher import with_fisher
 from signals.mantel_haenszel import MH_COLUMNS, mh_arrays
 from signals.measures import CRITERION_RULES
-from signals.strata import OVERALL, Stratum, memberships
+from signals.strata import OVERALL, Stratum
 
 __all__ = [
     "MEASURE_SETS",
@@ -71,11 +72,20 @@ def table_prior(frame: pl.DataFrame, /, *, min_a: float) -> GammaMixture:
     return fit_prior(fit.get_column("a").to_numpy(), fit.get_column("e").to_numpy(), n_star=n_star)
 
 
-def add_ebgm(frame: pl.DataFrame, /, *, prior: GammaMixture) -> pl.DataFrame:
-    """Append ``ebgm``, ``eb05``, ``eb95`` and ``signal_eb`` (EB05 ≥ 2, a ≥ its floor)."""
+def add_ebgm(frame: pl.DataFrame, /, *, prior: GammaMixture, bounds: bool = True) -> pl.DataFrame:
+    """Append ``ebgm``, ``eb05``, ``eb95`` and ``signal_eb`` (EB05 ≥ 2, a ≥ its floor).
+
+    ``bounds=False`` leaves out ``eb05`` and ``eb95`` (``signal_eb`` is the same:
+    :func:`signals.ebgm.ebgm_scores`).
+    """
     e = frame.select(expected_count()).to_series().to_numpy()
-    scores = ebgm_scores(frame.get_column("a").cast(pl.Float64).to_numpy(), e, prior=prior)
+    scores = ebgm_scores(frame.get_column("a").cast(pl.Float64).to_numpy(), e, prior=prior, bounds=bounds)
     rule = CRITERION_RULES["eb"]
+    if not bounds:
+        return frame.with_columns(
+            pl.Series("ebgm", scores["ebgm"]),
+            (pl.Series(scores["eb05_at_least_2"]) & (pl.col("a") >= rule.min_a)).alias(rule.column),
+        )
     return frame.with_columns(
         *(pl.Series(name, scores[name]) for name in EBGM_COLUMNS),
     ).with_columns(((pl.col("eb05") >= 2.0) & (pl.col("a") >= rule.min_a)).alias(rule.column))
@@ -108,7 +118,7 @@ def _margins(incidence: pl.DataFrame, code: str, members: pl.DataFrame, size: in
 
 def adjusted_ror(
     co: CoReports,
-    cases: pl.DataFrame,
+    side: Prepared,
     bands: Sequence[Stratum],
     pairs: pl.DataFrame,
     /,
@@ -118,14 +128,15 @@ def adjusted_ror(
 ) -> pl.DataFrame:
     """MH ROR, its RGB CI and Breslow–Day across ``bands`` for each (``drug``, ``event``) of ``pairs``.
 
-    Every stratum counts, those where the pair has a = 0 included: their cells come from the
-    stratum's margins. Computed on dense (pairs × strata) arrays, :data:`_CHUNK` pairs at a time.
+    ``side`` is the prepared side ``co`` was made from (its cases' memberships in ``bands``). Every
+    stratum counts, those where the pair has a = 0 included: their cells come from the stratum's
+    margins. Computed on dense (pairs × strata) arrays, :data:`_CHUNK` pairs at a time.
 
     Returns:
         ``drug``, ``event``, ``n_strata`` and :data:`signals.mantel_haenszel.MH_COLUMNS`.
     """
     k = len(bands)
-    members = memberships(cases, bands, reading=reading, caps=caps)
+    members = side.members(bands, reading=reading, caps=caps)
     wanted = (
         pairs.select("drug", "event")
         .join(co.drug_names, on="drug", how="left")

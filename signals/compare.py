@@ -45,7 +45,7 @@ from typing import Any
 
 import polars as pl
 
-from signals.counts import CaseTables
+from signals.counts import CaseTables, prepared
 from signals.errors import SignalsError
 from signals.measures import CRITERIA, CRITERION_RULES
 from signals.panels import load_reference_pairs, medwatch_panel, panel_by_criterion, panel_comparison
@@ -172,7 +172,9 @@ def _survival_text(row: dict[str, Any], *, short: bool = False) -> str:
     return f"{row['n_survived']:,} of {row['n_raw']:,} raw signals survive ({share}), {row['n_new']:,} new"
 
 
-def compare(raw: CaseTables, release: CaseTables, /, *, config: CompareConfig | None = None) -> Comparison:
+def compare(
+    raw: CaseTables, release: CaseTables, /, *, config: CompareConfig | None = None, bounds: bool = True
+) -> Comparison:
     """Compare the signals of raw data with those of its release (SPEC §9; see the module docstring).
 
     Args:
@@ -180,6 +182,9 @@ def compare(raw: CaseTables, release: CaseTables, /, *, config: CompareConfig | 
         release: the released case tables (ranges ``age_min``/``age_max``, sex with ``*``), or any
             second exact data set.
         config: options; default :class:`CompareConfig`.
+        bounds: False leaves EB05 and EB95 out of both tables and of ``pairs`` (the criterion ``eb``
+            and every survival figure are unchanged; the panel keeps them): for a caller that reads
+            only the survival, such as the release report.
 
     Returns:
         A :class:`Comparison`.
@@ -188,10 +193,13 @@ def compare(raw: CaseTables, release: CaseTables, /, *, config: CompareConfig | 
         SignalsError: bad input or options, or raw data holding ranges.
     """
     config = config or CompareConfig()
-    raw_table = signal_table(raw, config=config.signals)
+    # each side validated once: its table and its panel share the frames and the strata weights
+    raw_side = prepared(raw, role=config.signals.role)
+    raw_table = signal_table(raw_side, config=config.signals, bounds=bounds)
     if raw_table.ranges:
         raise SignalsError("raw: holds ranges (age_min or wt_min); expected exact values (age_years)")
-    release_table = signal_table(release, config=config.signals)
+    release_side = prepared(release, role=config.signals.role)
+    release_table = signal_table(release_side, config=config.signals, bounds=bounds)
     combos = _combos(config.signals, ranges=release_table.ranges)
     criteria = {k: c for k, c in raw_table.criteria.items() if k in release_table.criteria}
     pairs = _pairs(raw_table.frame, release_table.frame, combos, criteria)
@@ -202,8 +210,8 @@ def compare(raw: CaseTables, release: CaseTables, /, *, config: CompareConfig | 
     if config.reference is not None:
         panels.append(load_reference_pairs(config.reference, outcome_groups=config.outcome_groups))
     panel = panel_comparison(
-        raw,
-        release,
+        raw_side,
+        release_side,
         pl.concat(panels, how="diagonal_relaxed"),
         config=config.signals,
         flag=criteria[config.criterion],
@@ -349,7 +357,8 @@ def _overview(
     pooled_rho = _spearman(pairs.filter(~is_all), ["reading"]).collect()
     overall_rho = _spearman(pairs.filter(is_all), ["reading"]).collect()
     rho = {"overall": _finite(overall_rho.item(0, "prr_spearman")) if overall_rho.height else None}
-    rho.update({r["reading"]: _finite(r["prr_spearman"]) for r in pooled_rho.iter_rows(named=True)})
+    found = {r["reading"]: _finite(r["prr_spearman"]) for r in pooled_rho.iter_rows(named=True)}
+    rho.update({r: found[r] for r in readings if r in found})  # in reading order: the group-by's varied
     flagged = panel.filter(pl.col("signal_raw"))
     return {
         "criterion": config.criterion,

@@ -24,13 +24,25 @@ per-drug, per-event and per-stratum sums of w. No Python loop touches pairs or r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import polars as pl
 
 from signals.errors import SignalsError
+from signals.strata import Stratum, memberships
 
-__all__ = ["CaseTables", "ROLES", "event_key", "prepare", "CoReports", "co_reports", "count_2x2"]
+__all__ = [
+    "CaseTables",
+    "ROLES",
+    "event_key",
+    "prepare",
+    "Prepared",
+    "prepared",
+    "CoReports",
+    "co_reports",
+    "count_2x2",
+]
 
 ROLES: dict[str, tuple[str, ...] | None] = {"ps": ("PS",), "suspect": ("PS", "SS"), "any": None}
 _SEX_CODES = ("F", "M", "*")
@@ -111,6 +123,45 @@ def prepare(tables: CaseTables, /, *, role: str) -> tuple[pl.DataFrame, pl.DataF
         .collect()
     )
     return cases, case_drugs, case_events
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """One side's validated frames (:func:`prepare` under ``role``) and the strata memberships made so far.
+
+    :func:`signals.table.signal_table` and :func:`signals.panels.panel_table` both read a side's
+    cases in the same strata (the conditions, the bands of the Mantel–Haenszel ROR): given one
+    ``Prepared`` they validate the frames once and compute each stratum's weights once.
+    """
+
+    role: str
+    cases: pl.DataFrame
+    case_drugs: pl.DataFrame
+    case_events: pl.DataFrame
+    _members: dict[tuple[object, ...], pl.DataFrame] = field(default_factory=dict, repr=False)
+
+    def members(
+        self, strata: Sequence[Stratum], /, *, reading: str, first_id: int = 0, caps: Mapping[str, float]
+    ) -> pl.DataFrame:
+        """:func:`signals.strata.memberships` of ``cases``, computed once per strata, reading and caps."""
+        key = (tuple(strata), reading, tuple(sorted(caps.items())))
+        if key not in self._members:
+            self._members[key] = memberships(self.cases, strata, reading=reading, caps=caps)
+        found = self._members[key]
+        return found if first_id == 0 else found.with_columns(pl.col("stratum_id") + first_id)
+
+
+def prepared(tables: CaseTables | Prepared, /, *, role: str) -> Prepared:
+    """``tables`` validated under ``role`` (:func:`prepare`); a :class:`Prepared` is used as is.
+
+    Raises:
+        SignalsError: as :func:`prepare`, or a :class:`Prepared` made under another role.
+    """
+    if isinstance(tables, Prepared):
+        if tables.role != role:
+            raise SignalsError(f"prepared tables are of role {tables.role!r}, not {role!r}")
+        return tables
+    return Prepared(role, *prepare(tables, role=role))
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,7 @@ formulas with Γ in place of factorials. All results are finite and > 0.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass
@@ -119,6 +120,9 @@ _SQUASH_MIN = 500
 # pairs with one count → bins (openEBGM autoSquash's cut_offs and num_super_pts)
 _BINS = ((1_000, 50), (10_000, 75), (100_000, 150), (500_000, 500), (1_000_000, 750), (5_000_000, 1_000))
 _MIN_PAIRS = 20  # four pairs per parameter, at least
+# fits already made in this process, by a digest of their input (the prior is a pure function of it)
+_FITTED: dict[bytes, GammaMixture] = {}
+_FITTED_KEPT = 8
 
 
 def squash(n: np.ndarray, e: np.ndarray, /) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -151,25 +155,46 @@ def squash(n: np.ndarray, e: np.ndarray, /) -> tuple[np.ndarray, np.ndarray, np.
     )
 
 
+class _Points:
+    """The squashed points' pieces that do not depend on θ, computed once per fit: the distinct counts
+    (special functions of α + n are evaluated once per distinct n and gathered)."""
+
+    def __init__(self, n: np.ndarray, e: np.ndarray) -> None:
+        self.n, self.e = n, e
+        self.distinct, self.inverse = np.unique(n, return_inverse=True)
+
+
 def _component_terms(
-    k: np.ndarray, e: np.ndarray, alpha: float, beta: float
+    k: np.ndarray | float, e: np.ndarray, alpha: float, beta: float, distinct: _Points | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """ln f_i(k) without the −ln k! shared by both components, and its derivatives in ln α and ln β."""
+    """ln f_i(k) without the −ln k! shared by both components, and its derivatives in ln α and ln β.
+
+    ``k`` is one count per point or one count for every point; with ``distinct`` (the points of
+    ``k``), Γ and ψ of α + k are evaluated once per distinct count (the same numbers, gathered).
+    """
     ratio = np.log(beta / (beta + e))
     with np.errstate(divide="ignore", invalid="ignore"):
         powers = np.where(k > 0, k * np.log(e / (beta + e)), 0.0)
-    log_f = gammaln(alpha + k) - gammaln(alpha) + alpha * ratio + powers
-    d_alpha = alpha * (digamma(alpha + k) - digamma(alpha) + ratio)
+    if distinct is None:
+        shifted_gammaln, shifted_digamma = gammaln(alpha + k), digamma(alpha + k)
+    else:
+        shifted = alpha + distinct.distinct
+        shifted_gammaln = gammaln(shifted)[distinct.inverse]
+        shifted_digamma = digamma(shifted)[distinct.inverse]
+    log_f = shifted_gammaln - gammaln(alpha) + alpha * ratio + powers
+    d_alpha = alpha * (shifted_digamma - digamma(alpha) + ratio)
     d_beta = beta * (alpha / beta - (alpha + k) / (beta + e))
     return log_f, d_alpha, d_beta
 
 
-def _mixture_terms(k: np.ndarray, e: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _mixture_terms(
+    k: np.ndarray | float, e: np.ndarray, theta: np.ndarray, distinct: _Points | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """ln f(k) (up to −ln k!) and its gradient in θ = (ln α1, ln β1, ln α2, ln β2, logit p), per point."""
     a1, b1, a2, b2 = np.exp(theta[:4])
     p = float(expit(theta[4]))
-    l1, da1, db1 = _component_terms(k, e, a1, b1)
-    l2, da2, db2 = _component_terms(k, e, a2, b2)
+    l1, da1, db1 = _component_terms(k, e, a1, b1, distinct)
+    l2, da2, db2 = _component_terms(k, e, a2, b2, distinct)
     l1, l2 = l1 + np.log(p), l2 + np.log1p(-p)
     total = np.logaddexp(l1, l2)
     q = np.exp(l1 - total)
@@ -178,14 +203,15 @@ def _mixture_terms(k: np.ndarray, e: np.ndarray, theta: np.ndarray) -> tuple[np.
 
 
 def _negative_log_likelihood(
-    theta: np.ndarray, n: np.ndarray, e: np.ndarray, w: np.ndarray, n_star: int, log_fact: np.ndarray
+    theta: np.ndarray, points: _Points, w: np.ndarray, n_star: int, log_fact: np.ndarray
 ) -> tuple[float, np.ndarray]:
     """−Σ w ln[f(n)/(1 − Σ_{k<N*} f(k))] and its gradient, θ as in :func:`_mixture_terms`."""
-    log_f, grad = _mixture_terms(n, e, theta)
+    e = points.e
+    log_f, grad = _mixture_terms(points.n, e, theta, points)
     below = np.zeros_like(e)
     d_below = np.zeros_like(grad)
-    for k in range(n_star):
-        log_fk, grad_k = _mixture_terms(np.full_like(e, k), e, theta)
+    for k in range(n_star):  # one count for every point: Γ and ψ of α + k once
+        log_fk, grad_k = _mixture_terms(float(k), e, theta)
         fk = np.exp(log_fk - gammaln(k + 1.0))
         below, d_below = below + fk, d_below + fk * grad_k
     rest = np.maximum(1.0 - below, 1e-300)
@@ -207,15 +233,28 @@ def fit_prior(a: np.ndarray, expected: np.ndarray, /, *, n_star: int = 1) -> Gam
     if n_star < 1:
         raise SignalsError(f"ebgm: n_star must be >= 1; got {n_star!r}")
     keep = (a >= n_star) & (expected > 0) & np.isfinite(expected)
-    n, e, w = squash(a[keep].astype(np.float64), expected[keep].astype(np.float64))
-    if int(keep.sum()) < _MIN_PAIRS or np.unique(n).size < 2:
+    counts, means = a[keep].astype(np.float64), expected[keep].astype(np.float64)
+    digest = hashlib.blake2b(np.int64(n_star).tobytes() + counts.tobytes() + means.tobytes()).digest()
+    if digest not in _FITTED:  # a release whose stratum ``all`` equals the raw data's fits the same prior
+        _FITTED[digest] = _fit(counts, means, n_star)
+        while len(_FITTED) > _FITTED_KEPT:
+            del _FITTED[next(iter(_FITTED))]
+    return _FITTED[digest]
+
+
+def _fit(a: np.ndarray, expected: np.ndarray, n_star: int) -> GammaMixture:
+    """The fit of :func:`fit_prior` on the pairs it keeps (whole counts ≥ ``n_star``, E > 0)."""
+    n, e, w = squash(a, expected)
+    if a.size < _MIN_PAIRS or np.unique(n).size < 2:
         return DEFAULT_PRIOR
     best = None
+    points = _Points(n, e)
     log_fact = gammaln(n + 1.0)
     scale = 1.0 / w.sum()  # the mean over pairs: gradient tolerances then mean the same at any size
 
     def objective(u: np.ndarray) -> tuple[float, np.ndarray]:
-        value, gradient = _negative_log_likelihood(_BOUNDS * np.tanh(u / _BOUNDS), n, e, w, n_star, log_fact)
+        theta = _BOUNDS * np.tanh(u / _BOUNDS)
+        value, gradient = _negative_log_likelihood(theta, points, w, n_star, log_fact)
         return value * scale, gradient * scale * (1.0 - np.tanh(u / _BOUNDS) ** 2)
 
     for start in _STARTS:
@@ -269,8 +308,37 @@ def _mixture_quantile(
     return out
 
 
-def ebgm_scores(a: np.ndarray, expected: np.ndarray, /, *, prior: GammaMixture) -> dict[str, np.ndarray]:
+def _quantile_at_least(
+    q: float, level: float, n: np.ndarray, e: np.ndarray, weight: np.ndarray, prior: GammaMixture
+) -> np.ndarray:
+    """``_mixture_quantile(q, …) >= level`` per pair, searching the root only where it can matter.
+
+    :func:`_mixture_quantile` returns one of the two component quantiles or a point of the bracket
+    between them (the search never leaves it), so a pair whose bracket lies wholly on one side of
+    ``level`` is decided by the bracket; the others go through the same search, pair by pair the
+    same numbers (``find_root`` treats every element on its own), hence the same answers.
+    """
+    s1, r1, s2, r2 = prior.alpha1 + n, prior.beta1 + e, prior.alpha2 + n, prior.beta2 + e
+    x1, x2 = gammaincinv(s1, q) / r1, gammaincinv(s2, q) / r2
+    lo, hi = np.minimum(x1, x2), np.maximum(x1, x2)
+    out = np.where(weight >= 0.5, x1, x2) >= level
+    mixed = (weight > 1e-12) & (weight < 1 - 1e-12) & (np.abs(x1 - x2) > 1e-12 * hi)
+    out[mixed] = lo[mixed] >= level
+    straddle = np.flatnonzero(mixed & (lo < level) & (hi >= level))
+    if straddle.size:
+        found = _mixture_quantile(q, n[straddle], e[straddle], weight[straddle], prior)
+        out[straddle] = found >= level
+    return out
+
+
+def ebgm_scores(
+    a: np.ndarray, expected: np.ndarray, /, *, prior: GammaMixture, bounds: bool = True
+) -> dict[str, np.ndarray]:
     """``ebgm``, ``eb05``, ``eb95`` for every pair (module docstring), as float arrays.
+
+    With ``bounds=False`` the quantiles are not returned; ``eb05_at_least_2`` (bool) says whether
+    EB05 ≥ 2 (MGPS's signal), exactly as the full EB05 would, for a fraction of the cost
+    (:func:`_quantile_at_least`).
 
     Raises:
         SignalsError: a negative count or expected count.
@@ -283,6 +351,8 @@ def ebgm_scores(a: np.ndarray, expected: np.ndarray, /, *, prior: GammaMixture) 
     log_gm = weight * (digamma(prior.alpha1 + n) - np.log(prior.beta1 + e)) + (1 - weight) * (
         digamma(prior.alpha2 + n) - np.log(prior.beta2 + e)
     )
+    if not bounds:
+        return {"ebgm": np.exp(log_gm), "eb05_at_least_2": _quantile_at_least(0.05, 2.0, n, e, weight, prior)}
     return {
         "ebgm": np.exp(log_gm),
         "eb05": _mixture_quantile(0.05, n, e, weight, prior),

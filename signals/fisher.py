@@ -5,7 +5,9 @@
   "greater")`` gives the same number). It tests "more co-reports than independence predicts", the
   direction of a signal. a = 0 gives p = 1 exactly. Fractional cells (the ``expected`` reading of
   released ranges) are rounded to the nearest whole case first (the hypergeometric needs whole
-  counts); the p-value is then that of the rounded table.
+  counts; halves to even), after rounding them to 6 decimals: a cell summed from fractional weights
+  carries round-off (2189.5 ± 1e-13) whose sign depends on the summation order, and must not
+  decide the side a half rounds to. The p-value is then that of the rounded table.
 * ``fisher_q``: Benjamini & Hochberg 1995 step-up adjusted p-values over the m pairs tested together
   (one stratum and reading of a signal table): q_(i) = min_{j ≥ i} min(1, p_(j)·m/j) for p sorted
   ascending. A pair is a discovery at FDR level α when q ≤ α. Range: p ≤ q ≤ 1.
@@ -81,7 +83,7 @@ def fisher_greater(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -
     log-gammas (relative error ~1e-9 at N = 4·10⁵, measured), and 2–3 times faster on FAERS-sized
     margins (``hypergeom.pmf`` itself would cost more than the whole series).
     """
-    a, b, c, d = (np.rint(np.asarray(x, dtype=np.float64)) for x in (a, b, c, d))
+    a, b, c, d = (np.rint(np.round(np.asarray(x, dtype=np.float64), 6)) for x in (a, b, c, d))
     n = a + b + c + d
     n1, m1 = a + b, a + c
     rest = n - n1 - m1  # = d - a

@@ -31,12 +31,12 @@ from pathlib import Path
 import polars as pl
 
 from signals.battery import add_ebgm, add_fisher, intersect
-from signals.counts import CaseTables, CoReports, co_reports, count_2x2, event_key, prepare
+from signals.counts import CaseTables, CoReports, Prepared, co_reports, count_2x2, event_key, prepared
 from signals.ebgm import GammaMixture
 from signals.errors import SignalsError
 from signals.mantel_haenszel import MH_COLUMNS, mantel_haenszel
 from signals.measures import disproportionality
-from signals.strata import OVERALL, Stratum, band_strata, has_ranges, memberships, parse_condition
+from signals.strata import OVERALL, Stratum, band_strata, has_ranges, parse_condition
 from signals.table import SignalConfig, readings_of
 
 __all__ = [
@@ -189,7 +189,7 @@ def _map_events(case_events: pl.DataFrame, panel: pl.DataFrame) -> pl.DataFrame:
 
 
 def panel_table(
-    tables: CaseTables,
+    tables: CaseTables | Prepared,
     panel: pl.DataFrame,
     /,
     *,
@@ -220,7 +220,8 @@ def panel_table(
     missing = [c for c in PANEL_COLUMNS if c not in panel.columns]
     if missing:
         raise SignalsError(f"panel: missing column {missing[0]!r} (expected {', '.join(PANEL_COLUMNS)})")
-    cases, case_drugs, case_events = prepare(tables, role=config.role)
+    side = prepared(tables, role=config.role)  # a Prepared shares its memberships with signal_table
+    cases, case_drugs, case_events = side.cases, side.case_drugs, side.case_events
     ranges = has_ranges(cases)
     rules = panel.with_row_index("_rule").with_columns(pl.coalesce("event_group", "event").alias("_event"))
     wanted = rules.select("drug", pl.col("_event").alias("event"))
@@ -231,7 +232,7 @@ def panel_table(
         stratum = OVERALL if condition is None else parse_condition(condition)
         chosen = rules.filter(pl.col("condition").eq_missing(condition))
         for reading in readings_of(stratum, ranges=ranges):
-            members = memberships(cases, (stratum,), reading=reading, caps=caps)
+            members = side.members((stratum,), reading=reading, caps=caps)
             counts = count_2x2(
                 co, members, min_a=0.0, wanted=chosen.select("drug", pl.col("_event").alias("event"))
             )
@@ -241,7 +242,7 @@ def panel_table(
                 .with_columns(pl.lit(reading).alias("reading"), pl.col("a", "b", "c", "d").fill_null(0.0))
             )
             if config.measures == "all" and config.stratify:
-                part = _with_adjusted(part, co, cases, stratum, chosen, config=config, reading=reading)
+                part = _with_adjusted(part, co, side, stratum, chosen, config=config, reading=reading)
             parts.append(part)
     extra = [c for c in MH_COLUMNS if c in parts[0].columns]
     counted = pl.concat(parts).select("_rule", "reading", "a", "b", "c", "d", *extra)
@@ -258,7 +259,7 @@ def panel_table(
 def _with_adjusted(
     part: pl.DataFrame,
     co: CoReports,
-    cases: pl.DataFrame,
+    side: Prepared,
     condition: Stratum,
     chosen: pl.DataFrame,
     *,
@@ -272,9 +273,9 @@ def _with_adjusted(
     """
     bands = [intersect(condition, band) for band in band_strata(config.stratify, age_bands=config.age_bands)]
     caps = {"age": config.age_cap, "weight": config.weight_cap}
-    if reading == "exact" and has_ranges(cases):
+    if reading == "exact" and has_ranges(side.cases):
         reading = "expected"
-    members = memberships(cases, bands, reading=reading, caps=caps)
+    members = side.members(bands, reading=reading, caps=caps)
     wanted = chosen.select("drug", pl.col("_event").alias("event"))
     adjusted = mantel_haenszel(count_2x2(co, members, min_a=0.0, wanted=wanted), by=["drug", "event"])
     return part.join(
@@ -285,8 +286,8 @@ def _with_adjusted(
 
 
 def panel_comparison(
-    raw: CaseTables,
-    release: CaseTables,
+    raw: CaseTables | Prepared,
+    release: CaseTables | Prepared,
     panel: pl.DataFrame,
     /,
     *,

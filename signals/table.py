@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from signals.battery import MEASURE_SETS, add_ebgm, add_fisher, adjusted_ror, table_prior
-from signals.counts import CaseTables, CoReports, co_reports, count_2x2, prepare
+from signals.counts import CaseTables, CoReports, Prepared, co_reports, count_2x2, prepared
 from signals.ebgm import GammaMixture
 from signals.errors import SignalsError
 from signals.mantel_haenszel import MH_COLUMNS
@@ -30,7 +30,6 @@ from signals.strata import (
     Stratum,
     band_strata,
     has_ranges,
-    memberships,
     parse_condition,
 )
 
@@ -174,7 +173,9 @@ class SignalTable:
         return "\n".join(lines)
 
 
-def signal_table(tables: CaseTables, /, *, config: SignalConfig | None = None) -> SignalTable:
+def signal_table(
+    tables: CaseTables | Prepared, /, *, config: SignalConfig | None = None, bounds: bool = True
+) -> SignalTable:
     """2×2 counts, PRR/ROR/IC/χ² and criteria for every drug–event pair in every stratum (SPEC §9).
 
     Counting convention (cases, not pairs), role filter and event matching: :mod:`signals.counts`.
@@ -182,8 +183,12 @@ def signal_table(tables: CaseTables, /, *, config: SignalConfig | None = None) -
     :mod:`signals.measures`.
 
     Args:
-        tables: cases (one row per case, latest version), drugs and events.
+        tables: cases (one row per case, latest version), drugs and events; or those frames already
+            validated (:func:`signals.counts.prepared`, under ``config.role``), whose strata
+            memberships are then shared with other tables of the same side.
         config: options; default :class:`SignalConfig`.
+        bounds: with ``measures="all"``, False leaves out the ``eb05`` and ``eb95`` columns (their
+            root searches are most of the battery's time); ``signal_eb`` is decided all the same.
 
     Returns:
         A :class:`SignalTable`, rows sorted by stratum (in configuration order), reading, drug, event.
@@ -192,9 +197,10 @@ def signal_table(tables: CaseTables, /, *, config: SignalConfig | None = None) -
         SignalsError: bad options or input (missing column, repeated caseid, unknown role).
     """
     config = config or SignalConfig()
-    cases, case_drugs, case_events = prepare(tables, role=config.role)
+    side = prepared(tables, role=config.role)
+    cases = side.cases
     ranges = has_ranges(cases)
-    co = co_reports(case_drugs, case_events)
+    co = co_reports(side.case_drugs, side.case_events)
     caps = {"age": config.age_cap, "weight": config.weight_cap}
     parts: list[pl.DataFrame] = []
     labels: list[pl.DataFrame] = []
@@ -203,7 +209,7 @@ def signal_table(tables: CaseTables, /, *, config: SignalConfig | None = None) -
     for group in groups:
         labels.append(_labels(group, first))
         for reading in readings_of(group[0], ranges=ranges):
-            members = memberships(cases, group, reading=reading, first_id=first, caps=caps)
+            members = side.members(group, reading=reading, first_id=first, caps=caps)
             counts = count_2x2(co, members, min_a=config.min_a)
             parts.append(counts.with_columns(pl.lit(reading).alias("reading")))
         first += len(group)
@@ -211,11 +217,11 @@ def signal_table(tables: CaseTables, /, *, config: SignalConfig | None = None) -
     if config.measures == "basic":
         return SignalTable(frame=frame, ranges=ranges, n_cases=cases.height, config=config)
     prior = config.ebgm_prior or table_prior(frame, min_a=config.min_a)
-    frame = add_fisher(add_ebgm(frame, prior=prior))
+    frame = add_fisher(add_ebgm(frame, prior=prior, bounds=bounds))
     adjusted = None
     if config.stratify:
         bands = groups[1 if config.overall else 0]
-        adjusted = _adjusted(co, cases, bands, frame, config=config, ranges=ranges)
+        adjusted = _adjusted(co, side, bands, frame, config=config, ranges=ranges)
         frame = frame.join(
             adjusted.select("drug", "event", *MH_COLUMNS).with_columns(
                 pl.lit(OVERALL.label).alias("stratum")
@@ -229,7 +235,7 @@ def signal_table(tables: CaseTables, /, *, config: SignalConfig | None = None) -
 
 def _adjusted(
     co: CoReports,
-    cases: pl.DataFrame,
+    side: Prepared,
     bands: Sequence[Stratum],
     frame: pl.DataFrame,
     *,
@@ -241,7 +247,7 @@ def _adjusted(
     pairs = (overall if overall.height else frame).select("drug", "event").unique().sort("drug", "event")
     caps = {"age": config.age_cap, "weight": config.weight_cap}
     reading = "expected" if ranges else "exact"
-    return adjusted_ror(co, cases, bands, pairs, reading=reading, caps=caps)
+    return adjusted_ror(co, side, bands, pairs, reading=reading, caps=caps)
 
 
 def _labels(group: Sequence[Stratum], first: int) -> pl.DataFrame:
