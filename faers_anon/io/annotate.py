@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from faers_anon.io import normalize, rules
+from faers_anon.io.cases import term_codes
 from faers_anon.io.faers_ascii import ScannedFile, empty_frame
 from faers_anon.io.ingest_report import DELETED_STATUS, FILE_CODE, KEPT, QUARANTINED, STATUS
 from faers_anon.io.parse import empty_to_null, parse
@@ -45,10 +46,12 @@ class Scan:
     quarter_code: int
 
 
-def report_rules(later: pl.Series | None = None) -> rules.RuleSet:
-    """The rules of DEMO rows; ``later``: primaryids of the later quarters' candidate reports
-    (:func:`faers_anon.io.rules.report_link_rules`)."""
-    return rules.RuleSet(row=rules.row_rules("demo"), link=rules.report_link_rules(later))
+def report_rules(later: pl.Series | None = None, *, one_quarter: bool = False) -> rules.RuleSet:
+    """The rules of DEMO rows; ``later``: primaryids of the later quarters' candidate reports;
+    ``one_quarter``: all rows of one quarter (:func:`faers_anon.io.rules.report_link_rules`)."""
+    return rules.RuleSet(
+        row=rules.row_rules("demo"), link=rules.report_link_rules(later, one_quarter=one_quarter)
+    )
 
 
 def child_rules(table: str) -> rules.RuleSet:
@@ -114,7 +117,7 @@ def annotated_reports(
         normalize.age_years(pl.col("age"), pl.col("age_cod")).alias("age_years"),
         normalize.weight_kg(pl.col("wt"), pl.col("wt_cod")).alias("weight_kg"),
     )
-    checks = report_rules(later)
+    checks = report_rules(later, one_quarter=len({s.quarter_code for s in scans}) <= 1)
     return _with_is_latest(checked(typed, checks, pl.col("caseid").is_in(deleted_ids.implode())))
 
 
@@ -165,11 +168,11 @@ def _drug_key(frame: pl.DataFrame, lookup: pl.DataFrame | None) -> pl.Series:
 
 
 def _looked_up(frame: pl.DataFrame, names: pl.Expr, lookup: pl.DataFrame | None) -> pl.Series:
-    """The key of each of ``names`` (null where it is null), each distinct name keyed once."""
-    rows = frame.select(names.alias("name")).to_series()
-    distinct = rows.drop_nulls().unique()
+    """The key of each of ``names`` (null where it is null), each distinct name keyed once and
+    gathered by the name's code (:func:`faers_anon.io.cases.term_codes`: one hash per row)."""
+    codes, distinct = term_codes(frame.select(names.alias("name")).to_series())
     keys = pl.DataFrame({"name": distinct}).select(name_key_expr(pl.col("name"), lookup=lookup)).to_series()
-    return rows.replace_strict(distinct, keys, default=None, return_dtype=pl.Utf8)
+    return keys.cast(pl.Utf8).gather(codes)
 
 
 def _with_report(frame: pl.LazyFrame, reports: pl.DataFrame, n_quarters: int) -> pl.LazyFrame:

@@ -108,18 +108,27 @@ def row_rules(table: str) -> dict[str, pl.Expr]:
     return rules
 
 
-def report_link_rules(later: pl.Series | None = None) -> dict[str, pl.Expr]:
+def report_link_rules(later: pl.Series | None = None, *, one_quarter: bool = False) -> dict[str, pl.Expr]:
     """Rules between DEMO rows, evaluated on candidates (``CANDIDATE`` True) in file order.
 
     Args:
         later: when the quarters are ingested one at a time, latest first
             (:mod:`faers_anon.io.cumulative`), the primaryids of the candidate reports of the later
             quarters already read: a report repeated there fails ``primaryid_latest_quarter``.
+        one_quarter: every row has the same ``QUARTER_CODE`` (one DEMO quarter, the usual run): the
+            rules then give the same values on candidates with the primaryid alone as key (no
+            struct of two columns), and ``primaryid_latest_quarter`` holds on every candidate but
+            those repeated in ``later`` (their own quarter is the latest of their primaryid). Only
+            candidates' values are read (status and reason, :mod:`faers_anon.io.annotate`).
     """
     candidate = pl.col(CANDIDATE)
-    key = pl.when(candidate).then(pl.struct(QUARTER_CODE, "primaryid"))
-    latest = pl.when(candidate).then(pl.col(QUARTER_CODE)).max().over("primaryid")
-    in_latest = pl.col(QUARTER_CODE) == latest
+    if one_quarter:
+        key = pl.when(candidate).then(pl.col("primaryid"))
+        in_latest = pl.lit(True)
+    else:
+        key = pl.when(candidate).then(pl.struct(QUARTER_CODE, "primaryid"))
+        latest = pl.when(candidate).then(pl.col(QUARTER_CODE)).max().over("primaryid")
+        in_latest = pl.col(QUARTER_CODE) == latest
     if later is not None:
         in_latest = in_latest & ~pl.col("primaryid").is_in(later.implode())
     return {"primaryid_unique": key.is_first_distinct(), "primaryid_latest_quarter": in_latest}

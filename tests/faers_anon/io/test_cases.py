@@ -6,7 +6,14 @@ import datetime as dt
 
 import polars as pl
 
-from faers_anon.io.cases import combine, latest_versions, merge_versions, term_lists, version_summary
+from faers_anon.io.cases import (
+    combine,
+    latest_versions,
+    merge_versions,
+    term_codes,
+    term_lists,
+    version_summary,
+)
 
 D = dt.date
 
@@ -119,3 +126,20 @@ def test_term_lists_of_extreme_caseids() -> None:
     lists = term_lists(rows, "reactions")
     assert lists.rows() == [(small, ["A"]), (-1, ["C"]), (big, ["A", "B"])]
     assert lists.schema == pl.Schema({"caseid": pl.Int64, "reactions": pl.List(pl.Utf8)})
+
+
+def test_term_codes_number_the_distinct_terms_in_order_of_first_sight() -> None:
+    codes, distinct = term_codes(pl.Series(["b", "a", None, "b", "c", "a"]))
+    assert codes.to_list() == [0, 1, None, 0, 2, 1]
+    assert distinct.to_list() == ["b", "a", "c"]
+    assert distinct.dtype == pl.Utf8
+    again, _ = term_codes(pl.Series(["c"]))  # each call numbers its own terms from 0
+    assert again.to_list() == [0]
+
+
+def test_term_lists_near_the_int64_pair_limit() -> None:
+    # n = 2 values: caseids up to (2^63 - 1) // 2 - 2 pair in Int64, one more takes the Int128 path.
+    edge, over = (2**63 - 1) // 2 - 2, (2**63 - 1) // 2 - 1
+    for caseid in (edge, over):
+        rows = _children("pt", [(caseid, "b"), (caseid, "a"), (3, "B"), (caseid, "A")])
+        assert term_lists(rows, "reactions").rows() == [(3, ["B"]), (caseid, ["A", "B"])]

@@ -74,6 +74,28 @@ def test_primaryid_unique_keeps_the_first_candidate_of_each_quarter() -> None:
     assert got.get_column("primaryid_latest_quarter").to_list()[1:] == [False, True, True, False]
 
 
+def test_one_quarter_link_rules_agree_with_the_general_ones_on_candidates() -> None:
+    frame = pl.DataFrame(
+        {
+            rules.QUARTER_CODE: [0, 0, 0, 0, 0, 0],
+            "primaryid": [7, 7, 8, 7, 9, 8],
+            rules.CANDIDATE: [False, True, True, True, True, True],
+        }
+    )
+    later = pl.Series([9])
+    for latest in (None, later):
+        general = frame.select(**rules.report_link_rules(latest)).filter(frame.get_column(rules.CANDIDATE))
+        alone = frame.select(**rules.report_link_rules(latest, one_quarter=True)).filter(
+            frame.get_column(rules.CANDIDATE)
+        )
+        assert alone.equals(general)
+    got = frame.select(**rules.report_link_rules(later, one_quarter=True)).filter(
+        frame.get_column(rules.CANDIDATE)
+    )
+    assert got.get_column("primaryid_unique").to_list() == [True, True, False, True, False]
+    assert got.get_column("primaryid_latest_quarter").to_list() == [True, True, True, False, True]
+
+
 def test_value_rules_flag_unreadable_and_implausible_values() -> None:
     frame = pl.DataFrame(
         {
