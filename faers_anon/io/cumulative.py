@@ -259,21 +259,52 @@ def _merge_cases(
 ) -> dict[str, int]:
     """Write ``cases.parquet``: the versions of every quarter's kept reports, and per value list
     the sorted union of the quarters' lists of a case; one caseid range at a time (``ranges``,
-    ascending), each range's super-records appended to the file in caseid order."""
+    ascending), each range's super-records appended to the file in caseid order.
+
+    Each quarter's staged versions and lists are read once and split by range into one file per
+    (range, kind) (:func:`_split_by_range`); then each range's files are merged alone. Reads and
+    writes every staged row twice, whatever the number of ranges; memory holds one quarter or one
+    range.
+    """
+    kinds = {"versions": staged, **{
+        name: [stage / q / f"{name}.parquet" for q in quarters] for name in TERM_LISTS}}  # fmt: skip
     sink, path = Sink(), out / "cases.parquet"
-    lists = {name: [stage / q / f"{name}.parquet" for q in quarters] for name in TERM_LISTS}
+    if len(ranges) == 1:
+        parts = [kinds]  # one range: the staged files as they are
+    else:
+        split = _split_by_range(kinds, ranges, stage / "ranges")
+        parts = [{kind: [files[r]] for kind, files in split.items()} for r in range(len(ranges))]
     cases = several = 0
-    for low, high in ranges:
-        inside = pl.col("caseid").is_between(low, high, closed="left")
-        versions = version_summary(pl.scan_parquet(staged).select(_VERSIONS).filter(inside))
-        merged = {name: _union(pl.scan_parquet(paths).filter(inside).collect(), name)
-                  for name, paths in lists.items()}  # fmt: skip
-        part = combine(versions, merged)
+    for files in parts:
+        versions = version_summary(pl.scan_parquet(files["versions"]).select(_VERSIONS))
+        lists = {name: _union(pl.read_parquet(files[name]), name) for name in TERM_LISTS}
+        part = combine(versions, lists)
         sink.write(path, part, part.iter_slices(ROW_GROUP))
         cases += part.height
         several += int((part.get_column("n_reports") > 1).sum())
     sink.close()
     return {"cases": cases, "with_several_versions": several}
+
+
+def _split_by_range(
+    kinds: dict[str, list[Path]], ranges: list[tuple[int, int]], folder: Path
+) -> dict[str, list[Path]]:
+    """Per kind, one file per caseid range holding the rows of that kind's files whose caseid lies
+    in the range (a file per quarter, read once; every range file opened with the kind's schema)."""
+    folder.mkdir(parents=True)
+    cuts = pl.Series([high for _, high in ranges[:-1]], dtype=pl.Int64)
+    split = {kind: [folder / f"{kind}_{r}.parquet" for r in range(len(ranges))] for kind in kinds}
+    sink = Sink()
+    for kind, files in kinds.items():
+        for file in files:
+            frame = pl.read_parquet(file, columns=list(_VERSIONS) if kind == "versions" else None)
+            which = cuts.search_sorted(frame.get_column("caseid"), side="right").alias("_range")
+            parts = frame.with_columns(which).partition_by("_range", as_dict=True, include_key=False)
+            for r, target in enumerate(split[kind]):
+                part = parts.get((r,))
+                sink.write(target, frame.head(0), [] if part is None else [part])
+    sink.close()
+    return split
 
 
 def _union(lists: pl.DataFrame, name: str) -> pl.DataFrame:
