@@ -308,7 +308,7 @@ def _publish(built: Path, out: Path, *, force: bool) -> None:
         ) from exc
 
 
-_SERIES_COUNTS = ("withheld", "withheld_reports", "republished_reports")
+_SERIES_COUNTS = ("withheld", "withheld_reports", "republished_reports", "retried", "retried_reports")
 
 
 def _with_force(config: ReleaseConfig, series: SeriesStep | None = None) -> AnonymizeConfig:

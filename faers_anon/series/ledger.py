@@ -16,22 +16,25 @@ Layout of the ledger folder ``DIR``:
   names them), ``drug_keys`` (the diseases of E are read through its drugs) and ``outcomes`` (OUTC
   codes, bounded by θ as pseudo-values: :mod:`faers_anon.anonymize.value_classes`). The group's member
   pseudonyms are the rows sharing ``group``.
+* ``state-NNNN.parquet``: the current state after release NNNN, one row per case pseudonym ever
+  published (its history, last region, every value it exposed): what the next release reads
+  (:mod:`faers_anon.series.state`), so a release reads one file whatever the series' length.
 * ``store-NNNN/``: the ingested tables release NNNN was written from (raw rows, to republish a
   unit's members: :mod:`faers_anon.series.store`).
 * ``ledger.json``: ``format`` (``faers-anon-ledger/1``), ``key_id`` (the agency key's id), and per
   release its ``quarters``, the release folder and the SHA-256 of its ``manifest.json``, its file and
-  that file's SHA-256, its store's files and their SHA-256, counts (``cases``, ``groups``,
-  ``withheld``, and ``series``: the placement's counts, withheld and republished reports included);
-  then ``mac``:
+  that file's SHA-256, its state file and its SHA-256, its store's files and their SHA-256, counts
+  (``cases``, ``groups``, ``withheld``, and ``series``: the placement's counts, withheld,
+  republished and retried reports included); then ``mac``:
   HMAC-SHA256(K_l, the canonical JSON of everything else), K_l = HMAC-SHA256(K_p,
   ``faers-anon/v1/ledger``) with K_p the pseudonym key. So a changed byte of any file, a removed
   file or release, or another key is detected; only the key's holder can write a ledger that checks.
 
 Checks on open (:func:`open_ledger`), each one ``Error:`` line: another agency key (``key_id``
-differs), a tampered or corrupt file (a SHA-256 or the MAC differs, a file missing; a store file
-when it is read, :func:`faers_anon.series.store.checked_file`), and on release
-(:meth:`Ledger.check_next`) a quarter that does not follow the ledger's last one (an earlier quarter
-missing, or a quarter already released).
+differs), a tampered or corrupt file (the MAC or the last state file's SHA-256 differs, a file
+missing; a release or store file when it is read, :func:`faers_anon.series.store.checked_file`), and
+on release (:meth:`Ledger.check_next`) a quarter that does not follow the ledger's last one (an
+earlier quarter missing, or a quarter already released).
 
 Both or neither (:class:`Staged`): the release's entries file and the new ``ledger.json`` are written
 under temporary names first; the release is published (one rename); then ``ledger.json`` is replaced
@@ -58,6 +61,7 @@ from faers_anon.errors import ConfigError, InputError
 from faers_anon.io.cumulative import quarter_gaps
 from faers_anon.keys import AgencyKey
 from faers_anon.release.manifest import MANIFEST_NAME, sha256_file
+from faers_anon.series.state import advance, state_from_entries
 from faers_anon.series.store import write_store
 from knowledge.values import value_key_expr
 
@@ -99,12 +103,17 @@ class Ledger:
     Attributes:
         path: the ledger folder.
         meta: the content of ``ledger.json`` (``releases`` empty for a new ledger).
-        entries: every release's rows (:data:`_SCHEMA`; ``release`` = its index, from 1).
+        state: the current state, one row per case pseudonym published so far
+            (:data:`faers_anon.series.state.STATE_SCHEMA`).
     """
 
     path: Path
     meta: dict[str, Any]
-    entries: pl.DataFrame = field(repr=False)
+    state: pl.DataFrame = field(repr=False)
+
+    def read_entries(self) -> pl.DataFrame:
+        """Every release's rows (:data:`_SCHEMA`; ``release`` = its index, from 1), each file checked."""
+        return _read_entries(self.path, self.meta)
 
     @property
     def quarters(self) -> list[str]:
@@ -132,7 +141,35 @@ class Ledger:
 
 def _new(folder: Path, key: AgencyKey) -> Ledger:
     meta: dict[str, Any] = {"format": LEDGER_FORMAT, "key_id": key.key_id, "releases": []}
-    return Ledger(folder, meta, pl.DataFrame(schema=_SCHEMA))
+    return Ledger(folder, meta, state_from_entries(pl.DataFrame(schema=_SCHEMA)))
+
+
+def _checked(folder: Path, name: str, digest: str, what: str) -> Path:
+    file = folder / name
+    if not file.is_file():
+        raise _fail(folder, f"{name} missing (listed for {what})")
+    if sha256_file(file) != digest:
+        raise _fail(folder, f"{name}: SHA-256 mismatch: tampered or corrupt")
+    return file
+
+
+def _read_entries(folder: Path, meta: dict[str, Any]) -> pl.DataFrame:
+    frames = [
+        pl.read_parquet(_checked(folder, r["file"], r["sha256"], ", ".join(r["quarters"])))
+        for r in meta["releases"]
+    ]
+    entries = pl.concat(frames) if frames else pl.DataFrame(schema=_SCHEMA)
+    return entries.cast(_SCHEMA)  # type: ignore[arg-type]
+
+
+def _read_state(folder: Path, meta: dict[str, Any]) -> pl.DataFrame:
+    """The last release's state file (checked); rebuilt from the release files when it has none."""
+    if not meta["releases"]:
+        return state_from_entries(pl.DataFrame(schema=_SCHEMA))
+    last = meta["releases"][-1]
+    if "state" not in last:  # a ledger written before the state file
+        return state_from_entries(_read_entries(folder, meta))
+    return pl.read_parquet(_checked(folder, last["state"], last["state_sha256"], ", ".join(last["quarters"])))
 
 
 def open_ledger(folder: Path, key: AgencyKey, /) -> Ledger:
@@ -160,16 +197,7 @@ def open_ledger(folder: Path, key: AgencyKey, /) -> Ledger:
                     f"{key.key_id}): a series keeps one key")  # fmt: skip
     if not hmac.compare_digest(str(meta.get("mac", "")), _mac(meta, key)):
         raise _fail(folder, f"{LEDGER_NAME}: checksum (MAC) mismatch: tampered or corrupt")
-    frames = []
-    for release in meta["releases"]:
-        file = folder / release["file"]
-        if not file.is_file():
-            raise _fail(folder, f"{release['file']} missing (listed for {', '.join(release['quarters'])})")
-        if sha256_file(file) != release["sha256"]:
-            raise _fail(folder, f"{release['file']}: SHA-256 mismatch: tampered or corrupt")
-        frames.append(pl.read_parquet(file))  # store files are checked when read (series.store)
-    entries = pl.concat(frames) if frames else pl.DataFrame(schema=_SCHEMA)
-    return Ledger(folder, meta, entries.cast(_SCHEMA))  # type: ignore[arg-type]
+    return Ledger(folder, meta, _read_state(folder, meta))  # other files are checked when read
 
 
 def check_apart(ledger: Path, release: Path, /) -> None:
@@ -230,6 +258,7 @@ class Staged:
     file: Path
     temp: Path
     store: Path | None = None
+    state: Path | None = None
 
     def commit(self) -> None:
         """Replace ``ledger.json`` (one ``os.replace``)."""
@@ -237,39 +266,43 @@ class Staged:
 
     def abort(self) -> None:
         """Remove what :func:`stage` wrote (the old ledger is untouched)."""
-        for path in (self.temp, self.file):
-            path.unlink(missing_ok=True)
+        for path in (self.temp, self.file, self.state):
+            if path is not None:
+                path.unlink(missing_ok=True)
         if self.store is not None:
             shutil.rmtree(self.store, ignore_errors=True)
 
 
 def stage(ledger: Ledger, built: Path, out: Path, quarters: list[str], key: AgencyKey, *,
           withheld: int = 0, ingested: Path | None = None, series: dict[str, int] | None = None,
-          ) -> Staged:  # fmt: skip
-    """Write the entries of the release ``built`` (to be published as ``out``) and the next ledger.json;
-    with ``ingested`` (the folder the release was written from) its tables go to the store
-    (:mod:`faers_anon.series.store`); ``series``: the placement's counts (returning, published,
-    republished, withheld cases and reports, by reason), kept in the record.
+          pending: Path | None = None) -> Staged:  # fmt: skip
+    """Write the entries of the release ``built`` (to be published as ``out``), the next state and
+    ledger.json; with ``ingested`` (the folder the release was written from) its tables go to the
+    store (:mod:`faers_anon.series.store`), with ``pending`` (the withheld cases' rows,
+    :mod:`faers_anon.series.pending`) to its ``pending/``; ``series``: the placement's counts
+    (returning, published, republished, withheld, retried cases and reports), kept in the record.
 
     Raises:
         InputError: the ledger folder cannot be written.
     """
     index = len(ledger.meta["releases"]) + 1
     entries = ledger_entries(built, index)
-    name = f"release-{index:04d}.parquet"
+    name, state_name = f"release-{index:04d}.parquet", f"state-{index:04d}.parquet"
     store = ledger.path / f"store-{index:04d}"
     try:
         ledger.path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        file = ledger.path / name
+        file, state = ledger.path / name, ledger.path / state_name
         entries.write_parquet(file, compression="zstd")
+        advance(ledger.state, entries, index).write_parquet(state, compression="zstd")
         record = {"index": index, "quarters": quarters, "release": str(Path(out).resolve()),
                   "manifest_sha256": sha256_file(built / MANIFEST_NAME), "file": name,
-                  "sha256": sha256_file(file), "cases": entries.height,
-                  "groups": entries.get_column("group").n_unique(), "withheld": withheld,
-                  **({"series": dict(series)} if series else {})}  # fmt: skip
+                  "sha256": sha256_file(file), "state": state_name, "state_sha256": sha256_file(state),
+                  "cases": entries.height, "groups": entries.get_column("group").n_unique(),
+                  "withheld": withheld, **({"series": dict(series)} if series else {})}  # fmt: skip
         if ingested is not None:
             shutil.rmtree(store, ignore_errors=True)  # a store left by an interrupted run
-            files = write_store(ingested, store, knowledge=built / "knowledge.csv", key=key.pseudonym_key)
+            files = write_store(ingested, store, knowledge=built / "knowledge.csv", key=key.pseudonym_key,
+                                pending=pending)  # fmt: skip
             record["store"] = {"folder": store.name, "files": files}
         meta = {**ledger.meta, "releases": [*ledger.meta["releases"], record]}
         meta["mac"] = _mac(meta, key)
@@ -277,17 +310,22 @@ def stage(ledger: Ledger, built: Path, out: Path, quarters: list[str], key: Agen
         temp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     except OSError as exc:
         raise _fail(ledger.path, f"cannot be written ({exc.strerror or exc})") from exc
-    return Staged(ledger, meta, file, temp, store if ingested is not None else None)
+    return Staged(ledger, meta, file, temp, store if ingested is not None else None, state)
 
 
 def history(entries: pl.DataFrame, /) -> pl.DataFrame:
     """Per case pseudonym of the ledger: its publication history and its last region.
+
+    Args:
+        entries: ledger rows of several releases, or the ledger's state (it holds both already).
 
     Returns:
         ``caseid``, ``history`` (the ``release:group`` pairs in release order, ``|``-joined: two cases
         with the same history shared a group in every release where either appeared), and the
         region columns of its last release.
     """
+    if "history" in entries.columns:
+        return entries.select("caseid", "history", *REGION)
     return (
         entries.sort("release")
         .group_by("caseid", maintain_order=True)

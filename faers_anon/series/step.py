@@ -33,8 +33,9 @@ from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import AgencyKey
 from faers_anon.series.earlier import earlier_over_theta
 from faers_anon.series.ledger import Ledger, history, open_ledger, stage
+from faers_anon.series.pending import carried, write_pending
 from faers_anon.series.placement import SeriesPlan, over_theta, plan_series, unit_members
-from faers_anon.series.store import republished_rows, stored_cases, stored_knowledge
+from faers_anon.series.store import republished_rows, stored_cases, stored_deleted, stored_knowledge
 from faers_anon.series.units import pseudonym_ids
 from knowledge import case_value_probabilities
 
@@ -52,7 +53,8 @@ class SeriesStep:
     Attributes:
         ledger: the opened ledger; plan: the placement; ingested: the folder to anonymize (a
         filtered copy when cases are withheld); frozen: the frozen bundles' file; quarters: this
-        release's quarters.
+        release's quarters; pending: the withheld cases' rows, for the ledger's store (None: none
+        withheld; :mod:`faers_anon.series.pending`).
     """
 
     ledger: Ledger
@@ -60,6 +62,7 @@ class SeriesStep:
     ingested: Path
     frozen: Path
     quarters: list[str]
+    pending: Path | None = None
 
 
 def _composed(ingested: Path, withheld: pl.Series, added: dict[str, pl.DataFrame], out: Path) -> Path:
@@ -72,12 +75,12 @@ def _composed(ingested: Path, withheld: pl.Series, added: dict[str, pl.DataFrame
         if path.is_dir():
             shutil.copytree(path, target)
         elif path.suffix == ".parquet" and "caseid" in pl.read_parquet_schema(path):
-            kept = pl.scan_parquet(path).filter(~pl.col("caseid").is_in(drop))
+            kept = pl.scan_parquet(path)
             extra = added.get(path.stem)
             if extra is not None and extra.height:
                 schema = pl.read_parquet_schema(path)
                 kept = pl.concat([kept, extra.lazy().select(list(schema)).cast(schema)])  # type: ignore[arg-type]
-            kept.sink_parquet(target)
+            kept.filter(~pl.col("caseid").is_in(drop)).sink_parquet(target)
         else:
             shutil.copy2(path, target)
     return out
@@ -94,7 +97,8 @@ def exposed_probabilities(
 
     Args:
         members: ``caseid`` (raw), ``pseudonym`` and the value lists (current or stored).
-        entries: the ledger's rows; outcomes: this quarter's (caseid, outc_cod), None if unbounded.
+        entries: the ledger's state (or rows); outcomes: this quarter's (caseid, outc_cod), None if
+            unbounded.
 
     Each list attribute is the union of the member's list and every value the ledger records it
     exposed; P is then computed as for a release (SPEC §5, with the value classes and OUTC
@@ -130,13 +134,15 @@ def exposed_probabilities(
 def _release_inputs(
     folder: Path, config: AnonymizeConfig
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None, dict[str, float]]:
-    """Cases, E, OUTC codes and θ* of an ingested folder, as anonymization computes them."""
+    """Cases, E, OUTC codes and θ* of an ingested folder, as anonymization computes them (the drug
+    columns the column policy publishes read through E: ``ingested=``)."""
     cases = pl.read_parquet(folder / "cases.parquet")
     knowledge = knowledge_table(folder, sensitive=config.sensitive, knowledge=config.knowledge)
     outcomes = read_outcomes(folder) if config.protect_outcomes else None
     _, thresholds = sensitive_thresholds(
-        cases, knowledge, config=config, classes=read_classes(config.classes), outcomes=outcomes
-    )
+        cases, knowledge, config=config, classes=read_classes(config.classes), outcomes=outcomes,
+        ingested=folder,
+    )  # fmt: skip
     return cases, knowledge, outcomes, thresholds.thetas
 
 
@@ -144,15 +150,41 @@ def _release_inputs(
 _ATTEMPTS = 4
 
 
+def _deleted(ledger: Ledger, ingested: Path, key: AgencyKey) -> pl.Series:
+    """Case pseudonyms on a stored DELETE list or on this quarter's."""
+    deleted = stored_deleted(ledger.path, ledger.meta["releases"], key.pseudonym_key)
+    if (ingested / "deleted.parquet").is_file():
+        now = pl.read_parquet(ingested / "deleted.parquet", columns=["caseid"]).unique()
+        deleted = pl.concat([deleted, pseudonym_ids(now, key.pseudonym_key).get_column("pseudonym")])
+    return deleted
+
+
+def _with_offered(cases: pl.DataFrame, offered: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """This quarter's super-records and the pending ones offered again (:mod:`.pending`)."""
+    if not offered:
+        return cases
+    extra = offered["cases"].select(cases.columns).cast(cases.schema)  # type: ignore[arg-type]
+    return pl.concat([cases, extra])
+
+
+def _added(republished: dict[str, pl.DataFrame], offered: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """Per table, the rows added to the quarter: republished stored cases and offered pending ones."""
+    names = dict.fromkeys([*republished, *offered])
+    return {n: pl.concat([t for t in (republished.get(n), offered.get(n)) if t is not None],
+                         how="diagonal_relaxed") for n in names}  # fmt: skip
+
+
 def prepare(
     ledger_dir: Path, ingested: Path, quarters: list[str], work: Path, config: AnonymizeConfig, key: AgencyKey
 ) -> SeriesStep:
     """Open and check the ledger, plan this quarter's returning cases, write what anonymize needs.
 
-    The units are checked against θ* with this quarter's E and θ*; the folder the release is made
-    from (with the republished cases) mines its own E and θ*, so each planned unit is checked again
-    with those, and a unit over θ* there is withheld and the plan made again (at most
-    :data:`_ATTEMPTS` times; the release's verification stays the last word).
+    The pending cases of the last release (withheld there, :mod:`faers_anon.series.pending`) are
+    offered again with this quarter's cases. The units are checked against θ* with this quarter's
+    E and θ*; the folder the release is made from (with the republished cases) mines its own E and
+    θ*, so each planned unit is checked again with those, and a unit over θ* there is withheld and
+    the plan made again (at most :data:`_ATTEMPTS` times; the release's verification stays the last
+    word). The withheld cases' rows are written for the ledger's store (``pending``).
 
     Raises:
         InputError: a ledger that does not match (another key, tampered, a missing earlier quarter).
@@ -164,24 +196,27 @@ def prepare(
     ledger.check_next(quarters)
     cases, knowledge, outcomes, thetas = _release_inputs(ingested, config)
     knowledge = stored_knowledge(ledger.path, ledger.meta["releases"], knowledge)
+    deleted = _deleted(ledger, ingested, key)
+    offered, retried = carried(ledger.path, ledger.meta["releases"], cases.get_column("caseid"), deleted,
+                               key.pseudonym_key)  # fmt: skip
+    cases = _with_offered(cases, offered)
+    if outcomes is not None and "outc" in offered:
+        outcomes = pl.concat([outcomes, offered["outc"].select(outcomes.columns).cast(outcomes.schema)])  # type: ignore[arg-type]
     ids = pseudonym_ids(cases, key.pseudonym_key)
-    wanted = unit_members(ids, ledger.entries)
-    stored, deleted = stored_cases(ledger.path, ledger.meta["releases"], key.pseudonym_key, wanted=wanted)
-    if (ingested / "deleted.parquet").is_file():
-        now = pl.read_parquet(ingested / "deleted.parquet", columns=["caseid"]).unique()
-        deleted = pl.concat([deleted, pseudonym_ids(now, key.pseudonym_key).get_column("pseudonym")])
-    past = history(ledger.entries).rename({"caseid": "pseudonym"})
+    wanted = unit_members(ids, ledger.state)
+    stored, _ = stored_cases(ledger.path, ledger.meta["releases"], key.pseudonym_key, wanted=wanted)
+    past = history(ledger.state).rename({"caseid": "pseudonym"})
     withhold: frozenset[str] = frozenset()
     for attempt in range(_ATTEMPTS):
         plan = plan_series(
-            cases, ledger.entries, key.pseudonym_key, k=config.k, thetas=thetas, stored=stored,
+            cases, ledger.state, key.pseudonym_key, k=config.k, thetas=thetas, stored=stored,
             deleted=deleted, withhold=withhold, ids=ids,
-            probabilities=lambda m: exposed_probabilities(m, ledger.entries, knowledge, config, outcomes),
+            probabilities=lambda m: exposed_probabilities(m, ledger.state, knowledge, config, outcomes),
         )  # fmt: skip
-        if not (plan.withheld.len() or plan.republish.height):
+        if not (plan.withheld.len() or plan.republish.height or offered):
             folder = ingested
             break
-        added = republished_rows(ledger.path, ledger.meta["releases"], plan.republish)
+        added = _added(republished_rows(ledger.path, ledger.meta["releases"], plan.republish), offered)
         folder = _composed(ingested, plan.withheld, added, work / f"ingested-series-{attempt}")
         final, final_e, final_outcomes, final_thetas = _release_inputs(folder, config)
         final_e = stored_knowledge(ledger.path, ledger.meta["releases"], final_e)
@@ -189,7 +224,7 @@ def prepare(
             plan.frozen.select("caseid", "bundle", "unit", "history"), on="caseid"
         )
         members = members.join(pseudonym_ids(members, key.pseudonym_key), on="caseid")
-        final_p = partial(exposed_probabilities, entries=ledger.entries, knowledge=final_e, config=config,
+        final_p = partial(exposed_probabilities, entries=ledger.state, knowledge=final_e, config=config,
                           outcomes=final_outcomes)  # fmt: skip
         failing = over_theta(members, final_p(members), final_thetas) | earlier_over_theta(
             members, past, final_p, final_thetas
@@ -200,20 +235,29 @@ def prepare(
     frozen = work / FROZEN_NAME
     plan.frozen.write_parquet(frozen)
     plan.counts["rechecked_withheld_units"] = len(withhold)
-    plan.counts.update(_report_counts(ingested, folder, plan))
-    return SeriesStep(ledger, plan, folder, frozen, quarters)
+    plan.counts.update(retried)
+    plan.counts["retried_published"] = retried["retried"] - int(
+        offered["cases"].get_column("caseid").is_in(plan.withheld.implode()).sum() if offered else 0
+    )
+    plan.counts.update(_report_counts(ingested, folder, plan, offered))
+    pending = write_pending(ingested, offered, plan.withheld, work / "pending")
+    return SeriesStep(ledger, plan, folder, frozen, quarters, pending)
 
 
-def _report_counts(ingested: Path, folder: Path, plan: SeriesPlan) -> dict[str, int]:
+def _report_counts(
+    ingested: Path, folder: Path, plan: SeriesPlan, offered: dict[str, pl.DataFrame]
+) -> dict[str, int]:
     """Reports (DEMO rows) withheld and republished: the release's reports are the quarter's kept
-    reports − ``withheld_reports`` + ``republished_reports``."""
+    reports + ``retried_reports`` − ``withheld_reports`` + ``republished_reports``."""
     def rows(path: Path, cases: pl.Series) -> int:
         scan = pl.scan_parquet(path).filter(pl.col("caseid").is_in(cases.implode()))
         return int(scan.select(pl.len()).collect().item())
 
     reports = "reports.parquet"
     again = plan.republish.get_column("caseid")
-    return {"withheld_reports": rows(ingested / reports, plan.withheld),
+    carried_back = offered["reports"].filter(pl.col("caseid").is_in(plan.withheld.implode())).height if (
+        "reports" in offered) else 0  # fmt: skip
+    return {"withheld_reports": rows(ingested / reports, plan.withheld) + carried_back,
             "republished_reports": rows(folder / reports, again) if folder != ingested else 0}  # fmt: skip
 
 
@@ -245,7 +289,7 @@ def publish_with_ledger(step: SeriesStep, built: Path, out: Path, key: AgencyKey
             just published is removed again).
     """
     staged = stage(step.ledger, built, out, step.quarters, key, withheld=step.plan.counts["withheld"],
-                   ingested=step.ingested, series=step.plan.counts)  # fmt: skip
+                   ingested=step.ingested, series=step.plan.counts, pending=step.pending)  # fmt: skip
     try:
         publish()
     except BaseException:

@@ -25,24 +25,34 @@ from faers_anon.errors import InputError
 from faers_anon.release.manifest import sha256_file
 from faers_anon.series.units import pseudonym_ids
 
-__all__ = ["STORED", "checked_file", "write_store", "stored_cases", "stored_knowledge",
-           "republished_rows"]
+__all__ = ["PENDING", "STORED", "checked_file", "write_store", "stored_cases", "stored_deleted",
+           "stored_knowledge", "republished_rows"]
 
 #: The ingested tables kept per release (those with a caseid; the others are not republished).
 STORED = ("reports", "drug", "reac", "indi", "outc", "ther", "rpsr", "cases", "deleted")
+#: The store's subfolder of withheld cases' rows, offered again to the next release.
+PENDING = "pending"
 
 
 def write_store(
-    ingested: Path, folder: Path, /, *, knowledge: Path | None = None, key: bytes | None = None
-) -> dict[str, str]:
+    ingested: Path, folder: Path, /, *, knowledge: Path | None = None, key: bytes | None = None,
+    pending: Path | None = None,
+) -> dict[str, str]:  # fmt: skip
     """Copy the ingested tables (and the release's ``knowledge.csv``, E) into ``folder`` (0700);
     return file name → SHA-256. With the pseudonym ``key``, ``cases.parquet`` gets a ``pseudonym``
-    column (the index :func:`stored_cases` filters on)."""
+    column (the index :func:`stored_cases` filters on). With ``pending`` (a folder of the withheld
+    cases' tables, :mod:`faers_anon.series.pending`), its files go to ``pending/`` (names
+    ``pending/<table>.parquet``)."""
     folder.mkdir(mode=0o700)
     sources = [ingested / f"{name}.parquet" for name in STORED] + (
         [knowledge] if knowledge is not None else []
     )
     hashes = {}
+    if pending is not None:
+        (folder / PENDING).mkdir(mode=0o700)
+        for source in sorted(pending.glob("*.parquet")):
+            shutil.copyfile(source, folder / PENDING / source.name)
+            hashes[f"{PENDING}/{source.name}"] = sha256_file(folder / PENDING / source.name)
     for source in sources:
         if not source.is_file():
             continue
@@ -108,6 +118,19 @@ def _stored_rows(path: Path, index: int, key: bytes, wanted: pl.Series | None) -
     return cases.with_columns(pl.lit(index, pl.Int64).alias("store"))
 
 
+def stored_deleted(ledger: Path, releases: list[dict[str, Any]], key: bytes, /) -> pl.Series:
+    """The case pseudonyms on the DELETE list of any stored release."""
+    deleted = []
+    for record in _records(releases):
+        listed = checked_file(ledger, record, "deleted.parquet")
+        if listed is not None:
+            deleted.append(pl.read_parquet(listed, columns=["caseid"]))
+    gone = pl.concat(deleted).unique() if deleted else pl.DataFrame(schema={"caseid": pl.Int64})
+    if gone.is_empty():
+        return pl.Series([], dtype=pl.Int64)
+    return pseudonym_ids(gone, key).get_column("pseudonym")
+
+
 def stored_cases(
     ledger: Path, releases: list[dict[str, Any]], key: bytes, /, *, wanted: pl.Series | None = None
 ) -> tuple[pl.DataFrame | None, pl.Series]:
@@ -118,23 +141,18 @@ def stored_cases(
 
     Returns:
         (``pseudonym``, ``caseid`` raw, ``store``, the super-record columns; one row per pseudonym,
-        from the latest store holding it; None without a store) and the deleted case pseudonyms.
+        from the latest store holding it; None without a store) and the deleted case pseudonyms
+        (:func:`stored_deleted`).
     """
-    frames, deleted = [], []
+    frames = []
     for record in _records(releases):
         path = checked_file(ledger, record, "cases.parquet")
         if path is not None:
             frames.append(_stored_rows(path, record["index"], key, wanted))
-        listed = checked_file(ledger, record, "deleted.parquet")
-        if listed is not None:
-            deleted.append(pl.read_parquet(listed, columns=["caseid"]))
     if not frames:
         return None, pl.Series([], dtype=pl.Int64)
     cases = pl.concat(frames, how="diagonal_relaxed").sort("store").unique("pseudonym", keep="last")
-    gone = pl.concat(deleted).unique() if deleted else pl.DataFrame(schema={"caseid": pl.Int64})
-    return cases, pseudonym_ids(gone, key).get_column("pseudonym") if gone.height else pl.Series(
-        [], dtype=pl.Int64
-    )
+    return cases, stored_deleted(ledger, releases, key)
 
 
 def republished_rows(

@@ -75,7 +75,6 @@ def test_a_method_release_reads_brand_names_like_its_verifier(
     assert result.dr == pytest.approx(verdict.dr, abs=1e-12)
 
 
-@pytest.mark.xfail(reason="series/step.py _release_inputs: pass ingested=folder to sensitive_thresholds")
 def test_the_series_step_plans_with_the_releases_theta(demo: tuple[Path, Path]) -> None:
     """θ* the series step plans with is the one the model path bounds the release by (brand names read)."""
     ingested, policy = demo

@@ -18,8 +18,9 @@ import pytest
 from faers_anon.anonymize.pipeline import AnonymizeConfig
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import AgencyKey
-from faers_anon.series.ledger import check_apart, ledger_entries, open_ledger, stage
+from faers_anon.series.ledger import check_apart, history, ledger_entries, open_ledger, stage
 from faers_anon.series.placement import over_theta, plan_series, pseudonym_ids
+from faers_anon.series.state import state_from_entries
 from faers_anon.series.step import exposed_probabilities
 from faers_anon.series.units import intersection_pairs
 
@@ -66,12 +67,14 @@ def test_entries_group_on_the_whole_released_tuple(first: Path) -> None:
 def test_ledger_round_trip_and_refusals(first: Path, tmp_path: Path) -> None:
     folder = tmp_path / "ledger"
     ledger = open_ledger(folder, KEY)
-    assert ledger.meta["releases"] == [] and ledger.entries.height == 0
+    assert ledger.meta["releases"] == [] and ledger.state.height == 0
     staged = stage(ledger, first, tmp_path / "out", ["2024Q1"], KEY)
     assert not (folder / "ledger.json").exists()  # staged, not committed: still the empty ledger
     staged.commit()
     again = open_ledger(folder, KEY)
-    assert again.quarters == ["2024Q1"] and again.entries.height == 6
+    assert again.quarters == ["2024Q1"] and again.state.height == 6 and again.read_entries().height == 6
+    # F's tuple (Middle Aged, M, 2023) ranks before D/E's (…, 2024): group 1
+    assert again.state.filter(pl.col("caseid") == 6).get_column("history").to_list() == ["1:1"]
     again.check_next(["2024Q2"])  # the next quarter is accepted
     with pytest.raises(InputError, match=r"ends at 2024Q1: release 2024Q2 first \(earlier quarter missing"):
         again.check_next(["2024Q3"])
@@ -79,12 +82,15 @@ def test_ledger_round_trip_and_refusals(first: Path, tmp_path: Path) -> None:
         again.check_next(["2024Q1"])
     with pytest.raises(InputError, match="another agency key"):
         open_ledger(folder, OTHER)
-    entries = folder / "release-0001.parquet"
-    data = bytearray(entries.read_bytes())
-    data[100] ^= 1
-    entries.write_bytes(bytes(data))
+    for name in ("release-0001.parquet", "state-0001.parquet"):
+        file = folder / name
+        data = bytearray(file.read_bytes())
+        data[100] ^= 1
+        file.write_bytes(bytes(data))
     with pytest.raises(InputError, match="release-0001.parquet: SHA-256 mismatch: tampered or corrupt"):
-        open_ledger(folder, KEY)
+        again.read_entries()  # the release files are checked when read
+    with pytest.raises(InputError, match="state-0001.parquet: SHA-256 mismatch: tampered or corrupt"):
+        open_ledger(folder, KEY)  # a release reads the last state file only
 
 
 def test_a_changed_ledger_json_fails_its_mac(first: Path, tmp_path: Path) -> None:
@@ -308,3 +314,23 @@ def test_a_bundle_over_theta_grows_before_the_case_is_withheld() -> None:
     assert {12, 13} <= set(plans[0.5].republish.get_column("caseid").to_list())
     assert plans[0.4].counts["placed_unit"] == 1 and plans[0.4].counts["republished"] == 7
     assert plans[0.3].withheld.to_list() == [11] and plans[0.3].counts["withheld_theta"] == 1
+
+
+def test_the_state_is_the_history_last_region_and_values(first: Path, tmp_path: Path) -> None:
+    # Release 2 publishes case 2 again (now Middle Aged, M, reaction DEATH) with a new case 7: its
+    # tuple (Middle Aged, M, 2024) is group 0 of release 2 for both. State after release 2: case 2 has
+    # history 1:0|2:0, the region of release 2 and reactions RASH (release 1) and DEATH (release 2);
+    # case 1 (not in release 2) keeps 1:0 and its release-1 row; case 7 is new with 2:0. Rebuilding
+    # from the release files (a ledger without state files) gives the same frame.
+    second = _release(tmp_path / "r2", [(2, MIDDLE, "M", "2024", ["Death"]), (7, MIDDLE, "M", "2024", [])])
+    folder = tmp_path / "ledger"
+    stage(open_ledger(folder, KEY), first, tmp_path / "out1", ["2024Q1"], KEY).commit()
+    stage(open_ledger(folder, KEY), second, tmp_path / "out2", ["2024Q2"], KEY).commit()
+    ledger = open_ledger(folder, KEY)
+    state = ledger.state.select("caseid", "history", "last", "age_group", "reactions")
+    rows = {c: r for c, *r in state.rows()}
+    assert rows[2] == ["1:0|2:0", 2, MIDDLE[0], ["DEATH", "RASH"]]
+    assert rows[1] == ["1:0", 1, ADULT[0], ["PYREXIA"]] and rows[7] == ["2:0", 2, MIDDLE[0], []]
+    assert ledger.state.height == 7 and ledger.read_entries().height == 8  # 6 + 2 rows, 7 cases
+    assert state_from_entries(ledger.read_entries()).equals(ledger.state)
+    assert history(ledger.state).equals(history(ledger.read_entries()).sort("caseid"))

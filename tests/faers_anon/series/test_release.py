@@ -23,8 +23,10 @@ from faers_anon import api
 from faers_anon.analysis.signals import read_case_tables
 from faers_anon.cli import cli
 from faers_anon.errors import InputError
+from faers_anon.keys import load_key
 from faers_anon.risk import RiskConfig, assess_risk
 from faers_anon.series.generate import make_series
+from faers_anon.series.units import pseudonym_ids
 from faers_anon.verify.series import verify_series
 
 K = 3
@@ -130,17 +132,54 @@ def test_cumulative_signals_count_each_case_pseudonym_once(series: dict[str, Pat
 
 def test_every_withheld_and_republished_report_is_accounted_for(series: dict[str, Path]) -> None:
     # report.json counts the quarter's reports; the ledger's record says how many the series step
-    # withheld (follow-ups not placeable) and republished (stored mates): published = kept - withheld
-    # + republished, and the DEMO rows of the release are exactly that many.
+    # withheld (follow-ups not placeable), republished (stored mates) and retried (withheld by the
+    # release before, offered again): published = kept + retried - withheld + republished, and the
+    # DEMO rows of the release are exactly that many.
     meta = json.loads((series["ledger"] / "ledger.json").read_text())
+    names = ("withheld", "withheld_reports", "republished_reports", "retried", "retried_reports")
     for index in (1, 2):
         counts = json.loads((series[f"rel{index}"] / "report.json").read_text())["counts"]
         placed = meta["releases"][index]["series"]
         kept = counts["tables"]["reports"]["kept"]
         demo = pl.read_parquet(series[f"rel{index}"] / "parquet" / "demo.parquet")
         assert placed["withheld"] > 0 and placed["withheld_reports"] >= placed["withheld"]
-        assert demo.height == kept - placed["withheld_reports"] + placed["republished_reports"]
+        retried, withheld = placed["retried_reports"], placed["withheld_reports"]
+        assert demo.height == kept + retried - withheld + placed["republished_reports"]
         assert placed["returning"] == placed["published_returning"] + placed["withheld"]
-        published = json.loads((series[f"rel{index}"] / "report.json").read_text())["series"]
-        names = ("withheld", "withheld_reports", "republished_reports")
-        assert published == {name: placed[name] for name in names}  # public in report.json
+        public = json.loads((series[f"rel{index}"] / "report.json").read_text())["series"]
+        assert public == {name: placed[name] for name in names}  # public in report.json
+    assert meta["releases"][2]["series"]["retried_reports"] > 0  # quarter 3 offers quarter 2's withheld
+
+
+def test_withheld_follow_ups_are_offered_again_next_quarter(series: dict[str, Path]) -> None:
+    # Quarter 2's withheld cases are kept (store-0002/pending/, every table) and offered to quarter 3:
+    # each is retried, unless quarter 3 brought a newer version of the case (superseded) or deleted it.
+    # A retried case that is published carries its quarter-2 reports into release 3; one withheld
+    # again is pending once more (store-0003/pending/).
+    ledger, key = series["ledger"], load_key(None)
+    meta = json.loads((ledger / "ledger.json").read_text())
+    q2, q3 = meta["releases"][1]["series"], meta["releases"][2]["series"]
+    pending2 = pl.read_parquet(ledger / "store-0002" / "pending" / "cases.parquet", columns=["caseid"])
+    assert pending2.height == q2["withheld"] > 0
+    assert q3["retried"] + q3["pending_superseded"] + q3["pending_deleted"] == q2["withheld"]
+    ids = pseudonym_ids(pending2, key.pseudonym_key)
+    demo = {i: pl.read_parquet(series[f"rel{i}"] / "parquet" / "demo.parquet", columns=["caseid"])
+            for i in (1, 2)}  # fmt: skip
+    assert ids.join(demo[1], left_on="pseudonym", right_on="caseid", how="semi").is_empty()  # withheld in 2
+    reports2 = pl.read_parquet(ledger / "store-0002" / "pending" / "reports.parquet", columns=["caseid"])
+    assert reports2.height == q2["withheld_reports"]
+    pending3 = pl.read_parquet(ledger / "store-0003" / "pending" / "cases.parquet", columns=["caseid"])
+    assert pending3.height == q3["withheld"]
+    # superseded: quarter 3 brought a version of the case itself (no DELETE lists in this series)
+    demo3 = next((series["raw2"] / "ASCII").glob("DEMO*.txt"))
+    raw3 = pl.read_csv(demo3, separator="$", columns=["caseid"], infer_schema=False, quote_char=None)
+    superseded = pending2.join(raw3.select(pl.col("caseid").cast(pl.Int64)).unique(), on="caseid", how="semi")
+    assert (q3["pending_superseded"], q3["pending_deleted"]) == (superseded.height, 0)
+    retried = pending2.join(superseded, on="caseid", how="anti")
+    again = retried.join(pending3, on="caseid", how="semi")  # retried and withheld again
+    published = pseudonym_ids(retried.join(again, on="caseid", how="anti"), key.pseudonym_key)
+    assert q3["retried_published"] == published.height == q3["retried"] - again.height
+    in3 = published.join(demo[2], left_on="pseudonym", right_on="caseid", how="semi")
+    assert in3.height == published.height  # the published retried cases are in release 3
+    out3 = pseudonym_ids(again, key.pseudonym_key)
+    assert out3.join(demo[2], left_on="pseudonym", right_on="caseid", how="semi").is_empty()  # withheld again
