@@ -12,7 +12,7 @@ from typing import Any
 
 from faers_anon.analysis.signals import ComparisonRun, SignalsRun, run_compare, run_signals
 from faers_anon.anonymize.config import AnonymizeConfig
-from faers_anon.anonymize.pipeline import anonymize_folder
+from faers_anon.anonymize.pipeline import anonymize_release
 from faers_anon.anonymize.result import AnonymizeResult
 from faers_anon.evaluate.pipeline import EvaluateConfig, EvaluationResult, evaluate_sources
 from faers_anon.io.fetch import FetchConfig, FetchResult, fetch_quarters
@@ -109,11 +109,11 @@ def compare(
 
 
 def anonymize(ingested: Path, out: Path, /, *, config: AnonymizeConfig | None = None) -> AnonymizeResult:
-    """Anonymize an ingested folder into the release ``out`` (:func:`.anonymize.anonymize_folder`)."""
+    """Anonymize an ingested folder into the release ``out`` (:func:`.pipeline.anonymize_release`)."""
     cfg = config or AnonymizeConfig()
     inputs = [ingested, cfg.theta_file, cfg.knowledge, *key_inputs(cfg.key_file)]
     check_release_target(out, force=cfg.force, inputs=inputs)
-    return anonymize_folder(ingested, resolved(out), config=cfg)
+    return anonymize_release(ingested, resolved(out), config=cfg)
 
 
 def release_config(config_file: Path | None, flags: Mapping[str, Any], /) -> ReleaseConfig:

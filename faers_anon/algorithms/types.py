@@ -94,6 +94,12 @@ class QidHierarchies:
         return tuple(t for t in (self.age, self.sex) if t is not None)
 
     @property
+    def names(self) -> tuple[str, ...]:
+        """The QIDs among :data:`QIDS` this holds, in that order (field QIDs not included)."""
+        held = {"age": self.age is not None, "sex": self.sex is not None, "weight": self.weight}
+        return tuple(q for q in QIDS if held[q])
+
+    @property
     def count(self) -> int:
         """|QID| (field QIDs included)."""
         return len(self.trees) + int(self.weight) + len(self.fields)

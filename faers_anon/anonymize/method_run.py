@@ -1,11 +1,12 @@
-"""Release modes for the comparison methods (``--method NAME`` of ``anonymize`` and ``release``; SPEC §7).
+"""The method half of a run: ``--method NAME`` of ``anonymize`` and ``release``, and evaluate's methods.
 
 A method of :data:`faers_anon.methods.METHODS` replaces the privacy model and the clustering engine:
-it runs on the cases frame with the run's generator (``numpy.random.default_rng(seed)``) and its
-partition frame is written by :func:`faers_anon.release.writer.write_release` like a model's. The
-rest of the run is the same as for a model: E, P(s | c) and θ* are built from the options, travel with
-the release (``knowledge.csv``, ``thresholds.csv``) and measure DR *for information* (the methods are
-not bounded by θ*; evaluate measures them the same way), NIL is measured on the same hierarchies.
+:func:`method_partition` runs it on the cases frame with the run's generator
+(``numpy.random.default_rng(seed)``) and returns its partition frame, which
+:func:`faers_anon.anonymize.pipeline.run` measures and writes like a model's (one run, one metrics
+path: :func:`faers_anon.anonymize.metrics.measure`). E, P(s | c) and θ* are built from the options as
+for a model, travel with the release (``knowledge.csv``, ``thresholds.csv``) and measure DR *for
+information* (the methods are not bounded by θ*; evaluate measures them the same way).
 
 Options passed on (decisions, also in docs/methods.md "How to release with a method"):
 
@@ -33,34 +34,29 @@ signal comparison reads its release side through the form (:func:`signal_inputs`
 from __future__ import annotations
 
 import dataclasses
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from faers_anon.algorithms.types import Partition
 from faers_anon.analysis.signals import read_case_tables
-from faers_anon.anonymize import metrics
 from faers_anon.anonymize.config import RELEASE_METHODS, AnonymizeConfig
-from faers_anon.anonymize.inputs import sensitive_thresholds
 from faers_anon.anonymize.partition import PARTITION_SCHEMA, released_groups
-from faers_anon.anonymize.result import AnonymizeResult
-from faers_anon.anonymize.units import case_members
 from faers_anon.json_data import json_data
-from faers_anon.keys import load_key
+from faers_anon.keys import AgencyKey
 from faers_anon.methods import METHODS, ItemForm, MethodResult
+from faers_anon.methods.base import IdMapping
 from faers_anon.release.certificate import seal
-from faers_anon.release.writer import write_release
 from signals import CaseTables, CompareConfig
 
 __all__ = [
     "RELEASE_METHODS",
-    "anonymize_with_method",
     "item_form",
     "method_config",
     "method_parameters",
+    "method_partition",
+    "publish_item_form",
     "signal_inputs",
 ]
 
@@ -72,9 +68,12 @@ def item_form(method: str | None) -> ItemForm | None:
 
 def method_config(name: str, config: AnonymizeConfig) -> Any:
     """The method's own config from the run's options (module docstring: which options pass on)."""
+    return _config(name, k=config.k, seed=config.seed, sensitive=config.sensitive)
+
+
+def _config(name: str, *, k: int, seed: int, sensitive: tuple[str, ...]) -> Any:
     method = METHODS[name]
-    options = method.capabilities.options(k=config.k, seed=config.seed, sensitive=config.sensitive)
-    return method.config_type(**options)
+    return method.config_type(**method.capabilities.options(k=k, seed=seed, sensitive=sensitive))
 
 
 def method_parameters(result: MethodResult, config: AnonymizeConfig) -> dict[str, Any]:
@@ -89,75 +88,38 @@ def method_parameters(result: MethodResult, config: AnonymizeConfig) -> dict[str
     return params
 
 
-def anonymize_with_method(
-    ingested: Path,
-    out: Path | None,
-    /,
-    *,
-    config: AnonymizeConfig,
-    cases: pl.DataFrame,
-    knowledge: pl.DataFrame,
-) -> AnonymizeResult:
-    """Run ``config.method`` on ``cases`` and write its release to ``out`` (None: compute only).
+def method_partition(
+    name: str, cases: pl.DataFrame, /, *, k: int, seed: int, sensitive: tuple[str, ...]
+) -> tuple[pl.DataFrame, MethodResult]:
+    """Run the method ``name`` on ``cases``: its partition frame on the released QID groups, and its result.
+
+    The method takes ``k``, ``seed`` and ``sensitive`` as its capabilities declare (module docstring)
+    and runs with ``numpy.random.default_rng(seed)``; the frame's groups are the distinct released QID
+    tuples (:func:`faers_anon.anonymize.partition.released_groups`), sorted by caseid. Shared by
+    :func:`faers_anon.anonymize.pipeline.run` and ``faers-anon evaluate``.
 
     Raises:
-        ConfigError: invalid method options, or ``out`` exists without ``force``.
-        InfeasibleThetaError: some θ_s < P(s) with ``on_infeasible = "error"`` (θ* measures DR).
+        ConfigError: invalid method options.
     """
-    assert config.method is not None
-    seconds: dict[str, float] = {}
-    clock = time.perf_counter()
-    method = METHODS[config.method]
-    result = method(
-        cases, config=method_config(config.method, config), rng=np.random.default_rng(config.seed)
-    )
-    # the released QID groups: two groups of a method with one released tuple are one group
+    config = _config(name, k=k, seed=seed, sensitive=sensitive)
+    result = METHODS[name](cases, config=config, rng=np.random.default_rng(seed))
     frame = (
         released_groups(result.release)
         .select([pl.col(c).cast(t) for c, t in PARTITION_SCHEMA.items()])
         .sort("caseid")
     )
-    seconds["anonymize"] = time.perf_counter() - clock
-    clock = time.perf_counter()
-    probabilities, thresholds = sensitive_thresholds(cases, knowledge, config=config)
-    losses = metrics.information_loss(frame, cases, hierarchies=config.hierarchies())
-    groups = frame["group_id"].n_unique()
-    partition = Partition(
-        frame=frame, groups=groups, leftovers=0, forced=0, failed_groups=0, invalid_groups=0, first_seed=-1
-    )
-    seconds["metrics"] = time.perf_counter() - clock
-    if out is not None:
-        clock = time.perf_counter()
-        key = load_key(config.key_file)
-        written = write_release(
-            ingested,
-            frame,
-            out,
-            knowledge=knowledge,
-            thresholds=thresholds.frame,
-            parameters=method_parameters(result, config),
-            force=config.force,
-            key=key,
-        )
-        form = item_form(config.method)
-        if form is not None:  # the item lists in the method's own form, naming cases by their pseudonyms
-            form.publish(out, result, written.ids.apply)
-            seal(out, key)
-        seconds["write"] = time.perf_counter() - clock
-    return AnonymizeResult(
-        release=out,
-        partition=partition,
-        thresholds=thresholds,
-        k=config.k,
-        cases=cases.height,
-        nil=metrics.nil(losses, qids=len(config.qids)),
-        nil_by_qid={q: v for q, v in metrics.nil_by_qid(losses).items() if q in config.qids},
-        dr=metrics.dangerous_ratio(case_members(frame), probabilities, thresholds.frame),
-        group_sizes=metrics.group_sizes(frame),
-        share_k=metrics.share_exactly_k(frame, k=config.k),
-        seconds=seconds,
-        method=result,
-    )
+    return frame, result
+
+
+def publish_item_form(out: Path, result: MethodResult, ids: IdMapping, key: AgencyKey, /) -> None:
+    """Replace the item tables of the written release ``out`` by the method's own form and seal it again.
+
+    Nothing happens for a method that releases the lists as rows (no ``item_form``).
+    """
+    form = item_form(result.method)
+    if form is not None:  # the item lists in the method's own form, naming cases by their pseudonyms
+        form.publish(out, result, ids)
+        seal(out, key)
 
 
 def signal_inputs(

@@ -2,21 +2,41 @@
 
 Plain functions over frames: the partition frame (docs/architecture.md), the cases frame (raw QIDs)
 and P(s | c). They recompute everything from the frames, independently of the clustering kernel.
+
+:func:`measure` is the one place a run's figures are computed, for a model, a method
+(:func:`faers_anon.anonymize.pipeline.run`) and every row of ``faers-anon evaluate``:
+
+* NIL, per QID too, on the algorithm's own groups and units (reports for a report-unit model): IL
+  depends on a group's raw values (all weights missing lost nothing, a mix of missing and known lost
+  everything, though both publish an empty weight), so it is measured on the groups the algorithm
+  made; with field QIDs (the column policy's other DEMO qids) NIL is the mean over every QID.
+* The group-size distribution and the share in groups of exactly k, on the same groups.
+* DR, the dangerous groups, the number of groups and the smallest group on the *released QID
+  tuples* (:func:`faers_anon.anonymize.partition.released_groups`): groups that end up with the same
+  generalized QIDs are one group to an attacker. A group's members for DR are the distinct cases
+  with a unit in it (:func:`faers_anon.anonymize.partition.case_members`), each with the P(s | c) of
+  its whole super-record.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 import polars as pl
 
 from faers_anon.algorithms.types import QIDS, QidHierarchies
+from faers_anon.anonymize.partition import case_members, released_groups, unit_view
 from faers_anon.models.base import CONF_TOLERANCE
 
 __all__ = [
+    "Measures",
     "dangerous_groups",
     "dangerous_ratio",
     "group_confidence",
     "group_sizes",
     "information_loss",
+    "measure",
     "nil",
     "nil_by_qid",
     "share_exactly_k",
@@ -174,3 +194,75 @@ def share_exactly_k(partition: pl.DataFrame, /, *, k: int) -> float:
     if total == 0:
         return 0.0
     return int(sizes.filter(pl.col("size") == k).get_column("cases").sum()) / total
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Measures:
+    """The figures of one partition (module docstring: which groups each is measured on).
+
+    Attributes:
+        nil: NIL in [0, 1] over every QID (field QIDs included); nil_by_qid: per QID, each in [0, 1].
+        dr: DR in [0, 1]; dangerous_groups: released groups with some conf(q → s, E) > θ_s.
+        groups: released QID groups; k_achieved: units in the smallest of them (0 when empty);
+        n_units: the algorithm's units (cases, or reports for a report-unit model).
+        group_sizes: (size, groups, cases) of the algorithm's groups; share_k: share of cases in
+            groups of exactly k of them.
+    """
+
+    nil: float
+    nil_by_qid: dict[str, float]
+    dr: float
+    dangerous_groups: int
+    groups: int
+    k_achieved: int
+    n_units: int
+    group_sizes: pl.DataFrame
+    share_k: float
+
+
+def measure(
+    frame: pl.DataFrame,
+    raw_units: pl.DataFrame,
+    probabilities: pl.DataFrame,
+    thresholds: pl.DataFrame,
+    /,
+    *,
+    hierarchies: QidHierarchies,
+    k: int,
+    field_nil: Mapping[str, float] | None = None,
+) -> Measures:
+    """Every figure of a partition frame (module docstring); the one metrics path of a run.
+
+    Args:
+        frame: the partition frame as the algorithm made it (one row per case, or per report with
+            ``primaryid``), before the field QIDs are generalized.
+        raw_units: the algorithm's units with their raw QIDs, keyed by unit id in ``caseid``.
+        probabilities: P(s | c) of the cases (caseid, value, p).
+        thresholds: θ* as (value, theta).
+        hierarchies: the QIDs NIL is measured on (age, sex, weight; fields are in ``field_nil``).
+        k: the k of ``share_k``.
+        field_nil: NIL per field QID (:func:`faers_anon.io.qid_fields.generalize_fields`); NIL is then
+            (NIL · |QID| + Σ field NIL) / (|QID| + fields), the mean over every QID.
+    """
+    units = unit_view(frame)
+    losses = information_loss(units, raw_units, hierarchies=hierarchies)
+    names = tuple(q for q in QIDS if q in hierarchies.names)
+    overall = nil(losses, qids=len(names))
+    fields = dict(field_nil or {})
+    if fields:
+        overall = (overall * len(names) + sum(fields.values())) / (len(names) + len(fields))
+    released = released_groups(frame)
+    sizes = unit_view(released).group_by("group_id").len().get_column("len")
+    groups = int(sizes.len())
+    dangerous = dangerous_groups(case_members(released), probabilities, thresholds)
+    return Measures(
+        nil=overall,
+        nil_by_qid={q: v for q, v in nil_by_qid(losses).items() if q in names} | fields,
+        dr=dangerous / groups if groups else 0.0,
+        dangerous_groups=dangerous,
+        groups=groups,
+        k_achieved=int(sizes.min()) if groups else 0,  # type: ignore[arg-type]
+        n_units=units.height,
+        group_sizes=group_sizes(units),
+        share_k=share_exactly_k(units, k=k),
+    )

@@ -19,7 +19,7 @@ from types import MappingProxyType
 
 import polars as pl
 
-__all__ = ["PARTITION_SCHEMA", "QID_COLUMNS", "released_groups"]
+__all__ = ["PARTITION_SCHEMA", "QID_COLUMNS", "case_members", "released_groups", "unit_view"]
 
 PARTITION_SCHEMA: Mapping[str, pl.DataType] = MappingProxyType(
     {
@@ -56,3 +56,15 @@ def released_groups(frame: pl.DataFrame, /) -> pl.DataFrame:
     )
     joined = frame.drop("group_id").join(ids, on=list(QID_COLUMNS), how="left", nulls_equal=True)
     return joined.select(frame.columns)
+
+
+def unit_view(frame: pl.DataFrame, /) -> pl.DataFrame:
+    """The frame keyed by engine unit: report-level frames get ``caseid`` := ``primaryid``; others as is."""
+    if "primaryid" not in frame.columns:
+        return frame
+    return frame.drop("caseid").rename({"primaryid": "caseid"})
+
+
+def case_members(frame: pl.DataFrame, /) -> pl.DataFrame:
+    """Distinct (caseid, group_id) of a partition frame: who an attacker finds in each group."""
+    return frame.select("caseid", "group_id").unique().sort("group_id", "caseid")

@@ -1,15 +1,25 @@
-"""The anonymize step: ingested folder → cases, E, P(s | c), θ* → partition → release (SPEC §1, §5–§8, §10).
+"""The anonymize orchestrator: ingested folder → cases, E, P(s | c), θ* → partition → metrics → release.
 
-One run reads ``cases.parquet`` (and ``drug.parquet``/``indi.parquet`` to mine E when no knowledge file
-is given), computes P(s | c) (:func:`knowledge.case_value_probabilities`), θ*
-(:func:`faers_anon.anonymize.thresholds.build_thresholds`), builds the model from the registry, partitions the
-cases with :func:`faers_anon.algorithms.greedy_cluster` (one ``numpy.random.default_rng(seed)`` per run),
-measures NIL, DR and the group sizes, and writes the release with
-:func:`faers_anon.release.writer.write_release`.
+:func:`run` is the one run of a model or a method (SPEC §5–§8): a model (``config.model``) partitions
+the cases through its algorithm (:func:`partition_cases`: the greedy engine or Mondrian, one
+``numpy.random.default_rng(seed)`` per run), a method (``config.method``) through
+:func:`.method_run.method_partition`; the field QIDs of the column policy are generalized over the
+groups (:func:`faers_anon.io.qid_fields.generalize_fields`) and the figures are computed once, by
+:func:`faers_anon.anonymize.metrics.measure`. The engine's diagnostics (groups, leftovers, forced
+cases) are reported for a model only; a method reports its own privacy figures instead.
+
+:func:`anonymize_folder` reads an ingested folder (``cases.parquet``; ``drug.parquet``/``indi.parquet``
+to mine E when no knowledge file is given), calls :func:`run` and writes the release with
+:func:`faers_anon.release.writer.write_release` (a method with its own item form then replaces the item
+tables: :func:`.method_run.publish_item_form`). :func:`anonymize_release` (the standalone ``faers-anon
+anonymize``) builds the release in a private work folder and publishes it as ``faers-anon release``
+does (:func:`faers_anon.io.workspace.publish_release`: one atomic rename, nothing beside ``out`` before).
 
 The run's options are :class:`.config.AnonymizeConfig`, its inputs besides the cases (E, P(s | c), θ*)
-come from :mod:`.inputs`, its outcome is :class:`.result.AnonymizeResult`; a ``--method`` run goes to
-:mod:`.method_run`.
+come from :mod:`.inputs`, its outcome is :class:`.result.AnonymizeResult`.
+
+A method is not bounded by θ*: its θ* (thresholds.csv) is that of the single values, without value
+classes or OUTC codes, and measures its DR for information.
 
 When ``diseases`` is not among the sensitive attributes the release carries an empty E: the bound then
 does not cover what E reveals, and an empty knowledge.csv tells a re-verifier the same.
@@ -19,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -34,21 +45,15 @@ from faers_anon.anonymize.inputs import (
     sensitive_thresholds,
     with_drug_names,
 )
-from faers_anon.anonymize.method_run import anonymize_with_method
-from faers_anon.anonymize.partition import released_groups
+from faers_anon.anonymize.method_run import method_parameters, method_partition, publish_item_form
+from faers_anon.anonymize.partition import unit_view
 from faers_anon.anonymize.result import AnonymizeResult
 from faers_anon.anonymize.thresholds import Thresholds
-from faers_anon.anonymize.units import (
-    case_members,
-    engine_fields,
-    model_unit,
-    partition_model,
-    report_records,
-    unit_view,
-)
+from faers_anon.anonymize.units import engine_fields, model_unit, partition_model, report_records
 from faers_anon.anonymize.value_classes import ValueClasses, read_classes, read_outcomes, release_files
 from faers_anon.io.column_policy import ColumnPolicy, load_policy
 from faers_anon.io.qid_fields import generalize_fields
+from faers_anon.io.workspace import publish_release, signals_raise, work_folder
 from faers_anon.keys import load_key
 from faers_anon.models import make_model
 from faers_anon.release.writer import write_release
@@ -58,8 +63,10 @@ __all__ = [
     "AnonymizeResult",  # re-exported: defined in .result
     "QIDS",
     "anonymize_folder",
+    "anonymize_release",
     "knowledge_table",  # re-exported: defined in .inputs
     "partition_cases",
+    "run",
     "sensitive_thresholds",
 ]
 
@@ -127,8 +134,79 @@ def partition_cases(
     return partition, thresholds, probabilities
 
 
+def run(
+    cases: pl.DataFrame,
+    knowledge: pl.DataFrame,
+    /,
+    *,
+    config: AnonymizeConfig,
+    reports: pl.DataFrame | None = None,
+    classes: ValueClasses | None = None,
+    outcomes: pl.DataFrame | None = None,
+    demo: pl.DataFrame | None = None,
+    policy: ColumnPolicy | None = None,
+    drug_names: pl.DataFrame | None = None,
+) -> AnonymizeResult:
+    """One run of a model or a method on a cases frame, measured once (module docstring; no files).
+
+    Args:
+        cases: the cases frame (cases.parquet contract).
+        knowledge: E (drug_key, disease, weight).
+        config: the run's options; ``config.method`` chooses a method, else ``config.model`` runs.
+        reports: :func:`.units.report_records`, for a model whose unit is the report.
+        classes, outcomes: value classes and OUTC codes bounded by θ (a model's run only).
+        demo, policy: the DEMO rows and the column policy: its field QIDs are clustered on (models)
+            and generalized over the groups (both); None leaves them out.
+        drug_names: the other published drug columns (:func:`.inputs.published_drug_names`), read
+            through E by P(s | c).
+
+    Returns:
+        The result without a release: ``frame`` is the partition frame to write (field QIDs
+        generalized), ``partition`` the engine's output (None for a method), ``method`` the method's
+        result (None for a model).
+    """
+    clock = time.perf_counter()
+    partition, result = None, None
+    if config.method is None:
+        partition, thresholds, probabilities = partition_cases(
+            cases, knowledge, config=config, reports=reports, classes=classes, outcomes=outcomes,
+            demo=demo, policy=policy, drug_names=drug_names,
+        )  # fmt: skip
+        frame = partition.frame
+    else:
+        frame, result = method_partition(
+            config.method, cases, k=config.k, seed=config.seed, sensitive=config.sensitive
+        )
+        probabilities, thresholds = sensitive_thresholds(
+            with_drug_names(cases, drug_names), knowledge, config=config
+        )
+    written, field_nil = (
+        (frame, {}) if demo is None or policy is None else generalize_fields(frame, demo, policy)
+    )
+    seconds = {"anonymize": time.perf_counter() - clock}
+    clock = time.perf_counter()
+    # NIL on the algorithm's own units (reports or cases), DR on the cases an attacker finds in each group
+    raw = cases if reports is None or partition is None else unit_view(reports)
+    measures = metrics.measure(
+        frame, raw, probabilities, thresholds.frame, hierarchies=config.hierarchies(), k=config.k,
+        field_nil=field_nil,
+    )  # fmt: skip
+    seconds["metrics"] = time.perf_counter() - clock
+    return AnonymizeResult(
+        release=None,
+        frame=written,
+        thresholds=thresholds,
+        k=config.k,
+        cases=cases.height,
+        measures=measures,
+        partition=partition,
+        method=result,
+        seconds=seconds,
+    )
+
+
 def anonymize_folder(ingested: Path, out: Path | None, /, *, config: AnonymizeConfig) -> AnonymizeResult:
-    """Anonymize an ingested folder and write the release to ``out`` (None: compute only).
+    """Anonymize an ingested folder (:func:`run`) and write the release to ``out`` (None: compute only).
 
     Raises:
         InputError: a missing or unreadable ingested table or knowledge file.
@@ -136,69 +214,57 @@ def anonymize_folder(ingested: Path, out: Path | None, /, *, config: AnonymizeCo
         InfeasibleThetaError: some θ_s < P(s) with ``on_infeasible = "error"``.
     """
     clock = time.perf_counter()
-    seconds: dict[str, float] = {}
+    model = config.method is None
     cases = read_table(ingested / "cases.parquet")
     knowledge = knowledge_table(ingested, sensitive=config.sensitive, knowledge=config.knowledge)
-    if config.method is not None:
-        return anonymize_with_method(ingested, out, config=config, cases=cases, knowledge=knowledge)
-    reports = report_records(ingested) if model_unit(config.model) == "reports" else None
+    reports = report_records(ingested) if model and model_unit(config.model) == "reports" else None
     policy = load_policy(config.column_policy)
-    seconds["read"] = time.perf_counter() - clock
-    clock = time.perf_counter()
-    classes = read_classes(config.classes)
+    classes = read_classes(config.classes) if model else None
+    outcomes = read_outcomes(ingested) if model and config.protect_outcomes else None
     demo = read_table(ingested / "reports.parquet")
-    partition, thresholds, probabilities = partition_cases(
-        cases, knowledge, config=config, reports=reports, classes=classes,
-        outcomes=read_outcomes(ingested) if config.protect_outcomes else None, demo=demo, policy=policy,
-        drug_names=published_drug_names(ingested, policy),
+    read = time.perf_counter() - clock
+    result = run(
+        cases, knowledge, config=config, reports=reports, classes=classes, outcomes=outcomes, demo=demo,
+        policy=policy, drug_names=published_drug_names(ingested, policy),
     )  # fmt: skip
-    frame, field_nil = generalize_fields(partition.frame, demo, policy)  # the engine's groups' values
-    seconds["anonymize"] = time.perf_counter() - clock
+    seconds = {"read": read, **result.seconds}
+    if out is None:
+        return replace(result, seconds=seconds)
     clock = time.perf_counter()
-    # NIL on the model's own units (reports or cases), DR on the cases an attacker finds in each group.
-    units = partition.frame if reports is None else unit_view(partition.frame)
-    raw = cases if reports is None else unit_view(reports)
-    losses = metrics.information_loss(units, raw, hierarchies=config.hierarchies())
-    result_metrics = {
-        # SPEC §8 over every QID: the engine's and the policy's other DEMO qids (a mean of per-QID NILs)
-        "nil": (metrics.nil(losses, qids=len(config.qids)) * len(config.qids) + sum(field_nil.values()))
-        / (len(config.qids) + len(field_nil)),
-        "nil_by_qid": {q: v for q, v in metrics.nil_by_qid(losses).items() if q in config.qids} | field_nil,
-        # DR on the released QID groups (as the method path, evaluate and the verifier count them)
-        "dr": metrics.dangerous_ratio(
-            case_members(released_groups(partition.frame)), probabilities, thresholds.frame
-        ),
-        "group_sizes": metrics.group_sizes(units),
-        "share_k": metrics.share_exactly_k(units, k=config.k),
-    }
-    seconds["metrics"] = time.perf_counter() - clock
-    release, items = None, None
-    if out is not None:
-        clock = time.perf_counter()
-        singles, class_files = release_files(thresholds.frame, classes)
-        written = write_release(
-            ingested,
-            frame,
-            out,
-            policy=policy,
-            knowledge=knowledge,
-            thresholds=singles,
-            parameters=config.parameters(),
-            extra_files=class_files,
-            force=config.force,
-            key=load_key(config.key_file),
-            items=items_protection(config),
-        )
-        release = out
-        items = written.manifest["counts"].get("items")
-        seconds["write"] = time.perf_counter() - clock
-    return AnonymizeResult(
-        release=release,
-        partition=partition,
-        thresholds=thresholds,
-        k=config.k,
-        cases=cases.height,
-        seconds=seconds,
-        items=items,
-        **result_metrics,  # type: ignore[arg-type]
+    key = load_key(config.key_file)
+    singles, class_files = release_files(result.thresholds.frame, classes)
+    written = write_release(
+        ingested,
+        result.frame,
+        out,
+        policy=policy,
+        knowledge=knowledge,
+        thresholds=singles,
+        parameters=config.parameters() if result.method is None else method_parameters(result.method, config),
+        extra_files=class_files,
+        force=config.force,
+        key=key,
+        items=items_protection(config),
     )
+    if result.method is not None:
+        publish_item_form(out, result.method, written.ids.apply, key)
+    seconds["write"] = time.perf_counter() - clock
+    items = written.manifest["counts"].get("items")
+    return replace(result, release=out, items=items, seconds=seconds)
+
+
+def anonymize_release(
+    ingested: Path, out: Path, /, *, config: AnonymizeConfig, work: Path | None = None
+) -> AnonymizeResult:
+    """:func:`anonymize_folder` into a private work folder (under ``work``, default the system temp
+    folder), then the release moved to ``out`` in one rename (module docstring); the work folder is
+    removed on success, error or interrupt (SIGINT, SIGTERM, SIGHUP).
+
+    Raises:
+        as :func:`anonymize_folder`; OutputError: ``out`` may not be replaced (checked again at the end).
+    """
+    with signals_raise(), work_folder("anonymize", work) as folder:
+        built = folder / out.name
+        result = anonymize_folder(ingested, built, config=replace(config, force=True))
+        publish_release(built, out, force=config.force)
+    return replace(result, release=out)

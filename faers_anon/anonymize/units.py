@@ -35,6 +35,7 @@ import polars as pl
 
 from faers_anon.algorithms import Partition, QidHierarchies, greedy_cluster
 from faers_anon.algorithms.mondrian import mondrian
+from faers_anon.anonymize.partition import case_members, unit_view  # re-exported: the partition's views
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.io.column_policy import ColumnPolicy
 from faers_anon.io.qid_fields import field_codes
@@ -115,18 +116,6 @@ def report_records(ingested: Path, /) -> pl.DataFrame:
             "primaryid: listed twice (expected one row per report)", path=ingested / "reports.parquet"
         )
     return out
-
-
-def unit_view(frame: pl.DataFrame, /) -> pl.DataFrame:
-    """The frame keyed by engine unit: report-level frames get ``caseid`` := ``primaryid``; others as is."""
-    if "primaryid" not in frame.columns:
-        return frame
-    return frame.drop("caseid").rename({"primaryid": "caseid"})
-
-
-def case_members(frame: pl.DataFrame, /) -> pl.DataFrame:
-    """Distinct (caseid, group_id) of a partition frame: who an attacker finds in each group."""
-    return frame.select("caseid", "group_id").unique().sort("group_id", "caseid")
 
 
 def unit_probabilities(

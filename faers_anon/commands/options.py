@@ -3,8 +3,12 @@
 :func:`table_options` makes the click options of the named entries of
 :data:`faers_anon.release.options.OPTIONS`: flag, type, help and shown default all come from the
 table and the config dataclasses (:func:`faers_anon.release.config.default_of`), so a flag cannot
-drift from its TOML key or its config field. ``signals`` and ``compare`` keep their own options
-(:func:`signal_options`): they are options of :class:`signals.SignalConfig`, not of a release.
+drift from its TOML key or its config field. ``signals`` and ``compare`` take the table's signal
+options (``stratify``, ``conditions``, ``min_a``, ``role``; ``compare`` also ``criterion``,
+``reference``, ``outcome_groups``) from the same table, unset by default so that each command's own
+config supplies its default (``signals`` and ``compare`` differ: ``min_a`` 1 and 3);
+:func:`signal_options` adds the few options of :class:`signals.SignalConfig` a release does not take
+(``--age-bands``, ``--measures``, ``--ebgm-prior``).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from faers_anon.release.config import default_of
 from faers_anon.release.options import OPTIONS, Option
 from signals import GammaMixture
 
-__all__ = ["comma_list", "names", "signal_options", "table_options"]
+__all__ = ["SIGNAL_OPTIONS", "comma_list", "signal_options", "table_options"]
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -27,11 +31,6 @@ Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 def comma_list(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
     """``a, B`` → ``("a", "b")`` (lower-cased); None stays None."""
     return None if value is None else tuple(v.strip().lower() for v in value.split(",") if v.strip())
-
-
-def names(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
-    """``age,sex`` → ``("age", "sex")`` (case kept); None stays None."""
-    return None if value is None else tuple(v.strip() for v in value.split(",") if v.strip())
 
 
 def _numbers(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[float, ...] | None:
@@ -59,10 +58,14 @@ def _type(option: Option) -> Any:
     return {"int": int, "float": float, "str": str}.get(option.kind)
 
 
-def _click_option(option: Option) -> Decorator:
-    """One click option for one table entry (module docstring)."""
+def _click_option(option: Option, *, unset: bool = False) -> Decorator:
+    """One click option for one table entry (module docstring); ``unset``: no default (None)."""
     flags, dest = list(option.flag_names), option.field
     default = default_of(option)
+    if unset and not option.repeat:  # the command's own config supplies the default
+        callback = comma_list if option.kind == "list" else None
+        kind = None if option.kind == "list" else _type(option)
+        return click.option(*flags, dest, type=kind, default=None, callback=callback, help=option.help)
     if option.name == "theta_rule":  # chosen from --theta-file when not given (the help says so)
         return click.option(*flags, dest, type=_type(option), default=None, help=option.help)
     if option.kind == "bool":
@@ -81,9 +84,12 @@ def _click_option(option: Option) -> Decorator:
                         help=option.help)  # fmt: skip
 
 
-def table_options(names: Iterable[str]) -> Decorator:
-    """A decorator adding the click options of the named table entries, in the order given."""
-    options = [_click_option(OPTIONS[name]) for name in names]
+def table_options(names: Iterable[str], *, unset: bool = False) -> Decorator:
+    """A decorator adding the click options of the named table entries, in the order given.
+
+    ``unset``: the options default to None (shown without a default): the command fills in its own.
+    """
+    options = [_click_option(OPTIONS[name], unset=unset) for name in names]
 
     def apply(command: Callable[..., Any]) -> Callable[..., Any]:
         for option in reversed(options):
@@ -93,22 +99,14 @@ def table_options(names: Iterable[str]) -> Decorator:
     return apply
 
 
+SIGNAL_OPTIONS = ("stratify", "conditions", "min_a", "role")
+"""The table's options of :class:`signals.SignalConfig` (``signals``, ``compare`` and ``release``)."""
+
+
 def signal_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Options shared by ``signals`` and ``compare``; unset ones keep the command's defaults."""
+    """Options shared by ``signals`` and ``compare``: the table's (unset) and three of their own."""
     options = [
-        click.option("--stratify", callback=names, help="age, sex or age,sex (crossed strata)."),
-        click.option(
-            "--condition",
-            "conditions",
-            multiple=True,
-            help='A stratum of its own, e.g. "age>=18", "sex=F", "sex=F&age>=60" (repeatable).',
-        ),
-        click.option(
-            "--min-a", type=float, default=None, help="Keep drug-event rows with a >= this [1; compare 3]."
-        ),
-        click.option(
-            "--role", type=click.Choice(["ps", "suspect", "any"]), default=None, help="Drug roles [ps]."
-        ),
+        table_options(SIGNAL_OPTIONS, unset=True),
         click.option("--age-bands", callback=_numbers, help="Inner age-band edges in years [18,45,65]."),
         click.option(
             "--measures",

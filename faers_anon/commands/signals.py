@@ -1,4 +1,8 @@
-"""``faers-anon signals`` and ``faers-anon compare``: options of :class:`signals.SignalConfig`."""
+"""``faers-anon signals`` and ``faers-anon compare``: options of :class:`signals.SignalConfig`.
+
+The options a release shares (strata, conditions, minimum count, drug role; compare's criterion,
+reference pairs and outcome groups) come from the option table (:mod:`faers_anon.release.options`).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Any
 import click
 
 from faers_anon import api
-from faers_anon.commands.options import signal_options
+from faers_anon.commands.options import signal_options, table_options
 from signals import CompareConfig, SignalConfig
 
 __all__ = ["compare_command", "signals_command"]
@@ -52,26 +56,7 @@ def signals_command(data: tuple[Path, ...], output: Path, **options: Any) -> Non
     "-o", "--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Output folder."
 )
 @signal_options
-@click.option(
-    "--criterion",
-    type=click.Choice(["evans", "ror", "ic", "eb"]),
-    default="evans",
-    show_default=True,
-    help="Headline criterion: evans (PRR>=2, chi2>=4, a>=3), ror (ROR025>1, a>=3), ic (IC025>0), "
-    "eb (EB05>=2).",
-)
-@click.option(
-    "--reference",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Extra reference pairs CSV (docs/formats.md; e.g. reference_signals/reference_pairs.csv).",
-)
-@click.option(
-    "--outcome-groups",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Outcome-group CSV for --reference (docs/formats.md; e.g. outcome_pt_groups.csv).",
-)
+@table_options(("criterion", "reference", "outcome_groups"))
 @click.option(
     "--raw-series",
     multiple=True,

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from faers_anon import api
+from faers_anon.commands.options import table_options
 from faers_anon.evaluate.pipeline import EvaluateConfig
 from faers_anon.methods import METHODS
 from faers_anon.models import MODELS
@@ -56,7 +57,7 @@ def _floats(ctx: click.Context, param: click.Parameter, value: str) -> tuple[flo
 @click.command(name="evaluate")
 @click.argument("sources", nargs=-1, type=click.Path(path_type=Path))
 @click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Output folder (results.csv, figures/, evaluation.html, work/).")  # fmt: skip
+              help="Output folder (results.csv, figures/, evaluation.html, options.json).")  # fmt: skip
 @click.option("--demo", is_flag=True, help="Also evaluate the bundled demo quarter.")
 @click.option("--models", default="all", show_default=True, callback=_models,
               help=f"Models, comma-separated, or all ({', '.join(MODELS)}).")  # fmt: skip
@@ -83,12 +84,14 @@ def _floats(ctx: click.Context, param: click.Parameter, value: str) -> tuple[flo
 )
 @click.option("--no-signals", "signals", is_flag=True, flag_value=False, default=True,
               help="Skip signal survival (faster).")  # fmt: skip
+@table_options(["work"])  # --work-dir: as the release's (faers_anon.release.options)
 def evaluate_command(sources: tuple[Path, ...], out: Path, **options: Any) -> None:
     """Compare the privacy models (and methods) on NIL, DR and signal survival, as Lin et al. 2016 did.
 
-    SOURCES are FDA quarterly zips or folders (ingested once into OUT/work/) or ingested folders; every
-    model runs on every quarter for every k, θ and θ* setting. Writes OUT/results.csv (one row per
-    quarter, model, k, setting and θ), OUT/figures/*.png and OUT/evaluation.html.
+    SOURCES are FDA quarterly zips or folders (ingested into a private work folder, removed at the
+    end) or ingested folders; every model runs on every quarter for every k, θ and θ* setting. Writes
+    OUT/results.csv (one row per quarter, model, k, setting and θ), OUT/figures/*.png and
+    OUT/evaluation.html.
 
     Example: faers-anon evaluate faers_ascii_2024q1.zip -o eval/ --k 5,20 --theta 0.2,0.4 --methods ra
     """

@@ -5,9 +5,11 @@ DR of k-anonymity, (X,Y)-anonymity, multi-sensitive l-diversity, (α,k)-anonymit
 (and the other systems of SPEC §7: random anonymization, (k,l)-anonymity, swapping, disassociation) for
 k (or l) in a grid, θ (or α) in a grid, and the three θ* settings, plus signal survival.
 
-Sources: each SRC is one quarter, an FDA zip or folder (ingested once into ``OUT/work/<name>``,
-reused by later runs while that folder holds a complete ingest) or an already-ingested folder (has
-``cases.parquet``). E is mined from each quarter's INDI and DRUG unless ``knowledge`` is given.
+Sources: each SRC is one quarter, an FDA zip or folder (ingested into a private work folder, as
+``faers-anon release`` does: :mod:`faers_anon.io.workspace`, 0700, under the system temp folder or
+``work``, removed at the end, on an error or an interrupt too; the raw tables never sit in ``OUT``) or
+an already-ingested folder (has ``cases.parquet``; ingest it once with ``faers-anon ingest`` to reuse
+it across evaluations). E is mined from each quarter's INDI and DRUG unless ``knowledge`` is given.
 
 θ* settings (:mod:`faers_anon.anonymize.thresholds`): ``uniform`` (θ_s = θ), ``level`` (a class file; default
 the bundled ``faers_anon/data/level_classes.csv``: stigmatizing conditions 0.2, product terms and
@@ -40,6 +42,8 @@ from faers_anon.errors import ConfigError, InputError
 from faers_anon.evaluate.report import draw_figures, render_page, summary_table
 from faers_anon.evaluate.runs import CORE_COLUMNS, RunSpec, load_quarter, quarter_rows
 from faers_anon.io.ingest import demo_source, ingest_quarters
+from faers_anon.io.targets import check_work_dir
+from faers_anon.io.workspace import signals_raise, work_folder
 from faers_anon.methods import METHODS
 from faers_anon.models import MODELS
 from knowledge import SENSITIVE_ATTRIBUTES
@@ -71,6 +75,8 @@ class EvaluateConfig:
         complete_qids: keep only the cases whose reports all have age, sex and weight, as the paper's
             experiments did (default: every case; missing values are kept, SPEC §5).
         candidates, scan_limit: the greedy engine's search bounds.
+        work: the parent of the private work folder the sources are ingested into (default: the
+            system temp folder); never recorded in options.json.
     """
 
     models: tuple[str, ...] = tuple(MODELS)
@@ -89,6 +95,7 @@ class EvaluateConfig:
     complete_qids: bool = False
     candidates: int = 64
     scan_limit: int = 4096
+    work: Path | None = None
 
     def __post_init__(self) -> None:
         named = (
@@ -141,7 +148,7 @@ class EvaluateConfig:
     def options(self) -> dict[str, Any]:
         """JSON-ready options (paths as text, tuples as lists)."""
         out = {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
-               for k, v in asdict(self).items()}  # fmt: skip
+               for k, v in asdict(self).items() if k != "work"}  # fmt: skip
         out["theta_file"] = str(self.theta_file or DEFAULT_LEVEL_FILE)
         return out
 
@@ -152,7 +159,8 @@ class EvaluationResult:
 
     Attributes:
         out: the output folder; rows: the tidy table (also ``results.csv``); figures: PNG file names.
-        quarters: (label, ingested folder) per source; seconds: wall time in total.
+        quarters: (label, ingested folder) per source (a source ingested by the run names its
+            private work folder, removed when the run ends); seconds: wall time in total.
     """
 
     out: Path
@@ -183,9 +191,10 @@ def _quarter_label(ingested: Path) -> str:
 def _prepare(sources: Sequence[Path], work: Path, demo: bool, progress: Progress) -> list[tuple[str, Path]]:
     """One ingested folder per source (module docstring), labelled by its quarter(s).
 
-    The work folder of a source is named after the file and a hash of its absolute path, so two zips of
-    the same name (a synthetic ``faers_ascii_2025q1.zip`` and the demo's) never share one. Two sources
-    of the same quarter are told apart in the labels as ``2025Q1``, ``2025Q1#2``, …
+    A source that is not an ingested folder is ingested into ``work`` (the run's private work folder),
+    in a subfolder named after the file and a hash of its absolute path, so two zips of the same name
+    (a synthetic ``faers_ascii_2025q1.zip`` and the demo's) never share one. Two sources of the same
+    quarter are told apart in the labels as ``2025Q1``, ``2025Q1#2``, …
     """
     prepared: list[tuple[str, Path]] = []
     for source in [*map(Path, sources), *([demo_source()] if demo else [])]:
@@ -196,9 +205,8 @@ def _prepare(sources: Sequence[Path], work: Path, demo: bool, progress: Progress
         else:
             tag = hashlib.sha256(str(source.resolve()).encode()).hexdigest()[:8]
             ingested = work / f"{source.name.removesuffix('.zip').lower()}-{tag}"
-            if not ((ingested / "cases.parquet").is_file() and (ingested / "ingest_report.json").is_file()):
-                progress(f"ingesting {source} into {ingested}")
-                ingest_quarters([source], ingested)
+            progress(f"ingesting {source} (private work folder)")
+            ingest_quarters([source], ingested)
         label = _quarter_label(ingested)
         seen = sum(1 for other, _ in prepared if other == label or other.startswith(f"{label}#"))
         prepared.append((f"{label}#{seen + 1}" if seen else label, ingested))
@@ -225,6 +233,17 @@ def _tidy(records: list[dict[str, Any]]) -> pl.DataFrame:
     return frame.select(*CORE_COLUMNS, *extra)
 
 
+def _records(quarters: list[tuple[str, Path]], config: EvaluateConfig, say: Progress) -> list[dict[str, Any]]:
+    """Every row of every quarter (:func:`faers_anon.evaluate.runs.quarter_rows`)."""
+    spec = config.spec()
+    records: list[dict[str, Any]] = []
+    for label, ingested in quarters:
+        say(f"quarter {label}")
+        knowledge = knowledge_table(ingested, sensitive=config.sensitive, knowledge=config.knowledge)
+        records.extend(quarter_rows(load_quarter(label, ingested, knowledge, spec), spec, say))
+    return records
+
+
 def evaluate_sources(
     sources: Sequence[Path], out: Path, /, *, config: EvaluateConfig, progress: Progress | None = None
 ) -> EvaluationResult:
@@ -237,22 +256,14 @@ def evaluate_sources(
     """
     say = progress or (lambda _line: None)
     clock = time.perf_counter()
+    check_work_dir(config.work, outputs=[out], inputs=[Path(s) for s in sources])
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot create the output folder ({exc.strerror})", path=out) from exc
-    quarters = _prepare(sources, out / "work", config.demo, say)
-    spec = config.spec()
-    records: list[dict[str, Any]] = []
-    for label, ingested in quarters:
-        say(f"quarter {label} ({ingested})")
-        data = load_quarter(
-            label,
-            ingested,
-            knowledge_table(ingested, sensitive=config.sensitive, knowledge=config.knowledge),
-            spec,
-        )
-        records.extend(quarter_rows(data, spec, say))
+    with signals_raise(), work_folder("evaluate", config.work) as work:
+        quarters = _prepare(sources, work, config.demo, say)
+        records = _records(quarters, config, say)
     rows = _tidy(records).sort(
         "quarter", "theta_setting", "theta", "k", "model", nulls_last=True, maintain_order=True
     )

@@ -16,14 +16,11 @@ The quarter's tables are read once (:class:`QuarterData`). For each k:
 * Each partition is measured against every θ* it serves (:func:`measure`) and, once, for signal
   survival (:func:`signal_figures`), without writing a release.
 
-Measures. NIL on the algorithm's groups and the model's own units (reports for report-unit models),
-as the anonymize command reports it (IL depends on a group's raw values: a group whose weights are
-all missing lost nothing, one mixing missing and known lost everything, though both publish an empty
-weight). Groups, the smallest group and DR on the *released QID tuples*, the QID-groups an attacker
-sees (:func:`faers_anon.anonymize.partition.released_groups`: groups that end up with identical
-generalized QIDs are one): DR (:func:`faers_anon.anonymize.metrics.dangerous_groups`) counts the
-tuples whose distinct cases (P(s | c) of their super-records, with E, as MS(k, θ*) defines it) exceed
-some θ_s of the setting.
+Measures: the anonymize run's own (:func:`faers_anon.anonymize.metrics.measure`, one metrics path for
+``faers-anon anonymize``, ``release`` and this harness): NIL on the algorithm's groups and the model's
+own units (reports for report-unit models); groups, the smallest group and DR on the *released QID
+tuples*, the QID-groups an attacker sees. A method runs as ``--method`` runs it
+(:func:`faers_anon.anonymize.method_run.method_partition`: the options its capabilities take).
 """
 
 from __future__ import annotations
@@ -41,9 +38,10 @@ import polars as pl
 from faers_anon.algorithms.types import QidHierarchies
 from faers_anon.analysis.signals import read_case_tables
 from faers_anon.anonymize import metrics
-from faers_anon.anonymize.partition import QID_COLUMNS, released_groups
+from faers_anon.anonymize.method_run import method_partition
+from faers_anon.anonymize.partition import QID_COLUMNS
 from faers_anon.anonymize.thresholds import Thresholds, build_thresholds
-from faers_anon.anonymize.units import case_members, model_unit, partition_model, report_records, unit_view
+from faers_anon.anonymize.units import model_unit, partition_model, report_records
 from faers_anon.methods import METHODS
 from faers_anon.models import make_model
 from knowledge import case_value_probabilities
@@ -138,23 +136,20 @@ def load_quarter(label: str, ingested: Path, knowledge: pl.DataFrame, spec: RunS
 
 
 def measure(
-    frame: pl.DataFrame, raw_units: pl.DataFrame, data: QuarterData, thresholds: Thresholds
+    frame: pl.DataFrame, raw_units: pl.DataFrame, data: QuarterData, thresholds: Thresholds, k: int
 ) -> dict[str, Any]:
-    """NIL, DR and group figures of a release frame against one θ* (module docstring)."""
-    hierarchies = QidHierarchies.default()
-    losses = metrics.information_loss(unit_view(frame), raw_units, hierarchies=hierarchies)
-    grouped = released_groups(frame)
-    units = unit_view(grouped)
-    n_dangerous = metrics.dangerous_groups(case_members(grouped), data.probabilities, thresholds.frame)
-    sizes = units.group_by("group_id").len()["len"]
-    groups = int(sizes.len())
+    """NIL, DR and group figures of a partition frame against one θ*: the anonymize run's metrics
+    (:func:`faers_anon.anonymize.metrics.measure`), as row columns."""
+    m = metrics.measure(
+        frame, raw_units, data.probabilities, thresholds.frame, hierarchies=QidHierarchies.default(), k=k
+    )
     return {
-        "n_units": units.height,
-        "groups": groups,
-        "k_achieved": int(sizes.min()) if groups else 0,  # type: ignore[arg-type]
-        "nil": metrics.nil(losses, qids=hierarchies.count),
-        "dr": n_dangerous / groups if groups else 0.0,
-        "dangerous_groups": n_dangerous,
+        "n_units": m.n_units,
+        "groups": m.groups,
+        "k_achieved": m.k_achieved,
+        "nil": m.nil,
+        "dr": m.dr,
+        "dangerous_groups": m.dangerous_groups,
         "raised_values": thresholds.count("raised"),
     }
 
@@ -279,7 +274,7 @@ def quarter_rows(data: QuarterData, spec: RunSpec, progress: Progress) -> Iterat
                     "k": k,
                     "theta_setting": setting,
                     "theta": theta,
-                    **measure(run.partition.frame, run.units, data, star[(setting, theta)]),
+                    **measure(run.partition.frame, run.units, data, star[(setting, theta)], k),
                     "forced": run.partition.forced,
                     "invalid_groups": run.partition.invalid_groups,
                     "seconds": seconds,
@@ -289,14 +284,13 @@ def quarter_rows(data: QuarterData, spec: RunSpec, progress: Progress) -> Iterat
             method = METHODS[name]
             mk = k if method.capabilities.group_size else None
             if (name, mk) not in method_done:
-                options = {"k": k} if mk is not None else {}
                 clock = time.perf_counter()
-                result = method(
-                    data.cases, config=method.config_type(**options), rng=np.random.default_rng(spec.seed)
+                frame, result = method_partition(
+                    name, data.cases, k=k, seed=spec.seed, sensitive=spec.sensitive
                 )
                 seconds = time.perf_counter() - clock
-                sig = {} if method.capabilities.item_form else signal_figures(result.release, data)
-                method_done[(name, mk)] = (result.release, _scalars(result.privacy), seconds, sig)
+                sig = {} if method.capabilities.item_form else signal_figures(frame, data)
+                method_done[(name, mk)] = (frame, _scalars(result.privacy), seconds, sig)
                 progress(f"  {data.label} {name}{'' if mk is None else f' k={mk}'}: {seconds:.1f} s")
             elif mk is None and k != spec.ks[0]:
                 continue
@@ -310,7 +304,7 @@ def quarter_rows(data: QuarterData, spec: RunSpec, progress: Progress) -> Iterat
                     "k": mk,
                     "theta_setting": setting,
                     "theta": theta,
-                    **measure(release, data.cases, data, star[(setting, theta)]),
+                    **measure(release, data.cases, data, star[(setting, theta)], k),
                     "seconds": seconds,
                     **sig,
                     **privacy,

@@ -21,7 +21,9 @@ Decisions:
       publishable content ever sits in the staging folder. Hidden siblings of ``OUT`` that a killed
       run left (``.<OUT>.staging-<pid>``, ``.<OUT>.old-<pid>``, ``.<OUT>.tmp-<pid>`` with a dead pid,
       and the ``.<OUT>.work-*`` / ``.<OUT>.partial`` folders of versions before 0.2) are removed
-      before publishing.
+      before publishing. A release and its restricted folder (``<OUT>-restricted``) are published
+      by :func:`publish_release`, restricted first, each in one rename; ``release`` and the
+      standalone ``anonymize`` both build in a work folder and publish this way.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from pathlib import Path
 from types import FrameType
 
 from faers_anon.errors import InputError, Interrupted
+from faers_anon.io.targets import check_replaceable
 
 __all__ = [
     "make_work_folder",
@@ -47,6 +50,7 @@ __all__ = [
     "remove_stale",
     "signals_raise",
     "publish_folder",
+    "publish_release",
     "OWNER_FILE",
     "PREFIX",
 ]
@@ -242,3 +246,26 @@ def _move(built: Path, staging: Path) -> None:
         if exc.errno != errno.EXDEV:
             raise
         shutil.copytree(built, staging)
+
+
+def publish_release(built: Path, out: Path, /, *, force: bool) -> None:
+    """Move the finished release ``built`` and its restricted folder (if any) to ``out``, each atomically.
+
+    The restricted folder ``<built>-restricted`` goes first (to ``<out>-restricted``), so a visible
+    release is always complete. ``out`` is checked again (another run may have written it since the
+    command started).
+
+    Raises:
+        OutputError: ``out`` may not be replaced (:func:`faers_anon.io.targets.check_replaceable`).
+        InputError: a rename failed; nothing was published.
+    """
+    check_replaceable(out, force=force)
+    restricted = built.with_name(f"{built.name}-restricted")
+    try:
+        if restricted.exists():
+            publish_folder(restricted, out.with_name(f"{out.name}-restricted"))
+        publish_folder(built, out)
+    except OSError as exc:
+        raise InputError(
+            f"cannot publish the release ({exc.strerror or exc}); nothing was published", path=out
+        ) from exc

@@ -23,6 +23,7 @@ from faers_anon.anonymize.config import RELEASE_METHODS
 from faers_anon.anonymize.items import ITEM_STRATEGIES
 from faers_anon.anonymize.thresholds import ON_INFEASIBLE, THETA_RULES
 from faers_anon.models import MODELS
+from signals import CRITERIA
 
 __all__ = ["OPTIONS", "Option", "SECTIONS"]
 
@@ -151,8 +152,9 @@ _TABLE = (
         "criterion",
         "compare",
         "str",
-        "Signal criterion of the survival figures.",
-        choices=("evans", "ror", "ic"),
+        "Signal criterion of the survival figures: evans (PRR>=2, chi2>=4, a>=3), ror (ROR025>1, a>=3), "
+        "ic (IC025>0), eb (EB05>=2).",
+        choices=tuple(CRITERIA),
     ),  # fmt: skip
     Option(
         "reference",

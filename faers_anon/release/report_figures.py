@@ -147,7 +147,8 @@ def build_report(
             "k": verdict.k,
             "k_achieved": int(sizes["size"].min()) if sizes.height else 0,  # type: ignore[arg-type]
             "groups": verdict.n_groups,
-            "engine_groups": anonymized.partition.groups,
+            # the engine's groups before the released tuples merge; a method has no engine (None)
+            "engine_groups": None if anonymized.partition is None else anonymized.partition.groups,
             "dangerous_groups": verdict.n_dangerous,
             "dr": verdict.dr,
             "share_cases_in_groups_of_exactly_k": anonymized.share_k,

@@ -15,6 +15,8 @@ from faers_anon.cli import cli
 from faers_anon.errors import ConfigError
 from faers_anon.evaluate.pipeline import CORE_COLUMNS, EvaluateConfig, EvaluationResult
 from faers_anon.io.column_policy import DEFAULT_POLICY
+from faers_anon.io.ingest import ingest_quarters
+from faers_anon.io.workspace import PREFIX
 from faers_anon.models import MODELS
 from faers_anon.synthetic import make_quarter, write_quarter
 from faers_anon.verify.verifier import verify_release
@@ -23,12 +25,36 @@ CONFIG = EvaluateConfig(ks=(3,), thetas=(0.4,), methods=("ra", "kl-anonymity"), 
 
 
 @pytest.fixture(scope="module")
-def evaluated(tmp_path_factory: pytest.TempPathFactory) -> tuple[EvaluationResult, list[str]]:
-    root = tmp_path_factory.mktemp("evaluate")
-    source = write_quarter(make_quarter(220, seed=5), root / "raw", zip=True)
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_quarter(make_quarter(220, seed=5), tmp_path_factory.mktemp("raw"), zip=True)
+
+
+@pytest.fixture(scope="module")
+def evaluated(source: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[EvaluationResult, list[str]]:
     lines: list[str] = []
-    result = api.evaluate([source], root / "out", config=CONFIG, progress=lines.append)
+    result = api.evaluate([source], tmp_path_factory.mktemp("evaluate") / "out", config=CONFIG,
+                          progress=lines.append)  # fmt: skip
     return result, lines
+
+
+@pytest.fixture(scope="module")
+def ingested(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same quarter ingested apart (evaluate's own ingest is removed with its work folder)."""
+    out = tmp_path_factory.mktemp("ingested") / "ingested"
+    ingest_quarters([source], out)
+    return out
+
+
+def test_the_raw_tables_never_sit_in_out(evaluated: tuple[EvaluationResult, list[str]]) -> None:
+    """The zip is ingested into a private work folder removed at the end, as a release does (issue 13)."""
+    result = evaluated[0]
+    assert sorted(p.name for p in result.out.iterdir()) == [
+        "evaluation.html", "figures", "options.json", "results.csv"
+    ]  # fmt: skip
+    assert not list(result.out.rglob("*.parquet"))
+    work = result.quarters[0][1]
+    assert work.parent.name.startswith(PREFIX + "evaluate-") and not work.parent.exists()
+    assert result.out not in work.parents
 
 
 def test_one_row_per_quarter_model_k_setting_theta(evaluated: tuple[EvaluationResult, list[str]]) -> None:
@@ -87,10 +113,9 @@ def test_figures_and_a_self_contained_page(evaluated: tuple[EvaluationResult, li
 
 
 def test_rows_agree_with_anonymize_and_the_verifier(
-    evaluated: tuple[EvaluationResult, list[str]], tmp_path: Path
+    evaluated: tuple[EvaluationResult, list[str]], ingested: Path, tmp_path: Path
 ) -> None:
     result = evaluated[0]
-    ingested = result.quarters[0][1]
     rows = result.rows.filter(pl.col("theta_setting") == "uniform")
     # evaluate is the paper's setting: QIDs age, sex, weight only; no value classes, OUTC unbounded
     # (issue 18's defaults are switched off: the other DEMO qids dropped, an empty class file)
@@ -108,12 +133,19 @@ def test_rows_agree_with_anonymize_and_the_verifier(
         verdict = verify_release(tmp_path / model)
         assert verdict.ok and row["dr"] == pytest.approx(verdict.dr, abs=1e-12)
         assert row["groups"] == verdict.n_groups
+        # one metrics path: the row's figures are the run's own (metrics.measure)
+        assert (row["dr"], row["groups"], row["dangerous_groups"]) == (
+            done.dr, done.measures.groups, done.measures.dangerous_groups
+        )  # fmt: skip
+    for method in ("ra", "kl-anonymity"):  # a method's row: as `anonymize --method` measures it
+        config = AnonymizeConfig(k=3, theta=0.4, on_infeasible="raise-theta", seed=2, method=method,
+                                 column_policy=tmp_path / "paper.csv")  # fmt: skip
+        done = anonymize_folder(ingested, None, config=config)
+        row = rows.filter(pl.col("model") == method).row(0, named=True)
+        assert (row["nil"], row["dr"], row["groups"]) == (done.nil, done.dr, done.measures.groups)
 
 
-def test_ingested_folders_are_used_as_they_are(
-    evaluated: tuple[EvaluationResult, list[str]], tmp_path: Path
-) -> None:
-    ingested = evaluated[0].quarters[0][1]
+def test_ingested_folders_are_used_as_they_are(ingested: Path, tmp_path: Path) -> None:
     lines: list[str] = []
     config = EvaluateConfig(
         models=("xy-anonymity",), ks=(4,), thetas=(0.5,), settings=("uniform",), signals=False
@@ -142,10 +174,7 @@ def test_invalid_options_are_config_errors(options: dict[str, object], message: 
         EvaluateConfig(**options)  # type: ignore[arg-type]
 
 
-def test_cli_happy_path_mistakes_and_help(
-    evaluated: tuple[EvaluationResult, list[str]], tmp_path: Path
-) -> None:
-    ingested = str(evaluated[0].quarters[0][1])
+def test_cli_happy_path_mistakes_and_help(ingested: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     args = [
         "--models",
@@ -158,27 +187,24 @@ def test_cli_happy_path_mistakes_and_help(
         "uniform",
         "--no-signals",
     ]
-    done = runner.invoke(cli, ["evaluate", ingested, "-o", str(tmp_path / "e"), *args])
+    done = runner.invoke(cli, ["evaluate", str(ingested), "-o", str(tmp_path / "e"), *args])
     assert done.exit_code == 0, done.output
     assert (
         "evaluated 1 quarter(s) (2025Q1): 1 rows" in done.output
         and (tmp_path / "e" / "results.csv").is_file()
     )
-    bad = runner.invoke(cli, ["evaluate", ingested, "-o", str(tmp_path / "f"), "--models", "nope"])
+    bad = runner.invoke(cli, ["evaluate", str(ingested), "-o", str(tmp_path / "f"), "--models", "nope"])
     assert bad.exit_code == 1 and bad.output.strip().splitlines()[-1].startswith(
         "Error: model: unknown 'nope'"
     )
     assert "Traceback" not in bad.output
-    numbers = runner.invoke(cli, ["evaluate", ingested, "-o", str(tmp_path / "g"), "--k", "five"])
+    numbers = runner.invoke(cli, ["evaluate", str(ingested), "-o", str(tmp_path / "g"), "--k", "five"])
     assert numbers.exit_code == 1 and "expected comma-separated integers" in numbers.output
     helped = runner.invoke(cli, ["evaluate", "--help"])
     assert helped.exit_code == 0 and "--theta-setting" in helped.output and "Example:" in helped.output
 
 
-def test_complete_qids_keeps_the_cases_without_missing_values(
-    evaluated: tuple[EvaluationResult, list[str]], tmp_path: Path
-) -> None:
-    ingested = evaluated[0].quarters[0][1]
+def test_complete_qids_keeps_the_cases_without_missing_values(ingested: Path, tmp_path: Path) -> None:
     reports = pl.read_parquet(ingested / "reports.parquet")
     gaps = reports.filter(pl.any_horizontal(pl.col(c).is_null() for c in ("age_years", "sex", "weight_kg")))
     complete = reports["caseid"].n_unique() - gaps["caseid"].n_unique()
