@@ -53,8 +53,14 @@ from faers_anon.anonymize.result import AnonymizeResult
 from faers_anon.errors import InputError, VerificationError
 from faers_anon.io.ingest import demo_source, ingest_quarters
 from faers_anon.io.ingest_report import IngestResult
-from faers_anon.io.targets import check_release_target, check_work_dir, key_inputs, resolved
-from faers_anon.io.workspace import publish_release, signals_raise, work_folder
+from faers_anon.io.targets import (
+    check_release_target,
+    check_replaceable,
+    check_work_dir,
+    key_inputs,
+    resolved,
+)
+from faers_anon.io.workspace import publish_folder, signals_raise, work_folder
 from faers_anon.keys import load_key
 from faers_anon.release.certificate import seal
 from faers_anon.release.config import ReleaseConfig
@@ -218,7 +224,7 @@ def _run(
             ingested.out if series is None else series.ingested, built, config=_with_force(config, series)
         )
     say(
-        f"[anonymize] {anonymized.measures.groups:,} groups, NIL {anonymized.nil:.4f}, "
+        f"[anonymize] {anonymized.partition.groups:,} groups, NIL {anonymized.nil:.4f}, "
         f"DR {anonymized.dr:.4f} ({seconds['anonymize']:.1f} s)"
     )
     with _stage("verify", seconds, say):
@@ -241,7 +247,9 @@ def _run(
             method=config.anonymize.method,
             seed=config.anonymize.seed,
         )
-        comparison = compare(raw_tables, released_tables, config=compare_config)
+        # the report reads survival and the panel, never a pair's EB05/EB95: their root searches are
+        # skipped (signal_eb is decided all the same, signals.compare)
+        comparison = compare(raw_tables, released_tables, config=compare_config, bounds=False)
     say(f"[signals] {comparison.summary().splitlines()[1].strip()} ({seconds['signals']:.1f} s)")
     with _stage("risk", seconds, say):  # SPEC §11: what an attacker who knows X can learn
         risk = assess_risk(built, config=RiskConfig(raw=ingested.out))
@@ -286,12 +294,23 @@ def _run(
 
 
 def _publish(built: Path, out: Path, *, force: bool) -> None:
-    """Move the restricted folder (if any) and then the release into place, each in one rename
-    (:func:`faers_anon.io.workspace.publish_release`, as the standalone ``anonymize`` does)."""
-    publish_release(built, out, force=force)
+    """Move the restricted folder (if any) and then the release into place, each in one rename.
+
+    ``out`` is checked again: another run may have written it since the start.
+    """
+    check_replaceable(out, force=force)
+    restricted = restricted_path(built)
+    try:
+        if restricted.exists():
+            publish_folder(restricted, restricted_path(out))
+        publish_folder(built, out)
+    except OSError as exc:
+        raise InputError(
+            f"cannot publish the release ({exc.strerror or exc}); nothing was published", path=out
+        ) from exc
 
 
-_SERIES_COUNTS = ("withheld", "withheld_reports", "republished_reports", "retried", "retried_reports")
+_SERIES_COUNTS = ("withheld", "withheld_reports", "republished_reports")
 
 
 def _with_force(config: ReleaseConfig, series: SeriesStep | None = None) -> AnonymizeConfig:
