@@ -53,14 +53,8 @@ from faers_anon.anonymize.result import AnonymizeResult
 from faers_anon.errors import InputError, VerificationError
 from faers_anon.io.ingest import demo_source, ingest_quarters
 from faers_anon.io.ingest_report import IngestResult
-from faers_anon.io.targets import (
-    check_release_target,
-    check_replaceable,
-    check_work_dir,
-    key_inputs,
-    resolved,
-)
-from faers_anon.io.workspace import publish_folder, signals_raise, work_folder
+from faers_anon.io.targets import check_release_target, check_work_dir, key_inputs, resolved
+from faers_anon.io.workspace import publish_release, signals_raise, work_folder
 from faers_anon.keys import load_key
 from faers_anon.release.certificate import seal
 from faers_anon.release.config import ReleaseConfig
@@ -224,7 +218,7 @@ def _run(
             ingested.out if series is None else series.ingested, built, config=_with_force(config, series)
         )
     say(
-        f"[anonymize] {anonymized.partition.groups:,} groups, NIL {anonymized.nil:.4f}, "
+        f"[anonymize] {anonymized.measures.groups:,} groups, NIL {anonymized.nil:.4f}, "
         f"DR {anonymized.dr:.4f} ({seconds['anonymize']:.1f} s)"
     )
     with _stage("verify", seconds, say):
@@ -294,23 +288,12 @@ def _run(
 
 
 def _publish(built: Path, out: Path, *, force: bool) -> None:
-    """Move the restricted folder (if any) and then the release into place, each in one rename.
-
-    ``out`` is checked again: another run may have written it since the start.
-    """
-    check_replaceable(out, force=force)
-    restricted = restricted_path(built)
-    try:
-        if restricted.exists():
-            publish_folder(restricted, restricted_path(out))
-        publish_folder(built, out)
-    except OSError as exc:
-        raise InputError(
-            f"cannot publish the release ({exc.strerror or exc}); nothing was published", path=out
-        ) from exc
+    """Move the restricted folder (if any) and then the release into place, each in one rename
+    (:func:`faers_anon.io.workspace.publish_release`, as the standalone ``anonymize`` does)."""
+    publish_release(built, out, force=force)
 
 
-_SERIES_COUNTS = ("withheld", "withheld_reports", "republished_reports")
+_SERIES_COUNTS = ("withheld", "withheld_reports", "republished_reports", "retried", "retried_reports")
 
 
 def _with_force(config: ReleaseConfig, series: SeriesStep | None = None) -> AnonymizeConfig:
