@@ -124,3 +124,17 @@ def test_corrupt_member_data_is_an_input_error(tmp_path: Path) -> None:
     found = discover([path])  # the central directory is intact
     with pytest.raises(InputError, match=r"^faers_ascii_2023q1.zip:ASCII/DEMO23Q1.txt: cannot extract"):
         materialize(found[0], tmp_path)
+
+
+def test_one_high_byte_anywhere_makes_a_file_not_ascii(tmp_path: Path) -> None:
+    # The ASCII check reads the largest byte of the whole (mapped) file: the last byte counts, and
+    # an empty file is ASCII (cannot be mapped, so it is answered before).
+    body = b"primaryid$caseid$drugname\n" + b"1$1$ASPIRIN\n" * 100_000
+    for tail, ascii_only in ((b"", True), (b"2$2$X\x80", False), (b"2$2$X\x7f", True)):
+        path = tmp_path / "DRUG19Q3.txt"
+        path.write_bytes(body + tail)
+        local = materialize(discover([path])[0], tmp_path)
+        assert (local.path == path) is ascii_only  # a non-ASCII file is transcoded to a copy
+    empty = tmp_path / "DRUG19Q4.txt"
+    empty.write_bytes(b"")
+    assert materialize(discover([empty])[0], tmp_path).encoding == "utf-8"
