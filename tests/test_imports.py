@@ -112,3 +112,55 @@ def test_the_graph_sees_every_kind_of_import(tmp_path: Path) -> None:
 def test_faers_anon_has_no_import_cycle() -> None:
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " → ".join(cycle or [])
+
+
+def definitions(root: Path = REPO, package: str = PACKAGE) -> dict[str, list[str]]:
+    """Top-level name → the modules that define it (a ``def``, a ``class`` or an assignment).
+
+    An assignment of another name (``QIDS = QID_COLUMNS``) is an alias, not a definition.
+    """
+    found: dict[str, list[str]] = {}
+    for path in sorted((root / package).rglob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                names = [node.name]
+            elif isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(
+                node.value, ast.Name | ast.Attribute
+            ):
+                continue
+            elif isinstance(node, ast.Assign):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names = [node.target.id]
+            else:
+                continue
+            for name in names:
+                found.setdefault(name, []).append(module_name(path, root))
+    return found
+
+
+# Issue 13, "one definition per concept": the QIDs and their trees, the released columns and their
+# grouping, the views of a partition, DR and the run's metrics, the JSON sanitizer. The verifier keeps
+# its own copies on purpose (it imports nothing of the producer) and is left out.
+ONE_DEFINITION = {
+    "QIDS": "faers_anon.algorithms.types",
+    "QidHierarchies": "faers_anon.algorithms.types",
+    "PARTITION_SCHEMA": "faers_anon.anonymize.partition",
+    "QID_COLUMNS": "faers_anon.anonymize.partition",
+    "released_groups": "faers_anon.anonymize.partition",
+    "unit_view": "faers_anon.anonymize.partition",
+    "case_members": "faers_anon.anonymize.partition",
+    "dangerous_groups": "faers_anon.anonymize.metrics",
+    "dangerous_ratio": "faers_anon.anonymize.metrics",
+    "measure": "faers_anon.anonymize.metrics",
+    "json_data": "faers_anon.json_data",
+}
+
+
+def test_one_definition_per_concept() -> None:
+    found = definitions()
+    for name, home in ONE_DEFINITION.items():
+        where = [m for m in found.get(name, []) if not m.startswith("faers_anon.verify")]
+        assert where == [home], (name, where)
+    for gone in ("QidTrees", "anonymize_with_method"):  # the methods' copy, the second orchestrator
+        assert gone not in found, (gone, found[gone])

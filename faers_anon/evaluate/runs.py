@@ -13,7 +13,7 @@ The quarter's tables are read once (:class:`QuarterData`). For each k:
   raised θ_s depends on k). A method that publishes the drug and reaction lists in its own form
   (``Capabilities.item_form``) gets no signal figures here: they read the raw lists with the released
   QIDs, which would not measure it (its own figures are in its columns).
-* Each partition is measured against every θ* it serves (:func:`measure`) and, once, for signal
+* Each partition is measured against every θ* it serves (:func:`row_figures`) and, once, for signal
   survival (:func:`signal_figures`), without writing a release.
 
 Measures: the anonymize run's own (:func:`faers_anon.anonymize.metrics.measure`, one metrics path for
@@ -52,7 +52,7 @@ __all__ = [
     "QuarterData",
     "RunSpec",
     "load_quarter",
-    "measure",
+    "row_figures",
     "quarter_rows",
     "signal_figures",
 ]
@@ -135,7 +135,7 @@ def load_quarter(label: str, ingested: Path, knowledge: pl.DataFrame, spec: RunS
     )
 
 
-def measure(
+def row_figures(
     frame: pl.DataFrame, raw_units: pl.DataFrame, data: QuarterData, thresholds: Thresholds, k: int
 ) -> dict[str, Any]:
     """NIL, DR and group figures of a partition frame against one θ*: the anonymize run's metrics
@@ -274,7 +274,7 @@ def quarter_rows(data: QuarterData, spec: RunSpec, progress: Progress) -> Iterat
                     "k": k,
                     "theta_setting": setting,
                     "theta": theta,
-                    **measure(run.partition.frame, run.units, data, star[(setting, theta)], k),
+                    **row_figures(run.partition.frame, run.units, data, star[(setting, theta)], k),
                     "forced": run.partition.forced,
                     "invalid_groups": run.partition.invalid_groups,
                     "seconds": seconds,
@@ -304,7 +304,7 @@ def quarter_rows(data: QuarterData, spec: RunSpec, progress: Progress) -> Iterat
                     "k": mk,
                     "theta_setting": setting,
                     "theta": theta,
-                    **measure(release, data.cases, data, star[(setting, theta)], k),
+                    **row_figures(release, data.cases, data, star[(setting, theta)], k),
                     "seconds": seconds,
                     **sig,
                     **privacy,
