@@ -30,9 +30,15 @@ def test_demo_row_rules() -> None:
 
 
 def test_child_caseid_may_be_absent_but_not_unreadable() -> None:
-    frame = pl.DataFrame({"caseid": [None, None, 5], "_raw_caseid": [None, "x", "5"]})
+    frame = pl.DataFrame(
+        {
+            "caseid": [None, None, 5, None, None, 7, -3, 0],
+            "_raw_caseid": [None, "x", "5", "", "  ", " 7 ", "-3", "0"],
+        }
+    )
     ok = frame.select(rules.row_rules("drug")["caseid_readable"]).to_series()
-    assert ok.to_list() == [True, False, True]
+    # absent (null, empty or blank) passes; read and positive passes; unreadable or not positive fails
+    assert ok.to_list() == [True, False, True, True, True, True, False, False]
 
 
 def test_reason_names_row_failures_then_deletion_then_link_failures() -> None:
