@@ -62,70 +62,70 @@ def fields_loss(off: I64, height: I64, fs: I64) -> float:
 
 
 @njit(cache=True, inline="always")  # type: ignore[misc]
-def own_level(row: I64, o: int, h: int) -> int:
-    """The lowest level at which one unit (a pattern row) has a value (H if none)."""
+def own_level(codes: I64, p: int, o: int, h: int) -> int:
+    """The lowest level at which one unit (row p of ``codes``) has a value (H if none)."""
     for lev in range(h):
-        if row[o + lev] >= 0:
+        if codes[p, o + lev] >= 0:
             return lev
     return h
 
 
 @njit(cache=True, inline="always")  # type: ignore[misc]
-def merge_level(rep: I64, row: I64, o: int, h: int, start: int) -> int:
-    """min { l ≥ start : rep[l] = row[l] ≥ 0 } over one field's levels, H if none."""
+def merge_level(pat_fcode: I64, rep: int, p: int, o: int, h: int, start: int) -> int:
+    """min { l ≥ start : rep[l] = row[l] ≥ 0 } over one field's levels (rows ``rep`` and p), H if none.
+
+    Rows are indexed, never sliced: a slice is an array view whose reference count numba updates
+    atomically, which cost a third of stage 1.
+    """
     for lev in range(start, h):
-        c = row[o + lev]
-        if c >= 0 and c == rep[o + lev]:
+        c = pat_fcode[p, o + lev]
+        if c >= 0 and c == pat_fcode[rep, o + lev]:
             return lev
     return h
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, inline="always")  # type: ignore[misc]
 def fields_with(off: I64, height: I64, fs: I64, pat_fcode: I64, p: int) -> float:
     """Σ_f F_f(g ∪ {r}) for a unit r of pattern p, g unchanged (exact)."""
-    row = pat_fcode[p]
     total = 0.0
     for f in range(height.shape[0]):
         o, h = off[f], height[f]
         known, miss = fs[f, KNOWN], fs[f, MISS]
-        if row[o] == MISSING:
+        if pat_fcode[p, o] == MISSING:
             total += field_term(known, miss + 1, fs[f, LEVEL], h)
         elif known == 0:
-            total += field_term(1, miss, own_level(row, o, h), h)
+            total += field_term(1, miss, own_level(pat_fcode, p, o, h), h)
         else:
-            lev = merge_level(pat_fcode[fs[f, REP]], row, o, h, fs[f, LEVEL])
+            lev = merge_level(pat_fcode, fs[f, REP], p, o, h, fs[f, LEVEL])
             total += field_term(known + 1, miss, lev, h)
     return total
 
 
-@njit(cache=True)  # type: ignore[misc]
-def fields_bound(off: I64, height: I64, lc: I64, fs: I64, pat_fcode: I64, cls_row: I64) -> float:
-    """A lower bound of Σ_f F_f(g ∪ {r}) over every unit r of a class (class codes ``cls_row``)."""
+@njit(cache=True, inline="always")  # type: ignore[misc]
+def fields_bound(off: I64, height: I64, lc: I64, fs: I64, pat_fcode: I64, cls_fcode: I64, c: int) -> float:
+    """A lower bound of Σ_f F_f(g ∪ {r}) over every unit r of class c (class codes ``cls_fcode[c]``)."""
     total = 0.0
     for f in range(height.shape[0]):
         o, h, c_lev = off[f], height[f], lc[f]
         known, miss = fs[f, KNOWN], fs[f, MISS]
-        if cls_row[o] == MISSING:
+        if cls_fcode[c, o] == MISSING:
             total += field_term(known, miss + 1, fs[f, LEVEL], h)
             continue
         if miss > 0:
             total += 1.0
             continue
-        if known == 0:
-            start = 0
-            rep = cls_row  # no member known: the class's own codes, unknown levels count as values
-        else:
-            start = fs[f, LEVEL]
-            rep = pat_fcode[fs[f, REP]]
-        below = c_lev >= h or known == 0 or rep[o + c_lev] == cls_row[o + c_lev]
+        # no member known: the class's own codes, unknown levels count as values
+        start = 0 if known == 0 else fs[f, LEVEL]
+        rep = fs[f, REP]
+        below = c_lev >= h or known == 0 or pat_fcode[rep, o + c_lev] == cls_fcode[c, o + c_lev]
         lev = h
         for x in range(start, h):
-            c = cls_row[o + x]
-            if c == UNKNOWN:
+            code = cls_fcode[c, o + x]
+            if code == UNKNOWN:
                 if below:
                     lev = x
                     break
-            elif c >= 0 and (known == 0 or c == rep[o + x]):
+            elif code >= 0 and (known == 0 or code == pat_fcode[rep, o + x]):
                 lev = x
                 break
         total += field_term(1, 0, lev, h)
@@ -135,15 +135,14 @@ def fields_bound(off: I64, height: I64, lc: I64, fs: I64, pat_fcode: I64, cls_ro
 @njit(cache=True)  # type: ignore[misc]
 def add_fields(off: I64, height: I64, fs: I64, pat_fcode: I64, p: int) -> None:
     """Update the group's field state with a unit of pattern p (module docstring)."""
-    row = pat_fcode[p]
     for f in range(height.shape[0]):
         o, h = off[f], height[f]
-        if row[o] == MISSING:
+        if pat_fcode[p, o] == MISSING:
             fs[f, MISS] += 1
         elif fs[f, KNOWN] == 0:
             fs[f, KNOWN] = 1
-            fs[f, LEVEL] = own_level(row, o, h)
+            fs[f, LEVEL] = own_level(pat_fcode, p, o, h)
             fs[f, REP] = p
         else:
             fs[f, KNOWN] += 1
-            fs[f, LEVEL] = merge_level(pat_fcode[fs[f, REP]], row, o, h, fs[f, LEVEL])
+            fs[f, LEVEL] = merge_level(pat_fcode, fs[f, REP], p, o, h, fs[f, LEVEL])

@@ -40,7 +40,7 @@ from faers_anon.algorithms._group import (
     risk,
     weight_term,
 )
-from faers_anon.algorithms._pool import Cases, Pool, Tables, find_next
+from faers_anon.algorithms._pool import Cases, Pool, Tables, find_next, lower_bound
 from faers_anon.algorithms._search import add_pooled, prev_free
 from faers_anon.algorithms._streams import Streams, open_streams, pop
 
@@ -263,7 +263,7 @@ def search_groups(
                 x = -slot_key[q]
                 if (x & jump) != 0:
                     visits += 1
-                    pos = q + np.searchsorted(slot_key[q:end], -prev_free(x, jump))
+                    pos = lower_bound(slot_key, q, end, -prev_free(x, jump))
                     continue
                 gid = group_of[slots[q]]
                 pos = q + 1

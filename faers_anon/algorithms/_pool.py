@@ -184,7 +184,7 @@ def farthest_case(pool: Pool, tab: Tables, cat: I64, wmiss: bool, lo: float, hi:
         for j in range(cat.shape[0]):
             d += tab.hnorm[j, tab.lca[j, cat[j], pool.cls_cat[c, j]]]
         if n_fields > 0 and d + n_fields + 1.0 > best:
-            d += fields_bound(tab.f_off, tab.f_height, tab.f_lc, fs, pool.pat_fcode, pool.cls_fcode[c])
+            d += fields_bound(tab.f_off, tab.f_height, tab.f_lc, fs, pool.pat_fcode, pool.cls_fcode, c)
         p_first = first_in_class(pool, c)
         if wmiss or pool.cls_wmiss[c]:
             w = 0.0 if (wmiss and pool.cls_wmiss[c]) else 1.0
@@ -202,6 +202,19 @@ def farthest_case(pool: Pool, tab: Tables, cat: I64, wmiss: bool, lo: float, hi:
     if best_p < 0:
         return -1
     return pool.slots[find_next(pool.slot_nxt, pool.pat_start[best_p])]
+
+
+@njit(cache=True, inline="always")  # type: ignore[misc]
+def lower_bound(a: F64, lo: int, hi: int, x: float) -> int:
+    """The first i in [lo, hi) with a[i] ≥ x (hi if none), a sorted there: ``lo + np.searchsorted(a[lo:hi],
+    x)`` without the slice (an array view, whose reference count numba updates atomically)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 @njit(cache=True, inline="always")  # type: ignore[misc]

@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from faers_anon._numba_cache import njit
 from faers_anon.algorithms._group import REQ_K, REQ_RISK, Group, add_case, blocked_bits, ratio_risk
-from faers_anon.algorithms._pool import Cases, Pool, Tables, find_next
+from faers_anon.algorithms._pool import Cases, Pool, Tables, find_next, lower_bound
 from faers_anon.algorithms._streams import Streams, open_streams, pop
 
 I64 = NDArray[np.int64]
@@ -113,7 +113,7 @@ def search(
             x = -slot_key[q]
             if (x & blocked) != 0:
                 visits += 1
-                pos = q + np.searchsorted(slot_key[q:end], -prev_free(x, blocked))
+                pos = lower_bound(slot_key, q, end, -prev_free(x, blocked))
                 continue
             if evals >= scan_limit or (evals >= m_best and best < np.inf):
                 return best_case

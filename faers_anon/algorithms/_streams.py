@@ -33,7 +33,16 @@ from numpy.typing import NDArray
 from faers_anon._numba_cache import njit
 from faers_anon.algorithms._fields import fields_bound, fields_loss, fields_with
 from faers_anon.algorithms._group import Group, loss_per_case
-from faers_anon.algorithms._pool import Pool, Tables, find_next, find_prev, heap_pop, heap_push, heapify
+from faers_anon.algorithms._pool import (
+    Pool,
+    Tables,
+    find_next,
+    find_prev,
+    heap_pop,
+    heap_push,
+    heapify,
+    lower_bound,
+)
 
 I64 = NDArray[np.int64]
 F64 = NDArray[np.float64]
@@ -167,12 +176,12 @@ def pop(st: Streams, size: int, stop: float) -> tuple[int, float, int]:
         c = st.val[0]
         size = heap_pop(st.key, st.val, size)
         if st.f_height.shape[0] > 0:
-            fb = fields_bound(st.f_off, st.f_height, st.f_lc, st.gfs, st.pat_fcode, st.cls_fcode[c])
+            fb = fields_bound(st.f_off, st.f_height, st.f_lc, st.gfs, st.pat_fcode, st.cls_fcode, c)
             st.base[c] = max(0.0, st.base[c] + (n + 1) * (fb - st.param[4]))
             st.fbound[c] = fb
         s0, e0 = st.cls_start[c], st.cls_end[c]
         if st.walk[c]:
-            pos = s0 + np.searchsorted(st.pat_lo[s0:e0], a)
+            pos = lower_bound(st.pat_lo, s0, e0, a)
             r = find_next(st.nxt, pos)
             st.right[c] = r if r < e0 else -1
             left = find_prev(st.prv, pos - 1)
