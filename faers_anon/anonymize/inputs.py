@@ -18,6 +18,7 @@ from faers_anon.anonymize.thresholds import Thresholds, build_thresholds, with_d
 from faers_anon.anonymize.value_classes import ValueClasses, with_class_thetas, with_classes_and_outcomes
 from faers_anon.errors import InputError
 from faers_anon.io.column_policy import ColumnPolicy, load_policy
+from faers_anon.io.qid_fields import with_outcome_sets
 from knowledge import (
     E_SCHEMA,
     case_value_probabilities,
@@ -29,19 +30,49 @@ from knowledge import (
 )
 from knowledge.values import value_key_expr
 
-__all__ = ["knowledge_table", "published_drug_names", "read_table", "sensitive_thresholds", "with_drug_names"]
+__all__ = [
+    "knowledge_table",
+    "published_drug_names",
+    "read_demo",
+    "read_table",
+    "sensitive_thresholds",
+    "with_drug_names",
+]
 
 log = logging.getLogger(__name__)
 
 
 def read_table(path: Path) -> pl.DataFrame:
-    """One ingested Parquet table (InputError naming the file when missing or unreadable)."""
+    """One ingested Parquet table (InputError naming the file when missing or unreadable).
+
+    ``reports.parquet`` (the DEMO rows) comes with the derived field ``outcome``, its case's OUTC set
+    (:func:`read_demo`), so that every reader of the DEMO rows sees the qid the column policy declares.
+    """
     if not path.is_file():
         raise InputError("missing ingested table (run `faers-anon ingest` first)", path=path)
     try:
-        return pl.read_parquet(path)
+        frame = pl.read_parquet(path)
     except (OSError, pl.exceptions.PolarsError) as exc:
         raise InputError(f"unreadable parquet ({str(exc).splitlines()[0]})", path=path) from exc
+    if path.name == "reports.parquet":
+        return _with_outcomes(frame, path.parent)
+    return frame
+
+
+def read_demo(ingested: Path) -> pl.DataFrame:
+    """The DEMO rows of an ingested folder with ``outcome``: the case's OUTC codes as a set, one text
+    (:func:`faers_anon.io.qid_fields.with_outcome_sets`; null throughout when the folder has no OUTC row)."""
+    return read_table(ingested / "reports.parquet")
+
+
+def _with_outcomes(demo: pl.DataFrame, ingested: Path) -> pl.DataFrame:
+    outc = ingested / "outc.parquet"
+    codes = (
+        pl.read_parquet(outc, columns=["caseid", "outc_cod"])
+        if outc.is_file()
+        else pl.DataFrame(schema={"caseid": pl.Int64, "outc_cod": pl.String})
+    )
+    return with_outcome_sets(demo, codes)
 
 
 def knowledge_table(ingested: Path, /, *, sensitive: Sequence[str], knowledge: Path | None) -> pl.DataFrame:

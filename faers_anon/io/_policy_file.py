@@ -28,7 +28,7 @@ __all__ = ["ROLES", "BUILTIN_HIERARCHIES", "DEFAULT_POLICY_FILE", "Entry", "Poli
 ROLES: tuple[str, ...] = ("id", "qid", "sensitive", "keep", "drop", "restricted")
 """Roles of a column (the bundled file's header explains each)."""
 
-BUILTIN_HIERARCHIES: tuple[str, ...] = ("engine", "date", "value")
+BUILTIN_HIERARCHIES: tuple[str, ...] = ("engine", "date", "value", "outcome")
 """Hierarchies every policy may name; ``[hierarchies.<name>]`` trees add to them."""
 
 DEFAULT_POLICY_FILE = bundled("column_policy.toml")

@@ -120,6 +120,7 @@ _ACTION_OF_ROLE: Mapping[str, Action] = MappingProxyType(
      "restricted": "restricted"}
 )  # fmt: skip
 _NEVER_QIDS = frozenset({"primaryid", "caseid", "caseversion", "quarter", "is_latest"})
+_HIERARCHY = MappingProxyType({**dict.fromkeys(QID_REPLACED, "engine"), "outcome": "outcome"})  # else value
 
 
 def _frozen(columns: Mapping[str, Mapping[str, str]]) -> Mapping[str, Mapping[str, Any]]:
@@ -191,12 +192,14 @@ class ColumnPolicy:
             raise ConfigError(f"{where}: only DEMO columns can be qids (a group is a set of DEMO reports)")
         if name in _NEVER_QIDS:
             raise ConfigError(f"{where}: an id or bookkeeping column cannot be a qid")
-        hierarchy = self.qids.get(name, "engine" if name in QID_REPLACED else "value")
+        hierarchy = self.qids.get(name, _HIERARCHY.get(name, "value"))
         if hierarchy not in BUILTIN_HIERARCHIES and hierarchy not in self.trees:
             known = ", ".join([*BUILTIN_HIERARCHIES, *sorted(self.trees)])
             raise ConfigError(f"{where}: unknown hierarchy {hierarchy!r} (expected one of {known})")
         if (hierarchy == "engine") != (name in QID_REPLACED):
             raise ConfigError(f"{where}: hierarchy engine is for age, sex and wt only")
+        if (hierarchy == "outcome") != (name == "outcome"):
+            raise ConfigError(f"{where}: hierarchy outcome is for the derived column outcome only")
 
     def action(self, table: str, column: str) -> Action:
         """The action for ``table.column``; ``drop`` when the policy does not list the column."""
@@ -211,7 +214,7 @@ class ColumnPolicy:
         order = {c: i for i, c in enumerate(FAERS_COLUMNS["demo"])}
         names = [c for c, a in self.columns.get("demo", {}).items() if a == "qid" and c not in QID_REPLACED]
         names.sort(key=lambda c: (order.get(c, len(order)), c))
-        return {c: self.qids.get(c, "value") for c in names}
+        return {c: self.qids.get(c, _HIERARCHY.get(c, "value")) for c in names}
 
     def with_actions(self, table: str, /, **actions: Action) -> ColumnPolicy:
         """A copy with some columns of one table set to new actions (their role follows; validated again)."""

@@ -14,6 +14,10 @@ Hierarchies (level 0 = the value, the top level ``*``):
 * ``value``: the value as text → ``*`` (height 1).
 * a named tree (value → parent; a parent → ``*``; an unlisted value → ``*``): height = the longest
   chain from a listed value to ``*``; a shorter chain stays at ``*`` above its end.
+* ``outcome`` (the case's OUTC codes as a set, SPEC §11; column ``outcome`` of :func:`with_outcome_sets`):
+  the exact set (codes in severity order DE > LT > HO > DS > CA > RI > OT, comma-joined; ``none`` when
+  the case has no code) → ``most severe X`` → ``serious`` / ``non-serious`` → ``*`` (height 3). Every
+  version of a case carries the case's set (the union over its reports), so all versions agree.
 
 Released value of a group g for field f: the value at the lowest level where every non-missing value
 of g agrees; missing values follow SPEC §5: a group whose reports are all missing stays missing
@@ -35,9 +39,93 @@ from faers_anon.algorithms.types import FieldQid
 from faers_anon.errors import ConfigError
 from faers_anon.io.column_policy import FAERS_COLUMNS, ColumnPolicy
 
-__all__ = ["ROOT", "field_codes", "generalize_fields", "level_keys"]
+__all__ = [
+    "OUTCOME_FIELD",
+    "OUTCOME_SEVERITY",
+    "ROOT",
+    "certain_codes",
+    "field_codes",
+    "generalize_fields",
+    "level_keys",
+    "released_outcome_rows",
+    "with_outcome_sets",
+]
 
 ROOT = "*"
+OUTCOME_FIELD = "outcome"
+OUTCOME_SEVERITY: tuple[str, ...] = ("DE", "LT", "HO", "DS", "CA", "RI", "OT")
+"""FAERS OUTC codes, most severe first: death, life-threatening, hospitalization, disability,
+congenital anomaly, required intervention, other serious."""
+_NONE, _MOST = "none", "most severe "
+
+
+def with_outcome_sets(demo: pl.DataFrame, outc: pl.DataFrame) -> pl.DataFrame:
+    """``demo`` with column ``outcome``: its case's OUTC codes as one text (module docstring).
+
+    outcome(c) = the distinct codes of every report of c, upper case, in :data:`OUTCOME_SEVERITY` order
+    (an unknown code after them, alphabetically), joined by ``,``; ``none`` for a case without a code.
+    A quarter without any OUTC row or code (a source without the table) gives null everywhere (missing,
+    not non-serious).
+    """
+    demo = demo.drop(OUTCOME_FIELD, strict=False)
+    if outc.height == 0 or "outc_cod" not in outc.columns:
+        return demo.with_columns(pl.lit(None, pl.String).alias(OUTCOME_FIELD))
+    rank = {code: i for i, code in enumerate(OUTCOME_SEVERITY)}
+    code = pl.col("outc_cod").cast(pl.String).str.strip_chars().str.to_uppercase()
+    sets = (
+        outc.select(pl.col("caseid"), code.alias("code"))
+        .filter(pl.col("code").str.len_chars() > 0)
+        .unique()
+        .with_columns(
+            pl.col("code").replace_strict(rank, default=len(rank), return_dtype=pl.Int64).alias("r")
+        )
+        .sort("caseid", "r", "code")
+        .group_by("caseid", maintain_order=True)
+        .agg(pl.col("code").str.join(",").alias(OUTCOME_FIELD))
+    )
+    return demo.join(sets, on="caseid", how="left", maintain_order="left").with_columns(
+        pl.col(OUTCOME_FIELD).fill_null(_NONE)
+    )
+
+
+def released_outcome_rows(outc: pl.DataFrame, demo: pl.DataFrame, partition: pl.DataFrame) -> pl.DataFrame:
+    """The OUTC rows a release publishes when its partition carries ``outcome`` (docs/formats.md).
+
+    Per DEMO report (``demo``: ``primaryid``, ``caseid``, ``quarter``), one row per code its case's
+    released outcome makes certain (:func:`certain_codes`), in severity order: every version of a
+    case carries the same codes, and a case released as ``serious``, ``non-serious`` or ``*`` has no
+    row (a row would tell serious from not). The other columns of ``outc`` are null. ``outc`` as is
+    when the partition has no ``outcome`` (a policy without that qid).
+    """
+    if OUTCOME_FIELD not in partition.columns:
+        return outc
+    key = "primaryid" if "primaryid" in partition.columns else "caseid"
+    rows = (
+        demo.select("primaryid", "caseid", "quarter")
+        .join(partition.select(key, OUTCOME_FIELD), on=key, how="left", maintain_order="left")
+        .with_columns(certain_codes(pl.col(OUTCOME_FIELD)).alias("outc_cod"))
+        .explode("outc_cod")
+        .drop_nulls("outc_cod")
+    )
+    return rows.select(pl.col(c) if c in rows.columns else pl.lit(None).alias(c) for c in outc.columns).cast(
+        outc.schema
+    )
+
+
+def certain_codes(released: pl.Expr) -> pl.Expr:
+    """The OUTC codes a released ``outcome`` value makes certain, as a list (empty when none).
+
+    Exact set → its codes; ``most severe X`` → [X]; ``none``, ``serious``, ``non-serious``, ``*``, null → [].
+    """
+    text = released.cast(pl.String)
+    vague = text.is_null() | text.is_in([_NONE, "serious", "non-serious", ROOT])
+    return (
+        pl.when(vague)
+        .then(pl.lit([], pl.List(pl.String)))
+        .when(text.str.starts_with(_MOST))
+        .then(pl.concat_list(text.str.strip_prefix(_MOST)))
+        .otherwise(text.str.split(","))
+    )
 
 
 def _chain(value: str, tree: Mapping[str, str]) -> list[str]:
@@ -65,6 +153,13 @@ def level_keys(name: str, hierarchy: str, trees: Mapping[str, Mapping[str, str]]
     text = col.cast(pl.String)
     if hierarchy == "value":
         return [text]
+    if hierarchy == "outcome":
+        none = text == _NONE
+        return [
+            text,
+            pl.when(none).then(pl.lit(_NONE)).otherwise(pl.lit(_MOST) + text.str.split(",").list.first()),
+            pl.when(none).then(pl.lit("non-serious")).otherwise(pl.lit("serious")),
+        ]
     tree = trees[hierarchy]
     chains = {value: _chain(value, tree) for value in tree}
     height = max((len(c) for c in chains.values()), default=1)

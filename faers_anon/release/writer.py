@@ -23,9 +23,9 @@ the tables are read, so no later step sees them, and the map lives in memory onl
 (:attr:`ReleaseWritten.ids`, for a method that publishes ids in a form of its own).
 
 DEMO rows get their case's group QIDs by a join on ``caseid`` with the partition (one row per case),
-so every version of a case carries the same generalized QID (SPEC §4). A report-level partition (one
-row per report, with ``primaryid`` besides ``caseid``; models that do not merge follow-ups, such as
-k-anonymity) is joined on ``primaryid`` instead, so each report carries its own group's QIDs.
+so every version of a case carries the same generalized QID, its OUTC set too (SPEC §4; OUTC rows:
+:func:`~faers_anon.io.qid_fields.released_outcome_rows`). A report-level partition (one row per report,
+with ``primaryid``; k-anonymity) is joined on ``primaryid``: each report carries its own group's QIDs.
 Partition columns other than ``caseid`` (and ``primaryid``), ``group_id`` and the six standard QIDs
 are extra QIDs (e.g. ``occr_country``): they replace the raw DEMO column of that name or are
 appended. ``group_id`` itself is not published (the released QID tuple defines the group). Every
@@ -70,7 +70,7 @@ from faers_anon.io.column_policy import (
     ascii_text,
     shape_table,
 )
-from faers_anon.io.qid_fields import generalize_fields
+from faers_anon.io.qid_fields import generalize_fields, released_outcome_rows, with_outcome_sets
 from faers_anon.io.rejects import write_rejects_csv
 from faers_anon.keys import AgencyKey, load_key
 from faers_anon.release.certificate import seal
@@ -173,13 +173,15 @@ def write_release(
     ids = release_id_map(raw, agency.pseudonym_key)
     tables = {t: _release_order(ids.apply(f)) for t, f in raw.items()}
     part = ids.apply(part)
+    tables["demo"] = with_outcome_sets(tables["demo"], tables["outc"])  # the case's OUTC set, a qid
     part, _ = generalize_fields(part, tables["demo"], policy)  # the policy's other DEMO qids (qid_fields)
+    shown = {**tables, "outc": released_outcome_rows(tables["outc"], tables["demo"], part)}
     del raw
     know = check_frame(knowledge, "knowledge", KNOWLEDGE, 3)
     thetas = check_frame(thresholds, "thresholds", THRESHOLDS, 2)
     extras = check_extras(extra_files or {}, _RESERVED)
     rejects = sorted((ingested / "rejects").glob("*.parquet")) if (ingested / "rejects").is_dir() else []
-    shaped = {t: shape_table(t, f, part, policy) for t, f in tables.items()}
+    shaped = {t: shape_table(t, f, part, policy) for t, f in shown.items()}
     item_counts = None if items is None else _protect_items(shaped, tables, part, items)
     needs_restricted = policy.rejects == "restricted" or any(
         s.restricted is not None for s in shaped.values()
@@ -375,8 +377,7 @@ def _write_parquet(frame: pl.DataFrame, path: Path) -> None:
 
 
 def _fresh_dir(path: Path) -> None:
-    if path.exists():
-        shutil.rmtree(path)
+    shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
 
 
@@ -391,11 +392,9 @@ def _replace(tmp: Path, target: Path) -> None:
         if old.exists():
             old.rename(target)
         raise
-    if old.exists():
-        shutil.rmtree(old)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _cleanup(*paths: Path) -> None:
     for path in paths:
-        if path.exists():
-            shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(path, ignore_errors=True)  # a missing path is fine

@@ -55,6 +55,7 @@ from faers_anon.verify.classes import release_class_rules, released_drug_names
 from faers_anon.verify.integrity import integrity_violations, read_manifest_json
 from faers_anon.verify.items import release_item_rules
 from faers_anon.verify.methods import check_for_release, release_violations, with_possible_items
+from faers_anon.verify.outcomes import outcome_rules
 from faers_anon.verify.stated import canonical, checked_inputs, policy_violations
 
 __all__ = ["VerifyConfig", "Verdict", "verify_release", "STANDARD_QIDS"]
@@ -235,6 +236,8 @@ def verify_release(
         release, partial(_table, release), members, k=k_used, tables=sorted(tables),
         tolerance=config.tolerance, case_groups=check.case_split, theta=check.theta, policy_roles=roles,
     )  # fmt: skip
+    found += outcome_rules(release, partial(_table, release), members, k=k_used, manifest=manifest,
+                           case_groups=check.case_split)  # fmt: skip
     if check.case_split:
         found.append(_splits(members))
         found += release_item_rules(release, partial(_table, release), members, k=k_used, params=params)

@@ -46,7 +46,10 @@ def test_demo_nil_over_all_qids_falls_with_the_fields_in_the_engine(demo_release
     by_qid = result.nil_by_qid
     assert set(by_qid) == {"age", "sex", "weight", *DEFAULT_POLICY.field_qids()}
     assert result.nil == pytest.approx(sum(by_qid.values()) / len(by_qid))
-    assert result.nil < 0.54 and result.dr == 0.0
+    # the OUTC set (``outcome``, the engine's 14th QID) is mostly released at * (0.98 on the demo): the
+    # other QIDs keep their figure
+    others = [v for q, v in by_qid.items() if q != "outcome"]
+    assert sum(others) / len(others) < 0.54 and result.nil < 0.57 and result.dr == 0.0
     before = {"mfr_sndr": 1.0, "init_fda_dt": 0.986, "reporter_country": 0.955, "occr_country": 0.985,
               "occp_cod": 0.963, "i_f_code": 0.948}  # fmt: skip
     for name, old in before.items():

@@ -42,7 +42,7 @@ def test_default_demo_publishes_nothing_as_is_but_the_latest_flag() -> None:
     assert DEFAULT_POLICY.field_qids() == {
         "i_f_code": "value", "init_fda_dt": "date", "fda_dt": "date", "rept_cod": "value",
         "mfr_sndr": "value", "e_sub": "value", "to_mfr": "value", "occp_cod": "occupation",
-        "reporter_country": "value", "occr_country": "value",
+        "reporter_country": "value", "occr_country": "value", "outcome": "outcome",
     }  # fmt: skip
 
 
@@ -68,6 +68,7 @@ def test_a_users_toml_and_csv_override_listed_entries_only(tmp_path: Path) -> No
         ("table,column,role,hierarchy\ndemo,fda_dt,qid,weekly\n", r"unknown hierarchy 'weekly'"),
         ("table,column,role,hierarchy\ndrug,route,qid,value\n", r"only DEMO columns can be qids"),
         ("table,column,role\ndemo,age,keep\n", r"raw QID and is never published"),
+        ("table,column,role,hierarchy\ndemo,fda_dt,qid,outcome\n", r"hierarchy outcome is for the derived"),
         ("table,role\n", r"policy.csv: column: missing column"),
     ],
 )

@@ -147,7 +147,9 @@ def test_the_verifier_reads_published_brand_names_through_e(
     (the anonymizer before it read them) leaves groups above θ; the verifier and risk both see them."""
     root = Path(figures["before"]["path"]).parent
     monkeypatch.setattr("faers_anon.anonymize.pipeline.published_drug_names", lambda *_: None)
-    config = AnonymizeConfig(k=K, theta=0.4, on_infeasible="raise-theta", column_policy=root / "legacy.csv")
+    legacy = root / "legacy_no_outcome.csv"  # the groups of the release before the OUTC-set qid
+    legacy.write_text(LEGACY + "demo,outcome,drop,the old default\n", encoding="utf-8")
+    config = AnonymizeConfig(k=K, theta=0.4, on_infeasible="raise-theta", column_policy=legacy)
     api.anonymize(root / "ingested", root / "brand_blind", config=config)
     risk = assess_risk(root / "brand_blind", config=RiskConfig()).figures["inference"]["protected_values"]
     assert risk["pairs_above_theta"] > 0 and risk["max_conf"] > 0.4  # demo: RHEUMATOID ARTHRITIS 0.416

@@ -254,7 +254,7 @@ def test_ascii_layout_parses_back_to_the_parquet_values(
     assert demo_q1.columns == [
         "primaryid", "caseid", "i_f_code", "init_fda_dt", "fda_dt", "rept_cod", "mfr_sndr",
         "age_group", "age_min", "age_max", "sex", "e_sub", "wt_min", "wt_max", "to_mfr", "occp_cod",
-        "reporter_country", "occr_country",
+        "reporter_country", "occr_country", "outcome",
     ]  # fmt: skip
     case = _pseudo()
     first = min(case[10], case[20])
@@ -262,7 +262,12 @@ def test_ascii_layout_parses_back_to_the_parquet_values(
     # the group's two cases agree on every DEMO qid field: released at the finest level (the day)
     assert demo_q1.row(0) == (str(first_id), str(first), "F", "20240110", "20240115", "EXP",
                               "ACME", "Adult", "19", "79.08333333333333", "*", "Y", None, None, None,
-                              "MD", "US", "US")  # fmt: skip
+                              "MD", "US", "US", "HO")  # fmt: skip
+    # the OUTC set (every report: HO) is a qid too: the group agrees on the exact set, so OUTC keeps HO
+    outc_q1 = pl.read_csv(
+        release / "ascii" / "OUTC24Q1.txt", separator="$", quote_char=None, infer_schema=False
+    )
+    assert set(outc_q1["outc_cod"]) == {"HO"} and outc_q1.height == demo_q1.height
     parquet = pl.read_parquet(release / "parquet" / "demo.parquet").filter(pl.col("quarter") == "2024Q1")
     assert demo_q1["age_max"].cast(pl.Float64).equals(parquet["age_max"])
     drug_q1 = pl.read_csv(
@@ -303,7 +308,7 @@ def test_manifest_records_version_parameters_hashes_and_counts(release: Path, in
     assert manifest["counts"]["groups"] == 2
     assert manifest["columns"]["demo"]["replaced"] == sorted(
         ["age", "sex", "wt", "i_f_code", "init_fda_dt", "fda_dt", "rept_cod", "mfr_sndr", "e_sub", "to_mfr",
-         "occp_cod", "reporter_country", "occr_country"]
+         "occp_cod", "reporter_country", "occr_country", "outcome"]
     )  # fmt: skip
     assert "lot_num" in manifest["columns"]["drug"]["dropped"]
     dt.datetime.fromisoformat(manifest["created"])

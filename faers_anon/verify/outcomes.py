@@ -1,0 +1,148 @@
+"""Verifier rules for the OUTC set, a quasi-identifier of the case (SPEC §11; issue 18).
+
+From the release's files alone (imports nothing of the anonymizer). SPEC §11's released case view
+holds every released DEMO field of the case's latest report and "the case's released OUTC codes as
+a set". A release whose column policy declares the derived DEMO field ``outcome`` a qid
+(``manifest.json`` → ``policy.columns.demo.outcome`` = ``qid``) promises:
+
+* ``outcome_set``: every case's class over all its released DEMO fields *and* its OUTC set has ≥ k
+  distinct cases. The case view is its latest DEMO row (highest report id: report pseudonyms sort
+  in version order) with every column but ``primaryid``, ``caseid``, ``is_latest`` and ``quarter``;
+  the OUTC set is the distinct ``outc_cod`` values of all its reports, upper case, sorted and
+  comma-joined (empty when none). Reported like rule ``demo_fields``: for cases whose QID-group has
+  ≥ k cases and whose class over the DEMO fields alone has ≥ k (else ``demo_fields`` reports them),
+  once per group, naming its first such case.
+* ``outcome_versions``: every report of a case carries the same OUTC codes (all versions carry the
+  case's generalized value; a report without OUTC rows carries the empty set), so no version tells
+  more than the case view.
+
+θ for the OUTC codes themselves is rule ``outcome_theta`` (:mod:`faers_anon.verify.classes`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+__all__ = ["declares_outcome", "outcome_rules", "outcome_set_violations", "outcome_version_violations"]
+
+TableReader = Callable[..., pl.LazyFrame]  # (table, columns, optional=()) -> the table's columns
+_NOT_FIELDS = ("primaryid", "caseid", "is_latest", "quarter")
+_EMPTY = pl.Schema({"group": pl.Int64(), "rule": pl.String(), "detail": pl.String()})
+
+
+def _sets(outc: pl.DataFrame, by: str) -> pl.DataFrame:
+    """``by`` → its OUTC codes as one text (distinct, upper case, sorted, comma-joined)."""
+    code = pl.col("outc_cod").cast(pl.String).str.strip_chars().str.to_uppercase()
+    return (
+        outc.select(pl.col(by).cast(pl.String), code.alias("code"))
+        .filter(pl.col("code").str.len_chars() > 0)
+        .unique()
+        .group_by(by)
+        .agg(pl.col("code").sort().str.join(",").alias("_outc_set"))
+    )
+
+
+def outcome_set_violations(
+    demo: pl.DataFrame, outc: pl.DataFrame, members: pl.DataFrame, k: int
+) -> pl.DataFrame:
+    """Rule ``outcome_set`` (module docstring).
+
+    Args:
+        demo: every published DEMO column (``caseid`` and ``primaryid`` as text or integers).
+        outc: the OUTC rows (``caseid``, ``outc_cod``).
+        members: (``caseid`` as text, ``group``) of the release's QID-groups.
+        k: the k checked.
+    """
+    fields = [c for c in demo.columns if c not in _NOT_FIELDS]
+    latest = (
+        demo.with_columns(pl.col("caseid").cast(pl.String), pl.col("primaryid").cast(pl.Int64))
+        .sort("primaryid")
+        .unique("caseid", keep="last", maintain_order=True)
+        .select("caseid", *fields)
+    )
+    view = latest.join(_sets(outc, "caseid"), on="caseid", how="left").with_columns(
+        pl.col("_outc_set").fill_null("")
+    )
+    keys = [*fields, "_outc_set"]
+    sizes = view.group_by(keys, maintain_order=True).agg(
+        pl.len().alias("size"), pl.col("caseid").min().alias("caseid")
+    )
+    # a case already below k on the DEMO fields alone is rule demo_fields' (verify.classes)
+    alone = view.group_by(fields).agg(pl.len().alias("demo_size"), pl.col("caseid"))
+    below = alone.filter(pl.col("demo_size") < k).explode("caseid").get_column("caseid")
+    sizes = sizes.filter(~pl.col("caseid").is_in(below.implode()))
+    members = members.with_columns(pl.col("caseid").cast(pl.String))
+    groups = members.group_by("group").agg(pl.col("caseid").n_unique().alias("cases"))
+    small = (
+        sizes.filter(pl.col("size") < k)
+        .join(members, on="caseid", how="left")
+        .join(groups, on="group", how="left")
+        .filter(pl.col("cases") >= k)
+    )
+    detail = pl.format(
+        "{} case(s) share all {} released DEMO fields and the OUTC set of case {} (k = {})",
+        "size",
+        pl.lit(len(fields)),
+        "caseid",
+        pl.lit(k),
+    )
+    return (
+        small.sort("group", "caseid")
+        .select("group", pl.lit("outcome_set").alias("rule"), detail.alias("detail"))
+        .unique("group", keep="first", maintain_order=True)
+        .cast(_EMPTY)
+    )
+
+
+def outcome_version_violations(demo: pl.DataFrame, outc: pl.DataFrame, members: pl.DataFrame) -> pl.DataFrame:
+    """Rule ``outcome_versions`` (module docstring): one row per case whose reports' OUTC sets differ."""
+    reports = demo.select(pl.col("primaryid").cast(pl.String), pl.col("caseid").cast(pl.String))
+    per_report = reports.join(_sets(outc, "primaryid"), on="primaryid", how="left").with_columns(
+        pl.col("_outc_set").fill_null("")
+    )
+    split = (
+        per_report.group_by("caseid")
+        .agg(pl.col("_outc_set").n_unique().alias("sets"), pl.col("_outc_set").unique().sort())
+        .filter(pl.col("sets") > 1)
+        .join(members.with_columns(pl.col("caseid").cast(pl.String)), on="caseid", how="left")
+        .sort("caseid")
+    )
+    return split.select(
+        "group",
+        pl.lit("outcome_versions").alias("rule"),
+        pl.format("caseid {}: its reports carry different OUTC sets ({})", "caseid",
+                  pl.col("_outc_set").list.join(" | ")).alias("detail"),
+    ).cast(_EMPTY)  # fmt: skip
+
+
+def declares_outcome(manifest: dict[str, Any]) -> bool:
+    """Whether the release's column policy declares ``demo.outcome`` a qid (module docstring)."""
+    columns = ((manifest.get("policy") or {}).get("columns") or {}).get("demo") or {}
+    return isinstance(columns, dict) and columns.get("outcome") == "qid"
+
+
+def outcome_rules(
+    release: Path,
+    read: TableReader,
+    members: pl.DataFrame,
+    *,
+    k: int,
+    manifest: dict[str, Any],
+    case_groups: bool,
+) -> list[pl.DataFrame]:
+    """The rules of this module, as the verifier calls them (one hook in ``faers_anon.verify.verifier``).
+
+    They run for models whose groups are sets of cases and releases that declare the OUTC set a qid.
+    """
+    if not (case_groups and declares_outcome(manifest)):
+        return []
+    names = pl.scan_parquet(release / "parquet" / "demo.parquet").collect_schema().names()
+    demo, outc = pl.collect_all([read("demo", names), read("outc", ["caseid", "primaryid", "outc_cod"])])
+    return [
+        outcome_set_violations(demo, outc, members, k),
+        outcome_version_violations(demo, outc, members),
+    ]

@@ -1,0 +1,58 @@
+"""Verifier rules ``outcome_set`` and ``outcome_versions`` (verify.outcomes) on hand-built releases."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from faers_anon.verify.outcomes import declares_outcome, outcome_set_violations, outcome_version_violations
+
+# one QID-group (0) of 4 cases, k = 2; every DEMO field equal; reports 11, 12 are versions of case 1
+DEMO = pl.DataFrame(
+    {
+        "primaryid": ["11", "12", "21", "31", "41"],
+        "caseid": ["1", "1", "2", "3", "4"],
+        "age_group": ["Adult"] * 5,
+        "outcome": ["*"] * 5,
+        "is_latest": [False, True, True, True, True],
+    }
+)
+MEMBERS = pl.DataFrame({"caseid": ["1", "2", "3", "4"], "group": [0, 0, 0, 0]})
+
+
+def _outc(rows: list[tuple[str, str, str]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=["primaryid", "caseid", "outc_cod"], orient="row")
+
+
+def test_a_group_whose_outc_sets_split_it_below_k_is_reported_once() -> None:
+    # sets: case 1 {DE, HO}, case 2 {DE, HO}, case 3 {HO}, case 4 {}: classes of 2, 1, 1 → cases 3 and 4
+    # are below k = 2 in a group of 4: one violation for the group, naming case 3 (the first)
+    outc = _outc([("11", "1", "HO"), ("12", "1", "de"), ("12", "1", "HO"), ("21", "2", "DE"),
+                  ("21", "2", "HO"), ("31", "3", "HO")])  # fmt: skip
+    found = outcome_set_violations(DEMO, outc, MEMBERS, 2)
+    assert found.rows() == [
+        (0, "outcome_set", "1 case(s) share all 2 released DEMO fields and the OUTC set of case 3 (k = 2)")
+    ]
+    # group-constant sets (the release's promise): no violation
+    same = _outc([(p, c, "DE") for p, c in DEMO.select("primaryid", "caseid").rows()])
+    assert outcome_set_violations(DEMO, same, MEMBERS, 2).is_empty()
+
+
+def test_a_group_already_below_k_is_left_to_rule_k() -> None:
+    outc = _outc([("31", "3", "HO")])
+    assert outcome_set_violations(DEMO, outc, MEMBERS, 5).is_empty()  # the group has 4 < 5 cases
+
+
+def test_versions_of_a_case_must_carry_the_same_codes() -> None:
+    outc = _outc([("11", "1", "HO"), ("12", "1", "DE"), ("12", "1", "HO")])  # report 11 lacks DE
+    found = outcome_version_violations(DEMO, outc, MEMBERS)
+    assert found.rows() == [
+        (0, "outcome_versions", "caseid 1: its reports carry different OUTC sets (DE,HO | HO)")
+    ]
+    both = _outc([("11", "1", "HO"), ("12", "1", "HO")])
+    assert outcome_version_violations(DEMO, both, MEMBERS).is_empty()
+
+
+def test_the_rules_run_when_the_policy_declares_the_outc_set_a_qid() -> None:
+    assert declares_outcome({"policy": {"columns": {"demo": {"outcome": "qid"}}}})
+    assert not declares_outcome({"policy": {"columns": {"demo": {"outcome": "drop"}}}})
+    assert not declares_outcome({})
