@@ -56,9 +56,6 @@ def test_the_demo_reaches_values_through_brand_names(demo: tuple[Path, Path]) ->
     assert _raised_values(ingested, config)  # the premise of the two tests below
 
 
-@pytest.mark.xfail(
-    reason="the method path: sensitive_thresholds(..., ingested=ingested) and write_release(policy=...)"
-)
 def test_a_method_release_reads_brand_names_like_its_verifier(
     demo: tuple[Path, Path], tmp_path: Path
 ) -> None:
