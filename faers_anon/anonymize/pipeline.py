@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -62,6 +62,7 @@ __all__ = [
     "AnonymizeConfig",  # re-exported: defined in .config
     "AnonymizeResult",  # re-exported: defined in .result
     "QIDS",
+    "RunInputs",
     "anonymize_folder",
     "anonymize_release",
     "knowledge_table",  # re-exported: defined in .inputs
@@ -73,35 +74,57 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunInputs:
+    """What a run reads besides the cases and E; each None leaves its part out (a run on frames alone).
+
+    Attributes:
+        reports: :func:`.units.report_records`, for a model whose unit is the report.
+        classes, outcomes: value classes and OUTC codes bounded by θ (a model's run only).
+        demo, policy: the DEMO rows and the column policy: its field QIDs are clustered on (models)
+            and generalized over the groups (models and methods).
+        drug_names: the other published drug columns (:func:`.inputs.published_drug_names`), read
+            through E by P(s | c).
+    """
+
+    reports: pl.DataFrame | None = None
+    classes: ValueClasses | None = None
+    outcomes: pl.DataFrame | None = None
+    demo: pl.DataFrame | None = None
+    policy: ColumnPolicy | None = None
+    drug_names: pl.DataFrame | None = None
+
+
+NO_INPUTS = RunInputs()
+
+
 def partition_cases(
     cases: pl.DataFrame,
     knowledge: pl.DataFrame,
     /,
     *,
     config: AnonymizeConfig,
-    reports: pl.DataFrame | None = None,
-    classes: ValueClasses | None = None,
-    outcomes: pl.DataFrame | None = None,
-    demo: pl.DataFrame | None = None,
-    policy: ColumnPolicy | None = None,
-    drug_names: pl.DataFrame | None = None,
+    inputs: RunInputs = NO_INPUTS,
 ) -> tuple[Partition, Thresholds, pl.DataFrame]:
     """P(s | c), θ* and the partition of one cases frame (no files); returns (partition, θ*, P(s | c)).
 
     The model is fed as its requirements say (:mod:`.units`): models whose unit is the report
-    need ``reports`` (:func:`.units.report_records`), and their partition frame has one row
+    need ``inputs.reports`` (:func:`.units.report_records`), and their partition frame has one row
     per report (``primaryid``, ``caseid``). θ* and P(s | c) are always those of the cases.
-    With ``demo`` (the DEMO rows) and ``policy``, the engine also clusters on the policy's other DEMO
-    qids (:func:`.units.engine_fields`). ``drug_names`` (:func:`.inputs.published_drug_names`): the
-    other published drug columns, which P(s | c) reads through E like ``drug_key``.
+    With ``inputs.demo`` (the DEMO rows) and ``inputs.policy``, the engine also clusters on the
+    policy's other DEMO qids (:func:`.units.engine_fields`). ``inputs.drug_names``: the other
+    published drug columns, which P(s | c) reads through E like ``drug_key``.
     """
     probabilities, thresholds = sensitive_thresholds(
-        with_drug_names(cases, drug_names), knowledge, config=config, classes=classes, outcomes=outcomes
-    )
+        with_drug_names(cases, inputs.drug_names), knowledge, config=config, classes=inputs.classes,
+        outcomes=inputs.outcomes,
+    )  # fmt: skip
     model = make_model(config.model, k=config.k, thetas=thresholds.thetas)
     hierarchies, codes = config.hierarchies(), None
-    if demo is not None and policy is not None:
-        codes, hierarchies = engine_fields(demo, policy, hierarchies, unit=model_unit(config.model))
+    if inputs.demo is not None and inputs.policy is not None:
+        codes, hierarchies = engine_fields(
+            inputs.demo, inputs.policy, hierarchies, unit=model_unit(config.model)
+        )
 
     def run(engine_cases: pl.DataFrame) -> Partition:
         return partition_model(
@@ -111,7 +134,7 @@ def partition_cases(
             hierarchies=hierarchies,
             rng=np.random.default_rng(config.seed),
             sensitive=config.sensitive,
-            reports=reports,
+            reports=inputs.reports,
             probabilities=probabilities,
             candidates=config.candidates,
             scan_limit=config.scan_limit,
@@ -140,12 +163,7 @@ def run(
     /,
     *,
     config: AnonymizeConfig,
-    reports: pl.DataFrame | None = None,
-    classes: ValueClasses | None = None,
-    outcomes: pl.DataFrame | None = None,
-    demo: pl.DataFrame | None = None,
-    policy: ColumnPolicy | None = None,
-    drug_names: pl.DataFrame | None = None,
+    inputs: RunInputs = NO_INPUTS,
 ) -> AnonymizeResult:
     """One run of a model or a method on a cases frame, measured once (module docstring; no files).
 
@@ -153,12 +171,7 @@ def run(
         cases: the cases frame (cases.parquet contract).
         knowledge: E (drug_key, disease, weight).
         config: the run's options; ``config.method`` chooses a method, else ``config.model`` runs.
-        reports: :func:`.units.report_records`, for a model whose unit is the report.
-        classes, outcomes: value classes and OUTC codes bounded by θ (a model's run only).
-        demo, policy: the DEMO rows and the column policy: its field QIDs are clustered on (models)
-            and generalized over the groups (both); None leaves them out.
-        drug_names: the other published drug columns (:func:`.inputs.published_drug_names`), read
-            through E by P(s | c).
+        inputs: what the run reads besides (:class:`RunInputs`).
 
     Returns:
         The result without a release: ``frame`` is the partition frame to write (field QIDs
@@ -168,25 +181,23 @@ def run(
     clock = time.perf_counter()
     partition, result = None, None
     if config.method is None:
-        partition, thresholds, probabilities = partition_cases(
-            cases, knowledge, config=config, reports=reports, classes=classes, outcomes=outcomes,
-            demo=demo, policy=policy, drug_names=drug_names,
-        )  # fmt: skip
+        partition, thresholds, probabilities = partition_cases(cases, knowledge, config=config, inputs=inputs)
         frame = partition.frame
     else:
         frame, result = method_partition(
             config.method, cases, k=config.k, seed=config.seed, sensitive=config.sensitive
         )
         probabilities, thresholds = sensitive_thresholds(
-            with_drug_names(cases, drug_names), knowledge, config=config
+            with_drug_names(cases, inputs.drug_names), knowledge, config=config
         )
+    demo, policy = inputs.demo, inputs.policy
     written, field_nil = (
         (frame, {}) if demo is None or policy is None else generalize_fields(frame, demo, policy)
     )
     seconds = {"anonymize": time.perf_counter() - clock}
     clock = time.perf_counter()
     # NIL on the algorithm's own units (reports or cases), DR on the cases an attacker finds in each group
-    raw = cases if reports is None or partition is None else unit_view(reports)
+    raw = cases if inputs.reports is None or partition is None else unit_view(inputs.reports)
     measures = metrics.measure(
         frame, raw, probabilities, thresholds.frame, hierarchies=config.hierarchies(), k=config.k,
         field_nil=field_nil,
@@ -223,10 +234,11 @@ def anonymize_folder(ingested: Path, out: Path | None, /, *, config: AnonymizeCo
     outcomes = read_outcomes(ingested) if model and config.protect_outcomes else None
     demo = read_table(ingested / "reports.parquet")
     read = time.perf_counter() - clock
-    result = run(
-        cases, knowledge, config=config, reports=reports, classes=classes, outcomes=outcomes, demo=demo,
-        policy=policy, drug_names=published_drug_names(ingested, policy),
+    inputs = RunInputs(
+        reports=reports, classes=classes, outcomes=outcomes, demo=demo, policy=policy,
+        drug_names=published_drug_names(ingested, policy),
     )  # fmt: skip
+    result = run(cases, knowledge, config=config, inputs=inputs)
     seconds = {"read": read, **result.seconds}
     if out is None:
         return replace(result, seconds=seconds)
