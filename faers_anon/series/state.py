@@ -39,29 +39,33 @@ STATE_SCHEMA: dict[str, pl.DataType] = {
 def advance(state: pl.DataFrame, entries: pl.DataFrame, index: int, /) -> pl.DataFrame:
     """The state after release ``index``, whose ledger rows are ``entries`` (module docstring).
 
+    The cases of only one side are taken as they are; only those in both are merged (the list
+    union on every row cost 5.6 s on a 100k release at load 15).
+
     Args:
         state: the state before (:data:`STATE_SCHEMA`; empty for the first release).
         entries: release ``index``'s rows (``caseid``, ``group``, the region, the value lists).
     """
     new = entries.select(
         "caseid",
-        pl.concat_str([pl.lit(str(index)), pl.col("group").cast(pl.Utf8)], separator=":").alias("_pair"),
-        *[pl.col(c).alias(f"_new_{c}") for c in (*_REGION, *LISTS)],
+        pl.concat_str([pl.lit(str(index)), pl.col("group").cast(pl.Utf8)], separator=":").alias("history"),
+        pl.lit(index, pl.UInt32).alias("last"),
+        *_REGION,
+        *LISTS,
     )
-    joined = state.join(new, on="caseid", how="full", coalesce=True)
-    here = pl.col("_pair").is_not_null()
-    empty = pl.lit([], pl.List(pl.Utf8))
+    both = state.join(new.select("caseid"), on="caseid", how="semi")
+    old_only = state.join(new.select("caseid"), on="caseid", how="anti")
+    again = new.join(both.select("caseid", "history", *[pl.col(n).alias(f"_old_{n}") for n in LISTS]),
+                     on="caseid", how="left", suffix="_old")  # fmt: skip
+    merged = again.with_columns(
+        pl.when(pl.col("history_old").is_null()).then(pl.col("history"))
+        .otherwise(pl.concat_str(["history_old", "history"], separator="|")).alias("history"),
+        *[pl.when(pl.col(f"_old_{n}").is_null()).then(pl.col(n))
+          .otherwise(pl.concat_list(f"_old_{n}", n).list.unique().list.sort()).alias(n) for n in LISTS],
+    )  # fmt: skip
     return (
-        joined.with_columns(
-            pl.when(pl.col("history").is_null()).then(pl.col("_pair"))
-            .when(here).then(pl.concat_str(["history", "_pair"], separator="|"))
-            .otherwise(pl.col("history")).alias("history"),
-            pl.when(here).then(pl.lit(index, pl.UInt32)).otherwise(pl.col("last")).alias("last"),
-            *[pl.when(here).then(pl.col(f"_new_{c}")).otherwise(pl.col(c)).alias(c) for c in _REGION],
-            *[pl.concat_list(pl.col(n).fill_null(empty), pl.col(f"_new_{n}").fill_null(empty))
-              .list.unique().list.sort().alias(n) for n in LISTS],
-        )  # fmt: skip
-        .select(list(STATE_SCHEMA))
+        pl.concat([old_only.select(list(STATE_SCHEMA)), merged.select(list(STATE_SCHEMA))],
+                  how="vertical_relaxed")  # fmt: skip
         .cast(STATE_SCHEMA)  # type: ignore[arg-type]
         .sort("caseid")
     )

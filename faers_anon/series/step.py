@@ -54,7 +54,8 @@ class SeriesStep:
         ledger: the opened ledger; plan: the placement; ingested: the folder to anonymize (a
         filtered copy when cases are withheld); frozen: the frozen bundles' file; quarters: this
         release's quarters; pending: the withheld cases' rows, for the ledger's store (None: none
-        withheld; :mod:`faers_anon.series.pending`).
+        withheld; :mod:`faers_anon.series.pending`); ids: raw caseid → pseudonym of this quarter's
+        (and the offered) cases, reused by the store.
     """
 
     ledger: Ledger
@@ -63,6 +64,7 @@ class SeriesStep:
     frozen: Path
     quarters: list[str]
     pending: Path | None = None
+    ids: pl.DataFrame | None = None
 
 
 def _composed(ingested: Path, withheld: pl.Series, added: dict[str, pl.DataFrame], out: Path) -> Path:
@@ -132,11 +134,12 @@ def exposed_probabilities(
 
 
 def _release_inputs(
-    folder: Path, config: AnonymizeConfig
+    folder: Path, config: AnonymizeConfig, *, cases: pl.DataFrame | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None, dict[str, float]]:
     """Cases, E, OUTC codes and θ* of an ingested folder, as anonymization computes them (the drug
-    columns the column policy publishes read through E: ``ingested=``)."""
-    cases = pl.read_parquet(folder / "cases.parquet")
+    columns the column policy publishes read through E: ``ingested=``); ``cases``: its super-records
+    (the offered pending ones included) when already read."""
+    cases = pl.read_parquet(folder / "cases.parquet") if cases is None else cases
     knowledge = knowledge_table(folder, sensitive=config.sensitive, knowledge=config.knowledge)
     outcomes = read_outcomes(folder) if config.protect_outcomes else None
     _, thresholds = sensitive_thresholds(
@@ -144,6 +147,24 @@ def _release_inputs(
         ingested=folder,
     )  # fmt: skip
     return cases, knowledge, outcomes, thresholds.thetas
+
+
+def _first_inputs(
+    ingested: Path, cases: pl.DataFrame, ids: pl.DataFrame, ledger: Ledger, config: AnonymizeConfig,
+    offered: dict[str, pl.DataFrame],
+) -> tuple[pl.DataFrame, pl.DataFrame | None, dict[str, float]]:  # fmt: skip
+    """E (with every earlier release's weights), OUTC codes (the offered ones too) and θ* of this
+    quarter, for the plan's checks; nothing is computed when no case returns (the first release)."""
+    returning = ids.join(ledger.state.select(pl.col("caseid").alias("pseudonym")), on="pseudonym", how="semi")
+    if returning.is_empty():
+        empty = pl.DataFrame(schema={"drug_key": pl.Utf8, "disease": pl.Utf8, "weight": pl.Float64})
+        return empty, None, {}
+    _, knowledge, outcomes, thetas = _release_inputs(ingested, config, cases=cases)
+    knowledge = stored_knowledge(ledger.path, ledger.meta["releases"], knowledge)
+    if outcomes is not None and "outc" in offered:
+        extra = offered["outc"].select(outcomes.columns).cast(outcomes.schema)  # type: ignore[arg-type]
+        outcomes = pl.concat([outcomes, extra])
+    return knowledge, outcomes, thetas
 
 
 #: Re-plans when a unit fails θ* under the release's own E and θ* (each removes the failing units).
@@ -194,15 +215,13 @@ def prepare(
         raise ConfigError("ledger: composition-safe series need the ms-k-theta model without --method")
     ledger = open_ledger(ledger_dir, key)
     ledger.check_next(quarters)
-    cases, knowledge, outcomes, thetas = _release_inputs(ingested, config)
-    knowledge = stored_knowledge(ledger.path, ledger.meta["releases"], knowledge)
+    cases = pl.read_parquet(ingested / "cases.parquet")
     deleted = _deleted(ledger, ingested, key)
     offered, retried = carried(ledger.path, ledger.meta["releases"], cases.get_column("caseid"), deleted,
                                key.pseudonym_key)  # fmt: skip
     cases = _with_offered(cases, offered)
-    if outcomes is not None and "outc" in offered:
-        outcomes = pl.concat([outcomes, offered["outc"].select(outcomes.columns).cast(outcomes.schema)])  # type: ignore[arg-type]
     ids = pseudonym_ids(cases, key.pseudonym_key)
+    knowledge, outcomes, thetas = _first_inputs(ingested, cases, ids, ledger, config, offered)
     wanted = unit_members(ids, ledger.state)
     stored, _ = stored_cases(ledger.path, ledger.meta["releases"], key.pseudonym_key, wanted=wanted)
     past = history(ledger.state).rename({"caseid": "pseudonym"})
@@ -241,7 +260,7 @@ def prepare(
     )
     plan.counts.update(_report_counts(ingested, folder, plan, offered))
     pending = write_pending(ingested, offered, plan.withheld, work / "pending")
-    return SeriesStep(ledger, plan, folder, frozen, quarters, pending)
+    return SeriesStep(ledger, plan, folder, frozen, quarters, pending, ids)
 
 
 def _report_counts(
@@ -289,7 +308,8 @@ def publish_with_ledger(step: SeriesStep, built: Path, out: Path, key: AgencyKey
             just published is removed again).
     """
     staged = stage(step.ledger, built, out, step.quarters, key, withheld=step.plan.counts["withheld"],
-                   ingested=step.ingested, series=step.plan.counts, pending=step.pending)  # fmt: skip
+                   ingested=step.ingested, series=step.plan.counts, pending=step.pending,
+                   ids=step.ids)  # fmt: skip
     try:
         publish()
     except BaseException:

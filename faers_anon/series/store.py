@@ -36,13 +36,13 @@ PENDING = "pending"
 
 def write_store(
     ingested: Path, folder: Path, /, *, knowledge: Path | None = None, key: bytes | None = None,
-    pending: Path | None = None,
+    pending: Path | None = None, ids: pl.DataFrame | None = None,
 ) -> dict[str, str]:  # fmt: skip
     """Copy the ingested tables (and the release's ``knowledge.csv``, E) into ``folder`` (0700);
     return file name → SHA-256. With the pseudonym ``key``, ``cases.parquet`` gets a ``pseudonym``
-    column (the index :func:`stored_cases` filters on). With ``pending`` (a folder of the withheld
-    cases' tables, :mod:`faers_anon.series.pending`), its files go to ``pending/`` (names
-    ``pending/<table>.parquet``)."""
+    column (the index :func:`stored_cases` filters on; taken from ``ids`` where known). With
+    ``pending`` (a folder of the withheld cases' tables, :mod:`faers_anon.series.pending`), its files
+    go to ``pending/`` (names ``pending/<table>.parquet``)."""
     folder.mkdir(mode=0o700)
     sources = [ingested / f"{name}.parquet" for name in STORED] + (
         [knowledge] if knowledge is not None else []
@@ -57,12 +57,19 @@ def write_store(
         if not source.is_file():
             continue
         if source.name == "cases.parquet" and key is not None:
-            cases = pl.read_parquet(source)
-            cases.join(pseudonym_ids(cases, key), on="caseid").write_parquet(folder / source.name)
+            _with_pseudonyms(pl.read_parquet(source), key, ids).write_parquet(folder / source.name)
         else:
             shutil.copyfile(source, folder / source.name)
         hashes[source.name] = sha256_file(folder / source.name)
     return hashes
+
+
+def _with_pseudonyms(cases: pl.DataFrame, key: bytes, ids: pl.DataFrame | None) -> pl.DataFrame:
+    """``cases`` with their ``pseudonym``: from ``ids`` (caseid → pseudonym) where known, else derived."""
+    known = ids if ids is not None else pl.DataFrame(schema={"caseid": pl.Int64, "pseudonym": pl.Int64})
+    found = cases.join(known, on="caseid")
+    rest = cases.join(known, on="caseid", how="anti")
+    return pl.concat([found, rest.join(pseudonym_ids(rest, key), on="caseid")]).sort("caseid")
 
 
 def stored_knowledge(ledger: Path, releases: list[dict[str, Any]], current: pl.DataFrame) -> pl.DataFrame:
