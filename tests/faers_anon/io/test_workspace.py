@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from faers_anon.errors import OutputError
 from faers_anon.io import workspace as _workspace
 from faers_anon.io.ingest import demo_source
 
@@ -186,3 +187,30 @@ def test_publishing_across_filesystems_copies_then_renames(
     _workspace.publish_folder(built, out)
     assert (out / "parquet" / "demo.parquet").read_bytes() == b"public"
     assert sorted(p.name for p in out.parent.iterdir()) == ["out"]
+
+
+def _built_release(folder: Path, text: str) -> Path:
+    folder.mkdir(parents=True)
+    manifest = '{"tool": {"name": "faers-anon"}, "outputs": {}}'
+    (folder / "manifest.json").write_text(manifest, encoding="utf-8")
+    (folder / "demo.txt").write_text(text, encoding="utf-8")
+    return folder
+
+
+def test_publish_release_moves_the_restricted_folder_first_and_checks_out_again(tmp_path: Path) -> None:
+    """One publication for `release` and the standalone `anonymize` (io.workspace.publish_release)."""
+    work, pub = tmp_path / "work", tmp_path / "pub"
+    pub.mkdir()
+    built = _built_release(work / "rel", "one")
+    (work / "rel-restricted").mkdir()
+    (work / "rel-restricted" / "raw.parquet").write_text("r", encoding="utf-8")
+    _workspace.publish_release(built, pub / "out", force=False)
+    assert sorted(p.name for p in pub.iterdir()) == ["out", "out-restricted"]
+    assert (pub / "out" / "demo.txt").read_text(encoding="utf-8") == "one" and not built.exists()
+    again = _built_release(work / "rel", "two")
+    with pytest.raises(OutputError):  # an earlier release is replaced only with force
+        _workspace.publish_release(again, pub / "out", force=False)
+    assert (pub / "out" / "demo.txt").read_text(encoding="utf-8") == "one" and again.exists()
+    _workspace.publish_release(again, pub / "out", force=True)
+    assert (pub / "out" / "demo.txt").read_text(encoding="utf-8") == "two"
+    assert sorted(p.name for p in pub.iterdir()) == ["out", "out-restricted"]  # nothing else beside it
