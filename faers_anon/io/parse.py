@@ -37,9 +37,18 @@ def _unless_read(fast: pl.Expr, raw: pl.Expr, full: Callable[[pl.Expr], pl.Expr]
 
     ``fast`` reads only plain text (polars' number casts refuse surrounding spaces and a ``.0``
     suffix; a full date must also pass the integer cast), for which ``full`` reads the same value;
-    so ``full`` is given only the non-empty values ``fast`` left null.
+    so ``full`` is given only the non-empty values ``fast`` left null. ``fast`` and ``raw`` are
+    computed once, as fields of a struct (used twice in one expression, polars computed them twice).
     """
-    return pl.coalesce(fast, full(pl.when(fast.is_null() & (raw.str.len_bytes() > 0)).then(raw)))
+    read, text = pl.field("_read"), pl.field("_text")
+    rest = full(pl.when(read.is_null() & (text.str.len_bytes() > 0)).then(text))
+    value = (
+        pl.struct(fast.alias("_read"), raw.alias("_text"))
+        .struct.with_fields(pl.coalesce(read, rest).alias("_value"))
+        .struct.field("_value")
+    )
+    name = fast.meta.output_name(raise_if_undetermined=False)  # the name ``coalesce(fast, …)`` had
+    return value if name is None else value.alias(name)
 
 
 def _full_int(raw: pl.Expr) -> pl.Expr:
@@ -87,16 +96,30 @@ def parse_date(raw: pl.Expr) -> pl.Expr:
 
 
 def _any_date(raw: pl.Expr) -> pl.Expr:
-    digits = raw.str.strip_chars().str.strip_suffix(_FLOAT_SUFFIX)
-    length = digits.str.len_bytes()
-    year = digits.cast(pl.Int32, strict=False)
-    return (
+    """The full rules of :func:`parse_date` (spaces, ``.0``, partial dates).
+
+    Decision (speed): the stripped text, its length and its year are computed once, as fields of a
+    struct that the date is then made from; written as one expression, each use of them computed
+    the string work again (polars does not share sub-expressions here), which cost more than the
+    reading of THER, where a quarter of the start dates are partial.
+    """
+    digits = pl.field("digits")
+    length, year = pl.field("length"), pl.field("year")
+    date = (
         pl.when(length == 8)
         .then(digits.str.to_date("%Y%m%d", strict=False))
         .when(length == 6)
         .then(digits.str.to_date("%Y%m", strict=False))
         .when((length == 4) & (year > 0))
         .then(_first_of_year(year))
+    )
+    return (
+        pl.struct(raw.str.strip_chars().str.strip_suffix(_FLOAT_SUFFIX).alias("digits"))
+        .struct.with_fields(
+            digits.str.len_bytes().alias("length"), digits.cast(pl.Int32, strict=False).alias("year")
+        )
+        .struct.with_fields(date.alias("date"))
+        .struct.field("date")
     )
 
 

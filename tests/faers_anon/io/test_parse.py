@@ -58,3 +58,19 @@ def test_cast_failed_flags_only_non_blank_values_turned_null() -> None:
     raw = pl.Series("raw", ["20120101", "2012013x", "", "  ", None])
     flagged = pl.DataFrame(raw).select(cast_failed(pl.col("raw"), parse_date(pl.col("raw")))).to_series()
     assert flagged.to_list() == [False, True, False, False, False]
+
+
+def test_parsers_keep_the_column_name_and_read_a_mixed_column_row_by_row() -> None:
+    # Full, partial, padded and float-artefact dates side by side in one column: each row is read
+    # by its own rule (the full rules run on the rows the plain cast left null), the name is kept.
+    raw = ["20250105", "202502", "2025", " 2024 ", "20241226.0", "0000", "20250231", "", None, "+123"]
+    frame = pl.DataFrame({"fda_dt": raw})
+    got = frame.select(parse_date(pl.col("fda_dt")))
+    assert got.columns == ["fda_dt"]
+    assert got.to_series().to_list() == [
+        dt.date(2025, 1, 5), dt.date(2025, 2, 1), dt.date(2025, 1, 1), dt.date(2024, 1, 1),
+        dt.date(2024, 12, 26), None, None, None, None, dt.date(123, 1, 1),
+    ]  # fmt: skip
+    numbers = pl.DataFrame({"age": ["61", " 61.0 ", "6.1e1", ""]})
+    assert numbers.select(parse_int(pl.col("age"))).columns == ["age"]
+    assert numbers.select(parse_float(pl.col("age"))).to_series().to_list() == [61.0, 61.0, 61.0, None]
