@@ -21,6 +21,8 @@ Edge cases and decisions:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 
 __all__ = [
@@ -68,6 +70,18 @@ def weight_factor(wt_cod: pl.Expr) -> pl.Expr:
     return _code(wt_cod).replace_strict(WEIGHT_UNIT_KG, default=None, return_dtype=pl.Float64)
 
 
+def _kept(value: pl.Expr, plausible: Callable[[pl.Expr], pl.Expr]) -> pl.Expr:
+    """``value`` where ``plausible(value)`` holds, else null; ``value`` (a unit code's lookup, string
+    work) computed once, as a struct field: written twice in one expression, polars computed it twice.
+    """
+    field = pl.field("_value")
+    kept = pl.struct(value.alias("_value")).struct.with_fields(
+        pl.when(plausible(field)).then(field).alias("_kept")
+    )
+    name = value.meta.output_name(raise_if_undetermined=False)
+    return kept.struct.field("_kept") if name is None else kept.struct.field("_kept").alias(name)
+
+
 def age_years(age: pl.Expr, age_cod: pl.Expr) -> pl.Expr:
     """Age in years, null when missing, not convertible or outside [0, 120].
 
@@ -78,8 +92,7 @@ def age_years(age: pl.Expr, age_cod: pl.Expr) -> pl.Expr:
     Returns:
         Float64 in [0, AGE_MAX_YEARS] or null.
     """
-    years = age * age_factor(age_cod)
-    return pl.when(years.is_between(0.0, AGE_MAX_YEARS)).then(years)
+    return _kept(age * age_factor(age_cod), lambda years: years.is_between(0.0, AGE_MAX_YEARS))
 
 
 def weight_kg(wt: pl.Expr, wt_cod: pl.Expr) -> pl.Expr:
@@ -92,8 +105,7 @@ def weight_kg(wt: pl.Expr, wt_cod: pl.Expr) -> pl.Expr:
     Returns:
         Float64 in (0, WEIGHT_MAX_KG] or null.
     """
-    kg = wt * weight_factor(wt_cod)
-    return pl.when((kg > 0.0) & (kg <= WEIGHT_MAX_KG)).then(kg)
+    return _kept(wt * weight_factor(wt_cod), lambda kg: (kg > 0.0) & (kg <= WEIGHT_MAX_KG))
 
 
 def sex(raw: pl.Expr) -> pl.Expr:

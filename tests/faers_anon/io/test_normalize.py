@@ -72,3 +72,21 @@ def test_weight_units_cover_the_faers_codes() -> None:
 def test_sex(code: str | None, expected: str | None) -> None:
     frame = pl.DataFrame({"sex": [code]}, schema={"sex": pl.Utf8})
     assert frame.select(normalize.sex(pl.col("sex"))).item() == expected
+
+
+def test_normalized_values_at_the_limits_keep_their_column_name() -> None:
+    frame = pl.DataFrame(
+        {
+            "age": [0.0, 120.0, 1440.0, 1441.0, -1.0, 12.0],
+            "age_cod": ["YR", "YR", "MON", "MON", "YR", " dec "],
+            "wt": [650.0, 650.1, 0.0, 1433.0, 1.0, 5.0],
+            "wt_cod": ["KG", "KG", "KG", "LBS", "GMS", "zz"],
+        }
+    )
+    got = frame.select(
+        normalize.age_years(pl.col("age"), pl.col("age_cod")),
+        normalize.weight_kg(pl.col("wt"), pl.col("wt_cod")),
+    )
+    assert got.columns == ["age", "wt"]
+    assert got.get_column("age").to_list() == [0.0, 120.0, 120.0, None, None, 120.0]
+    assert got.get_column("wt").to_list() == [650.0, None, None, 1433.0 * 0.45359237, 0.001, None]
