@@ -227,12 +227,16 @@ def ingest_series(files: list[LocalFile], out: Path, run: QuarterRun, /) -> dict
 
 def _write_reports(sink: Sink, path: Path, staged: list[Path], index: pl.DataFrame) -> int:
     """Append the staged kept reports of each quarter to ``path`` with their final ``is_latest``
-    (kept primaryids are unique across the quarters, so membership among the winners decides)."""
-    winners = index.filter(pl.col("is_latest") & (pl.col(STATUS) == KEPT)).get_column("primaryid")
+    (kept primaryids are unique across the quarters, so membership among the quarter's own winners
+    decides; ``staged`` is latest quarter first, quarter codes ascend with the quarters)."""
+    winners = index.filter(pl.col("is_latest") & (pl.col(STATUS) == KEPT)).select(QUARTER_CODE, "primaryid")
+    by_code = winners.partition_by(QUARTER_CODE, as_dict=True, include_key=False)
+    none = winners.select("primaryid").head(0)
     rows = 0
-    for part in staged:
+    for code, part in zip(reversed(range(len(staged))), staged, strict=True):
+        latest = by_code.get((code,), none).get_column("primaryid")
         frame = pl.read_parquet(part).with_columns(
-            pl.col("primaryid").is_in(winners.implode()).alias("is_latest")
+            pl.col("primaryid").is_in(latest.implode()).alias("is_latest")
         )
         rows += sink.write(path, frame, frame.iter_slices(ROW_GROUP))
     return rows
