@@ -182,9 +182,10 @@ def compare(
         release: the released case tables (ranges ``age_min``/``age_max``, sex with ``*``), or any
             second exact data set.
         config: options; default :class:`CompareConfig`.
-        bounds: False leaves EB05 and EB95 out of both tables and of ``pairs`` (the criterion ``eb``
-            and every survival figure are unchanged; the panel keeps them): for a caller that reads
-            only the survival, such as the release report.
+        bounds: False leaves EB05, EB95, Fisher and the Mantel–Haenszel ROR out of both tables and
+            of ``pairs`` (:func:`signals.table.signal_table`; every criterion, every survival figure
+            and the whole panel are unchanged): for a caller that reads only the survival and the
+            panel, such as the release report.
 
     Returns:
         A :class:`Comparison`.

@@ -187,8 +187,10 @@ def signal_table(
             validated (:func:`signals.counts.prepared`, under ``config.role``), whose strata
             memberships are then shared with other tables of the same side.
         config: options; default :class:`SignalConfig`.
-        bounds: with ``measures="all"``, False leaves out the ``eb05`` and ``eb95`` columns (their
-            root searches are most of the battery's time); ``signal_eb`` is decided all the same.
+        bounds: with ``measures="all"``, False leaves out what only a reader of single pairs needs:
+            ``eb05`` and ``eb95`` (their root searches were most of the battery's time), Fisher's
+            ``fisher_p``/``fisher_q`` and the Mantel–Haenszel columns; ``ebgm`` and ``signal_eb``
+            (decided all the same) stay, so every criterion's signals are those of the full table.
 
     Returns:
         A :class:`SignalTable`, rows sorted by stratum (in configuration order), reading, drug, event.
@@ -217,7 +219,10 @@ def signal_table(
     if config.measures == "basic":
         return SignalTable(frame=frame, ranges=ranges, n_cases=cases.height, config=config)
     prior = config.ebgm_prior or table_prior(frame, min_a=config.min_a)
-    frame = add_fisher(add_ebgm(frame, prior=prior, bounds=bounds))
+    frame = add_ebgm(frame, prior=prior, bounds=bounds)
+    if not bounds:
+        return SignalTable(frame, ranges, cases.height, config, ebgm_prior=prior)
+    frame = add_fisher(frame)
     adjusted = None
     if config.stratify:
         bands = groups[1 if config.overall else 0]

@@ -241,8 +241,8 @@ def _run(
             method=config.anonymize.method,
             seed=config.anonymize.seed,
         )
-        # the report reads survival and the panel, never a pair's EB05/EB95: their root searches are
-        # skipped (signal_eb is decided all the same, signals.compare)
+        # the report reads survival and the panel, never a pair's EB05/EB95, Fisher or MH ROR: they
+        # are not computed on the big tables (every criterion is decided all the same, signals.compare)
         comparison = compare(raw_tables, released_tables, config=compare_config, bounds=False)
     say(f"[signals] {comparison.summary().splitlines()[1].strip()} ({seconds['signals']:.1f} s)")
     with _stage("risk", seconds, say):  # SPEC §11: what an attacker who knows X can learn

@@ -126,6 +126,8 @@ def test_bounds_off_keeps_every_survival_figure() -> None:
     full = compare(_tables(False), _tables(True), config=config)
     short = compare(_tables(False), _tables(True), config=config, bounds=False)
     assert "eb05" not in short.raw.frame.columns and "eb05_raw" not in short.pairs.columns
+    assert "fisher_q_raw" not in short.pairs.columns and short.raw.adjusted is None
+    assert "ror_mh" not in short.release.frame.columns and "ror_mh" in full.release.frame.columns
     assert short.survival.equals(full.survival)
     assert short.as_dict() == full.as_dict()
     assert short.panel.equals(full.panel)
