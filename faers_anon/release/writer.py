@@ -29,7 +29,7 @@ with ``primaryid``; k-anonymity) is joined on ``primaryid``: each report carries
 Partition columns other than ``caseid`` (and ``primaryid``), ``group_id`` and the six standard QIDs
 are extra QIDs (e.g. ``occr_country``): they replace the raw DEMO column of that name or are
 appended. ``group_id`` itself is not published (the released QID tuple defines the group). Every
-input row is written: rows in == rows out per table and quarter.
+input row is written: rows in == rows out per table and quarter, but OUTC's (its certain codes).
 
 Rows are sorted by (quarter, report pseudonym, source_file, line), ties in input order (not by the
 raw primaryid: the row order would give the raw order back); float formatting is fixed and parquet

@@ -59,10 +59,15 @@ def test_demo_release_verifies_and_shows_progress(demo_release: tuple[Path, str]
 def test_demo_release_accounts_for_every_input_row(demo_release: tuple[Path, str]) -> None:
     out, _ = demo_release
     report = json.loads((out / "report.json").read_text())
+    written = json.loads((out / "manifest.json").read_text())["counts"]
     for table in TABLES:
         counts = report["counts"]["tables"][table]
-        released = pl.read_parquet(out / "parquet" / f"{RELEASED.get(table, table)}.parquet").height
-        assert counts["read"] == released + counts["quarantined"] + counts["deleted"], table
+        name = RELEASED.get(table, table)
+        released = pl.read_parquet(out / "parquet" / f"{name}.parquet").height
+        assert counts["read"] == written[name]["rows_in"] + counts["quarantined"] + counts["deleted"], table
+        assert written[name]["rows_out"] == released, table
+        # OUTC holds the codes each case's released outcome makes certain (docs/formats.md, the OUTC set)
+        assert (released == written[name]["rows_in"]) or name == "outc", table
     counts = report["counts"]
     assert (
         counts["reports_read"]
