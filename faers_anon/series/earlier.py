@@ -55,6 +55,8 @@ def earlier_over_theta(
     past: pl.DataFrame,
     probabilities: Callable[[pl.DataFrame], pl.DataFrame],
     thetas: dict[str, float],
+    *,
+    now: pl.DataFrame | None = None,
 ) -> frozenset[str]:
     """The units whose published cases raise some kept earlier intersection over θ* (module docstring).
 
@@ -64,6 +66,7 @@ def earlier_over_theta(
         past: ``pseudonym``, ``history`` of every ledger case.
         probabilities: P(s | c) of a members frame (``caseid``, ``pseudonym``, value lists).
         thetas: θ* of the protected values.
+        now: P(s | c) of ``published`` when already computed (``caseid`` raw, ``value``, ``p``).
     """
     if published.is_empty() or not thetas:
         return frozenset()
@@ -76,7 +79,9 @@ def earlier_over_theta(
     holders = _pairs(past.select("pseudonym", "history"))
     members = _contained(holders, affected.select("history").unique(), "pseudonym")
     before = probabilities(_as_ledger_only(members.select("pseudonym").unique()))
-    now = probabilities(published).join(published.select("caseid", "pseudonym"), on="caseid")
+    now = (probabilities(published) if now is None else now).join(
+        published.select("caseid", "pseudonym"), on="caseid"
+    )
     now = now.select(pl.col("pseudonym").alias("caseid"), "value", pl.col("p").alias("p_now"))
     p = before.join(now, on=["caseid", "value"], how="full", coalesce=True).select(
         "caseid",

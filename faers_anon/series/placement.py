@@ -249,6 +249,18 @@ def _place(
     return pl.concat(placed), left, levels
 
 
+def _once(
+    members: pl.DataFrame, probabilities: Callable[[pl.DataFrame], pl.DataFrame]
+) -> Callable[[pl.DataFrame], pl.DataFrame]:
+    """``probabilities`` of any subset of ``members``, computed once for all of them: P(s | c) is a
+    function of c's own values, so a subset's rows are those of its cases (the bundle levels and the
+    rounds asked again for the same members: 26 calls, 148 s of a 325 s series step at 100k)."""
+    if members.is_empty():
+        return probabilities
+    known = probabilities(members)
+    return lambda frame: known.join(frame.select("caseid").unique(), on="caseid", how="semi")
+
+
 def plan_series(
     cases: pl.DataFrame,
     entries: pl.DataFrame,
@@ -291,10 +303,11 @@ def plan_series(
     members = _members(returning, past, empty if stored is None else stored,
                        pl.Series([], dtype=pl.Int64) if deleted is None else deleted)  # fmt: skip
     blocked = set(withhold)
+    cached = _once(members, probabilities)
     for _ in range(_ROUNDS):
         chosen, left, levels = _place(members.filter(~pl.col("unit").is_in(blocked)), k=k,
-                                      probabilities=probabilities, thetas=thetas)  # fmt: skip
-        late = earlier_over_theta(chosen, past, probabilities, thetas)
+                                      probabilities=cached, thetas=thetas)  # fmt: skip
+        late = earlier_over_theta(chosen, past, probabilities, thetas, now=cached(chosen))
         blocked |= late
         if not late:
             break

@@ -107,12 +107,14 @@ def exposed_probabilities(
     pseudo-values of :mod:`faers_anon.anonymize.value_classes`), so p is the largest an attacker holding every
     release can read (with the current E and class file).
     """
-    past = (
-        entries.rename({"caseid": "pseudonym"})
-        .join(members.select("pseudonym"), on="pseudonym", how="semi")
-        .group_by("pseudonym")
-        .agg(pl.col(name).explode().drop_nulls().alias(f"_past_{name}") for name in _LISTS)
-    )
+    past = entries.rename({"caseid": "pseudonym"}).join(members.select("pseudonym"), on="pseudonym",
+                                                        how="semi")  # fmt: skip
+    if "history" in entries.columns:  # the ledger's state: one row per case, the union already made
+        past = past.select("pseudonym", *[pl.col(n).list.drop_nulls().alias(f"_past_{n}") for n in _LISTS])
+    else:
+        past = past.group_by("pseudonym").agg(
+            pl.col(name).explode().drop_nulls().alias(f"_past_{name}") for name in _LISTS
+        )
     merged = [
         pl.concat_list(n, f"_past_{n}").list.drop_nulls().list.unique().list.sort().alias(n) for n in _LISTS
     ]

@@ -67,11 +67,22 @@ def intersection_pairs(members: pl.DataFrame, /) -> pl.DataFrame:
 
     Returns:
         ``unit``, ``d_history``, ``e_history``: e's history contains d's (each history contains itself).
+        Vectorized: d's pairs found among e's pairs of the same unit, all of them (a history lists
+        each release once); the per-unit Python loop before took 30 s of a 325 s series step on a
+        100k quarter.
     """
-    rows = []
-    for (unit,), group in members.select("unit", "history").unique().group_by("unit"):
-        histories = [(h, set(h.split("|"))) for h in group.get_column("history").to_list()]
-        rows += [(unit, hd, he) for hd, sd in histories for he, se in histories if sd <= se]
-    return pl.DataFrame(
-        rows, schema={"unit": pl.Utf8, "d_history": pl.Utf8, "e_history": pl.Utf8}, orient="row"
+    classes = members.select("unit", "history").unique()
+    split = pl.col("history").str.split("|")
+    e_pairs = classes.select("unit", pl.col("history").alias("e_history"), split.alias("pair"))
+    e_pairs = e_pairs.explode("pair")
+    d_pairs = classes.select(
+        "unit", pl.col("history").alias("d_history"), split.list.len().alias("size"), split.alias("pair")
+    ).explode("pair")
+    return (
+        d_pairs.join(e_pairs, on=["unit", "pair"])
+        .group_by("unit", "d_history", "size", "e_history")
+        .agg(pl.len().alias("hit"))
+        .filter(pl.col("hit") == pl.col("size"))
+        .select("unit", "d_history", "e_history")
+        .sort("unit", "d_history", "e_history")
     )
