@@ -30,8 +30,8 @@ def build_tables(
     heights: I64,
     class_levels: I64,
 ) -> Tables:
-    """LCA tables (padded to the largest tree), normalized heights, 1 / weight range and the field QIDs'
-    column offsets, heights and class levels.
+    """LCA tables (padded to the largest tree), normalized heights, 1 / weight range, the field QIDs'
+    column offsets, heights and class levels, and the largest weight term of a pair (max(1, span / range)).
 
     The weight range is ``domain[1] − domain[0]`` when given, else max(hi) − min(lo) over the known
     weights; an empty range (one weight value, or none known) gives 1 / range := 0, so the weight term
@@ -52,6 +52,7 @@ def build_tables(
     else:
         width = 0.0
     inv = np.array([1.0 / width if width > 0 else 0.0])
+    span = float(np.max(hi[~wmiss]) - np.min(lo[~wmiss])) * inv[0] if bool(np.any(~wmiss)) else 0.0
     off = np.zeros(heights.shape[0] + 1, np.int64)
     np.cumsum(heights, out=off[1:])
     return Tables(
@@ -61,6 +62,7 @@ def build_tables(
         off,
         np.ascontiguousarray(heights, np.int64),
         np.ascontiguousarray(class_levels, np.int64),
+        np.array([max(1.0, span)]),
     )
 
 

@@ -47,6 +47,7 @@ class Tables(NamedTuple):
     f_off: I64
     f_height: I64
     f_lc: I64
+    w_cap: F64  # [0]: the largest weight term of any pair of cases (≥ 1: a missing/known mix costs 1)
 
 
 class Cases(NamedTuple):
@@ -152,7 +153,7 @@ def remove_case(pool: Pool, cases: Cases, case: int) -> None:
         pool.wd_prv[w + 1] = w
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, inline="always")  # type: ignore[misc]
 def first_in_class(pool: Pool, c: int) -> int:
     """The non-empty pattern of class c with the smallest lo (−1 if the class is empty)."""
     p = find_next(pool.nxt, pool.cls_start[c])
@@ -170,11 +171,12 @@ def farthest_case(pool: Pool, tab: Tables, cat: I64, wmiss: bool, lo: float, hi:
     least lo, the greatest hi or the greatest width (the pair's width is max(seed width, hi_s − lo,
     hi − lo_s, hi − lo)), all three found through the skip lists; the field terms are the class's
     lower bound (:func:`~faers_anon.algorithms._fields.fields_bound`, exact for fields whose class
-    level is 0), computed only for a class whose other terms plus one per field could beat the best.
-    Ties go to the lower class, then to that order of the three.
+    level is 0), computed only for a class whose other terms plus one per field could beat the best;
+    the class's patterns are looked up only when its terms plus the largest weight term could. Ties go
+    to the lower class, then to that order of the three.
     """
     n_fields = float(tab.f_height.shape[0])
-    inv_r = tab.inv_range[0]
+    inv_r, w_cap = tab.inv_range[0], tab.w_cap[0]
     best = -1.0
     best_p = -1
     for c in range(pool.cls_start.shape[0]):
@@ -183,8 +185,10 @@ def farthest_case(pool: Pool, tab: Tables, cat: I64, wmiss: bool, lo: float, hi:
         d = 0.0
         for j in range(cat.shape[0]):
             d += tab.hnorm[j, tab.lca[j, cat[j], pool.cls_cat[c, j]]]
-        if n_fields > 0 and d + n_fields + 1.0 > best:
+        if n_fields > 0 and d + n_fields + w_cap > best:
             d += fields_bound(tab.f_off, tab.f_height, tab.f_lc, fs, pool.pat_fcode, pool.cls_fcode, c)
+        if d + w_cap <= best:  # no pattern of the class can beat the best: skip its skip-list walks
+            continue
         p_first = first_in_class(pool, c)
         if wmiss or pool.cls_wmiss[c]:
             w = 0.0 if (wmiss and pool.cls_wmiss[c]) else 1.0
