@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from signals.counts import CoReports, Prepared
+from signals.counts import CoReports, Prepared, weight_sum
 from signals.ebgm import GammaMixture, ebgm_scores, fit_prior
 from signals.errors import SignalsError
 from signals.fisher import with_fisher
@@ -110,7 +110,7 @@ def intersect(condition: Stratum, band: Stratum) -> Stratum:
 
 def _margins(incidence: pl.DataFrame, code: str, members: pl.DataFrame, size: int, k: int) -> np.ndarray:
     """Dense (codes × strata) sums of case weights: cases with each drug (or event) per stratum."""
-    sums = incidence.join(members, on="caseid").group_by(code, "stratum_id").agg(pl.col("w").sum())
+    sums = incidence.join(members, on="caseid").group_by(code, "stratum_id").agg(weight_sum())
     out = np.zeros((max(size, 1), k))
     out[sums.get_column(code).to_numpy(), sums.get_column("stratum_id").to_numpy()] = sums.get_column("w")
     return out
@@ -151,14 +151,14 @@ def adjusted_ror(
         co.pairs.lazy()
         .join(members.lazy(), on="caseid")
         .group_by(key, "stratum_id")
-        .agg(pl.col("w").sum().alias("a"))
+        .agg(weight_sum().alias("a"))
         .join(wanted.lazy().select(key, "_pair"), on="key")
         .collect()
     )
     drug_margin = _margins(co.drugs, "drug_id", members, co.drug_names.height, k)
     event_margin = _margins(co.events, "event_id", members, n_events, k)
     total = np.zeros(k)
-    totals = members.group_by("stratum_id").agg(pl.col("w").sum())
+    totals = members.group_by("stratum_id").agg(weight_sum())
     total[totals.get_column("stratum_id").to_numpy()] = totals.get_column("w").to_numpy()
     a_all = np.zeros((wanted.height, k))
     a_all[counted.get_column("_pair").to_numpy(), counted.get_column("stratum_id").to_numpy()] = (

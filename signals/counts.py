@@ -20,6 +20,12 @@ upper-case legacy terms and mixed-case modern terms meet; the ``event`` column h
 Computation: distinct (case, drug) and distinct (case, event) are joined on ``caseid`` to the
 co-reported pairs, which are grouped by (stratum, drug, event) for a; the margins come from
 per-drug, per-event and per-stratum sums of w. No Python loop touches pairs or rows.
+
+Every sum of weights is rounded to 9 decimals (:func:`weight_sum`). A parallel group-by adds a
+group's rows in an order that varies from run to run, so a sum of fractional weights (the
+``expected`` reading) carried round-off of ~1e-13 whose sign varied too: a = 3 ± 1e-13 was kept or
+dropped by a ≥ min_a, and d = 2189.5 ± 1e-13 rounded either way for Fisher, from one run to the
+next. Whole counts (raw data, the stratum ``all``, ``certain``/``possible``) are unchanged.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from signals.errors import SignalsError
 from signals.strata import Stratum, memberships
 
 __all__ = [
+    "weight_sum",
     "CaseTables",
     "ROLES",
     "event_key",
@@ -47,6 +54,14 @@ __all__ = [
 ROLES: dict[str, tuple[str, ...] | None] = {"ps": ("PS",), "suspect": ("PS", "SS"), "any": None}
 _SEX_CODES = ("F", "M", "*")
 _TINY = 1e-9  # cells below this after subtracting fractional sums are round-off, set to 0
+
+
+_DECIMALS = 9  # sums of weights, rounded (module docstring)
+
+
+def weight_sum(column: str = "w") -> pl.Expr:
+    """Σ of a weight column rounded to 9 decimals: the same number whatever the order of the rows."""
+    return pl.col(column).sum().round(_DECIMALS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,21 +262,21 @@ def count_2x2(
         .join(m, on="caseid")
         .select(pair_key, "w")
         .group_by("key")
-        .agg(pl.col("w").sum().alias("a"))
+        .agg(weight_sum().alias("a"))
     )
     n_drug = (
         co.drugs.lazy()
         .join(m, on="caseid")
         .group_by((stratum * nd + pl.col("drug_id")).alias("dkey"))
-        .agg(pl.col("w").sum().alias("nd"))
+        .agg(weight_sum().alias("nd"))
     )
     n_event = (
         co.events.lazy()
         .join(m, on="caseid")
         .group_by((stratum * ne + pl.col("event_id")).alias("ekey"))
-        .agg(pl.col("w").sum().alias("ne"))
+        .agg(weight_sum().alias("ne"))
     )
-    n = m.group_by("stratum_id").agg(pl.col("w").sum().alias("n"))
+    n = m.group_by("stratum_id").agg(weight_sum().alias("n"))
     if wanted is None:
         table = a.filter((pl.col("a") >= min_a) & (pl.col("a") > 0.0))
     else:
