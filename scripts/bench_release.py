@@ -59,12 +59,12 @@ print(json.dumps({"seconds": seconds, "peak_mb": peak, "stages": result.seconds,
 """
 
 
-def _quarter(n: int, work: Path) -> Path:
+def _quarter(n: int, work: Path, shape: str = "small") -> Path:
     from faers_anon.synthetic import make_quarter, write_quarter
 
-    folder = work / f"quarter-{n}"
+    folder = work / (f"quarter-{n}" if shape == "small" else f"quarter-{shape}-{n}")
     if not (folder / "ASCII").is_dir():
-        write_quarter(make_quarter(n, seed=1), folder)
+        write_quarter(make_quarter(n, seed=1, shape=shape), folder)
     return folder
 
 
@@ -82,13 +82,17 @@ def _run(source: Path, out: Path, extra: dict[str, object] | None = None) -> dic
 @click.option("--cases", "n_cases", type=int, default=400_000, show_default=True)
 @click.option("--work", type=click.Path(file_okay=False, path_type=Path), default=Path("/tmp/bench-release"))
 @click.option("--compare-policy", is_flag=True, help="Also release without issue 18's defaults; print both.")
-def main(n_cases: int, work: Path, compare_policy: bool) -> None:
+@click.option(
+    "--shape", type=click.Choice(["small", "realistic"]), default="small", show_default=True,
+    help="The synthetic generator: small vocabularies, or fitted to real FAERS (docs/synthetic.md).",
+)  # fmt: skip
+def main(n_cases: int, work: Path, compare_policy: bool, shape: str) -> None:
     """Time every stage of one release of a synthetic quarter of N cases."""
     work.mkdir(parents=True, exist_ok=True)
     clock = time.perf_counter()
     warm = _quarter(500, work)
     _run(warm, work / "release-warmup")  # compiles and caches the numba kernel
-    source = _quarter(n_cases, work)
+    source = _quarter(n_cases, work, shape)
     print(f"prepared quarters in {time.perf_counter() - clock:.1f} s")
     figures = _run(source, work / "release")
     stages = dict(figures.pop("stages"))  # type: ignore[call-overload]
