@@ -218,7 +218,8 @@ def _run(
             ingested.out if series is None else series.ingested, built, config=_with_force(config, series)
         )
     say(
-        f"[anonymize] {anonymized.measures.groups:,} groups, NIL {anonymized.nil:.4f}, "
+        f"[anonymize] {anonymized.measures.groups:,} released age/sex/weight tuples (DR's groups), "
+        f"NIL {anonymized.nil:.4f}, "
         f"DR {anonymized.dr:.4f} ({seconds['anonymize']:.1f} s)"
     )
     with _stage("verify", seconds, say):
