@@ -73,9 +73,7 @@ class QidHierarchies:
         Raises:
             ConfigError: age is left out of the QIDs.
         """
-        if self.age is None:
-            raise ConfigError("this algorithm needs the age tree (age is not among the QIDs)")
-        return self.age
+        return _needed(self.age, "age")
 
     @property
     def sex_tree(self) -> Hierarchy:
@@ -84,9 +82,7 @@ class QidHierarchies:
         Raises:
             ConfigError: sex is left out of the QIDs.
         """
-        if self.sex is None:
-            raise ConfigError("this algorithm needs the sex tree (sex is not among the QIDs)")
-        return self.sex
+        return _needed(self.sex, "sex")
 
     @property
     def trees(self) -> tuple[Hierarchy, ...]:
@@ -129,3 +125,10 @@ class Partition:
     invalid_groups: int
     first_seed: int
     merged_groups: int = 0
+
+
+def _needed(tree: Hierarchy | None, name: str) -> Hierarchy:
+    """``tree``, or a ConfigError naming the QID an algorithm needs but the QIDs leave out."""
+    if tree is None:
+        raise ConfigError(f"this algorithm needs the {name} tree ({name} is not among the QIDs)")
+    return tree

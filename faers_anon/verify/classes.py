@@ -24,7 +24,13 @@ from pathlib import Path
 
 import polars as pl
 
-__all__ = ["class_violations", "demo_field_violations", "release_class_rules", "released_drug_names"]
+__all__ = [
+    "class_violations",
+    "demo_field_violations",
+    "release_class_rules",
+    "released_drug_names",
+    "split_groups_below_k",
+]
 
 TableReader = Callable[..., pl.LazyFrame]  # (table, columns, optional=()) -> the table's columns
 DRUG_COLUMNS = ("drug_key", "drugname", "prod_ai")
@@ -37,19 +43,27 @@ def _key(expr: pl.Expr) -> pl.Expr:
     return pl.when(key.str.len_chars() > 0).then(key)
 
 
-def demo_field_violations(demo: pl.DataFrame, members: pl.DataFrame, k: int) -> pl.DataFrame:
-    """Rule ``demo_fields`` (module docstring); ``demo`` is every published DEMO column."""
-    fields = [c for c in demo.columns if c not in _NOT_FIELDS]
-    view = demo.sort("primaryid").unique("caseid", keep="last", maintain_order=True).select("caseid", *fields)
-    sizes = view.group_by(fields).agg(pl.len().alias("size"), pl.col("caseid").min().alias("caseid"))
+def split_groups_below_k(sizes: pl.DataFrame, members: pl.DataFrame, k: int) -> pl.DataFrame:
+    """The classes (``size``, a member ``caseid``) of fewer than k cases inside a group of ≥ k cases.
+
+    A group below k is rule k's; the class rules flag the classes a group of ≥ k splits into.
+    ``members`` is (caseid, group) with caseid of the same type as ``sizes``'.
+    """
     groups = members.group_by("group").agg(pl.col("caseid").n_unique().alias("cases"))
-    # a group below k is rule k's; this rule flags the classes a group of >= k splits into
-    small = (
+    return (
         sizes.filter(pl.col("size") < k)
         .join(members, on="caseid", how="left")
         .join(groups, on="group", how="left")
         .filter(pl.col("cases") >= k)
     )
+
+
+def demo_field_violations(demo: pl.DataFrame, members: pl.DataFrame, k: int) -> pl.DataFrame:
+    """Rule ``demo_fields`` (module docstring); ``demo`` is every published DEMO column."""
+    fields = [c for c in demo.columns if c not in _NOT_FIELDS]
+    view = demo.sort("primaryid").unique("caseid", keep="last", maintain_order=True).select("caseid", *fields)
+    sizes = view.group_by(fields).agg(pl.len().alias("size"), pl.col("caseid").min().alias("caseid"))
+    small = split_groups_below_k(sizes, members, k)
     return (
         small.sort("group", "caseid")
         .select(

@@ -27,6 +27,8 @@ from typing import Any
 
 import polars as pl
 
+from faers_anon.verify.classes import split_groups_below_k
+
 __all__ = ["declares_outcome", "outcome_rules", "outcome_set_violations", "outcome_version_violations"]
 
 TableReader = Callable[..., pl.LazyFrame]  # (table, columns, optional=()) -> the table's columns
@@ -75,14 +77,7 @@ def outcome_set_violations(
     alone = view.group_by(fields).agg(pl.len().alias("demo_size"), pl.col("caseid"))
     below = alone.filter(pl.col("demo_size") < k).explode("caseid").get_column("caseid")
     sizes = sizes.filter(~pl.col("caseid").is_in(below.implode()))
-    members = members.with_columns(pl.col("caseid").cast(pl.String))
-    groups = members.group_by("group").agg(pl.col("caseid").n_unique().alias("cases"))
-    small = (
-        sizes.filter(pl.col("size") < k)
-        .join(members, on="caseid", how="left")
-        .join(groups, on="group", how="left")
-        .filter(pl.col("cases") >= k)
-    )
+    small = split_groups_below_k(sizes, members.with_columns(pl.col("caseid").cast(pl.String)), k)
     detail = pl.format(
         "{} case(s) share all {} released DEMO fields and the OUTC set of case {} (k = {})",
         "size",
