@@ -24,6 +24,8 @@ from pathlib import Path
 
 import polars as pl
 
+from faers_anon.verify.stated import canonical_column
+
 __all__ = [
     "class_violations",
     "demo_field_violations",
@@ -86,12 +88,9 @@ def _probabilities(read: TableReader, tables: Sequence[str], knowledge: pl.DataF
     own = {"indi": "indi_pt", "reac": "pt"}
     parts = [pl.DataFrame(schema={"caseid": pl.Int64, "value": pl.String, "p": pl.Float64}).lazy()]
     for table in tables:
+        terms = read(table, ["caseid", own[table]]).with_columns(pl.col("caseid").cast(pl.Int64))
         parts.append(
-            read(table, ["caseid", own[table]]).select(
-                pl.col("caseid").cast(pl.Int64),
-                _key(pl.col(own[table])).alias("value"),
-                pl.lit(1.0).alias("p"),
-            )
+            canonical_column(terms, own[table], "value").select("caseid", "value", pl.lit(1.0).alias("p"))
         )
     if knowledge.height:
         e = knowledge.lazy().select(
@@ -99,9 +98,12 @@ def _probabilities(read: TableReader, tables: Sequence[str], knowledge: pl.DataF
             _key(pl.col("disease")).alias("value"),
             pl.col("weight").cast(pl.Float64).alias("p"),
         )
+        names = released_drug_names(read).select(
+            pl.col("caseid").cast(pl.Int64), pl.col("drug_key").alias("_name")
+        )
         parts.append(
-            released_drug_names(read)
-            .select(pl.col("caseid").cast(pl.Int64), _key(pl.col("drug_key")).alias("drug_key"))
+            canonical_column(names, "_name", "drug_key")
+            .select("caseid", "drug_key")
             .unique()
             .join(e, on="drug_key")
             .select("caseid", "value", "p")

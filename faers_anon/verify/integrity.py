@@ -125,14 +125,27 @@ def _typed(text: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     return text.cast(dtype, strict=False)
 
 
-def _shown(value: pl.Expr, dtype: pl.DataType) -> pl.Expr:
-    """A Parquet value as the ascii copy must hold it."""
+def _shown(value: pl.Expr, dtype: pl.DataType, *, separators: bool = True) -> pl.Expr:
+    """A Parquet value as the ascii copy must hold it.
+
+    ``separators=False`` states that the column holds no ``$``, CR or LF (:func:`_separators`):
+    the replacement would change nothing and is skipped.
+    """
     if isinstance(dtype, pl.Datetime):
         return value.dt.date()
     if dtype == pl.String:
-        text = value.str.replace_all(r"[$\r\n]", " ")
+        text = value.str.replace_all(r"[$\r\n]", " ") if separators else value
         return pl.when(text != "").then(text)
     return value
+
+
+def _separators(frame: pl.DataFrame) -> set[str]:
+    """The text columns of ``frame`` holding a ``$``, CR or LF somewhere (one literal scan each)."""
+    text = [c for c, dtype in frame.schema.items() if dtype == pl.String]
+    if not text:
+        return set()
+    found = frame.select(pl.col(c).str.contains_any(["$", "\r", "\n"]).any() for c in text).row(0)
+    return {c for c, hit in zip(text, found, strict=True) if hit}
 
 
 def _agreement(table: str, parquet: pl.DataFrame, files: Mapping[str, Path]) -> list[str]:
@@ -154,7 +167,10 @@ def _agreement(table: str, parquet: pl.DataFrame, files: Mapping[str, Path]) -> 
             )
             continue
         a = text.select(_typed(pl.col(c), parquet.schema[c]).alias(c) for c in columns)
-        b = side.select(_shown(pl.col(c), parquet.schema[c]).alias(c) for c in columns)
+        special = _separators(side.select(columns))
+        b = side.select(
+            _shown(pl.col(c), parquet.schema[c], separators=c in special).alias(c) for c in columns
+        )
         a = a.with_columns(
             pl.when(pl.col(c) != "").then(pl.col(c)).alias(c) for c in columns if a.schema[c] == pl.String
         )

@@ -30,7 +30,14 @@ import polars as pl
 
 from faers_anon.errors import InputError
 
-__all__ = ["canonical", "checked_inputs", "policy_violations", "read_csv", "stated_differences"]
+__all__ = [
+    "canonical",
+    "canonical_column",
+    "checked_inputs",
+    "policy_violations",
+    "read_csv",
+    "stated_differences",
+]
 
 _SHOWN = 10
 _ENGINE_QIDS = ("age_group", "age_min", "age_max", "sex", "wt_min", "wt_max")
@@ -40,6 +47,17 @@ def canonical(expr: pl.Expr) -> pl.Expr:
     """upper(strip(collapse whitespace(term))); empty → null."""
     key = expr.cast(pl.String).str.replace_all(r"\s+", " ").str.strip_chars().str.to_uppercase()
     return pl.when(key.str.len_chars() > 0).then(key)
+
+
+def canonical_column(frame: pl.LazyFrame, column: str, alias: str) -> pl.LazyFrame:
+    """``frame`` with ``alias`` = :func:`canonical` of ``column``, computed once per distinct value.
+
+    Same values as ``frame.with_columns(canonical(pl.col(column)).alias(alias))`` (row order aside):
+    the regexes run over the few thousand distinct terms, a hash join spreads them over the rows.
+    """
+    values = frame.select(pl.col(column).unique())
+    keys = values.with_columns(canonical(pl.col(column)).alias(alias))
+    return frame.join(keys, on=column, how="left", nulls_equal=True)
 
 
 def read_csv(path: Path, numeric: str, text: Sequence[str]) -> pl.DataFrame:

@@ -56,7 +56,7 @@ from faers_anon.verify.integrity import integrity_violations, read_manifest_json
 from faers_anon.verify.items import release_item_rules
 from faers_anon.verify.methods import check_for_release, release_violations, with_possible_items
 from faers_anon.verify.outcomes import outcome_rules
-from faers_anon.verify.stated import canonical, checked_inputs, policy_violations
+from faers_anon.verify.stated import canonical_column, checked_inputs, policy_violations
 
 __all__ = ["VerifyConfig", "Verdict", "verify_release", "STANDARD_QIDS"]
 
@@ -352,34 +352,40 @@ def _conf(
 
     ``knowledge`` is E as (drug_key, value, weight), canonical; ``thetas`` (value, theta).
     """
-    parts = [pl.DataFrame(schema={"caseid": pl.String, "value": pl.String, "p": pl.Float64}).lazy()]
+    # integer codes for the group-bys, fixed once (a lazy unique may number them anew at each use)
+    vocab = thetas.select("value").unique(maintain_order=True).with_row_index("vid").lazy()
+    parts = [pl.DataFrame(schema={"caseid": pl.String, "vid": pl.UInt32, "p": pl.Float64}).lazy()]
+    unlisted_parts = [pl.DataFrame(schema={"value": pl.String}).lazy()]
     own = {"indi": "indi_pt", "reac": "pt"}
     for table in sorted(tables):
-        parts.append(
-            _table(release, table, ["caseid", own[table]]).select(
-                "caseid", canonical(pl.col(own[table])).alias("value"), pl.lit(1.0).alias("p")
-            )
-        )
+        rows = _table(release, table, ["caseid", own[table]])
+        terms = canonical_column(rows.select(pl.col(own[table]).unique()), own[table], "value")
+        terms = terms.join(vocab, on="value", how="left")  # per distinct term, not per row
+        unlisted_parts.append(terms.filter(pl.col("vid").is_null()).select("value"))
+        found = rows.join(terms.drop_nulls("vid"), on=own[table])
+        parts.append(found.select("caseid", "vid", pl.lit(1.0).alias("p")))
     if knowledge.height:
-        parts.append(
-            released_drug_names(partial(_table, release))
-            .select("caseid", canonical(pl.col("drug_key")).alias("drug_key"))
-            .unique()
+        names = released_drug_names(partial(_table, release)).rename({"drug_key": "_name"}).unique()
+        reach = (
+            canonical_column(names.select(pl.col("_name").unique()), "_name", "drug_key")
             .join(knowledge.lazy(), on="drug_key")
-            .select("caseid", "value", pl.col("weight").alias("p"))
+            .join(vocab, on="value", how="left")
         )
-    reached = pl.concat(parts).drop_nulls("value")
-    p_case = reached.join(thetas.lazy().select("value"), on="value", how="semi")
+        unlisted_parts.append(reach.filter(pl.col("vid").is_null()).select("value"))
+        found = names.join(reach.drop_nulls("vid"), on="_name")
+        parts.append(found.select("caseid", "vid", pl.col("weight").alias("p")))
     conf_plan = (
         members.lazy()
-        .join(p_case.group_by("caseid", "value").agg(pl.col("p").max()), on="caseid")
-        .group_by("group", "value")
+        .join(pl.concat(parts).group_by("caseid", "vid").agg(pl.col("p").max()), on="caseid")
+        .group_by("group", "vid")
         .agg(pl.col("p").sum().alias("sigma"))
+        .join(vocab, on="vid")
         .join(sizes.lazy(), on="group")
         .join(thetas.lazy(), on="value")
         .with_columns((pl.col("sigma") / pl.col("cases")).alias("conf"))
+        .drop("vid")
     )
-    missing_plan = reached.select("value").unique().join(thetas.lazy(), on="value", how="anti").sort("value")
+    missing_plan = pl.concat(unlisted_parts).drop_nulls().unique().sort("value")
     conf, missing = pl.collect_all([conf_plan, missing_plan])
     unlisted = missing.select(
         pl.lit(None, pl.Int64).alias("group"),

@@ -1,0 +1,37 @@
+"""The verifier's per-distinct-value shortcuts give the per-row answers (issue 18, item 6)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from faers_anon.verify.integrity import _agreement, _separators
+from faers_anon.verify.stated import canonical, canonical_column
+
+
+def test_canonical_column_equals_canonical_per_row() -> None:
+    terms = ["  nausea ", "Nausea", "HEAD\tACHE", None, "", "   ", "head  ache", "nausea"]
+    frame = pl.DataFrame({"caseid": list(range(len(terms))), "pt": terms})
+    fast = canonical_column(frame.lazy(), "pt", "value").collect().sort("caseid")
+    assert fast["value"].to_list() == frame.select(canonical(pl.col("pt")))["pt"].to_list()
+    want = ["NAUSEA", "NAUSEA", "HEAD ACHE", None, None, None, "HEAD ACHE", "NAUSEA"]
+    assert fast["value"].to_list() == want
+
+
+def test_separators_names_only_text_columns_holding_them() -> None:
+    frame = pl.DataFrame({"a": ["x", "y$z"], "b": ["p", "q"], "c": ["r\n", None], "n": [1, 2]})
+    assert _separators(frame) == {"a", "c"}
+
+
+def test_agreement_reads_a_dollar_as_the_space_the_ascii_holds(tmp_path: Path) -> None:
+    parquet = pl.DataFrame(
+        {"caseid": [1, 2], "pt": ["A$B", ""], "route": ["ORAL", "IV"], "quarter": "2025Q1"}
+    )
+    same = tmp_path / "REAC25Q1.txt"
+    same.write_text("caseid$pt$route\n1$A B$ORAL\n2$$IV\n", encoding="utf-8")
+    assert _agreement("reac", parquet, {"2025Q1": same}) == []
+    other = tmp_path / "REAC25Q2.txt"
+    other.write_text("caseid$pt$route\n1$A B$ORAL\n2$$IM\n", encoding="utf-8")
+    found = _agreement("reac", parquet, {"2025Q1": other})
+    assert len(found) == 1 and "line 3" in found[0] and "route" in found[0]
