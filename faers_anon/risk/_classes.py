@@ -25,6 +25,7 @@ import polars as pl
 __all__ = ["class_sizes", "item_pairs", "set_ids"]
 
 Items = int | str | None
+Pairs = tuple[pl.DataFrame, int]  # ``p``, ``pair`` = a · width + b (a < b) of the population, and width
 CANDIDATE_BUDGET = 20_000_000  # rows of (set, candidate) before "all" falls back to equal lists
 
 
@@ -183,18 +184,59 @@ def _over_budget(distinct: pl.DataFrame, set_items: pl.DataFrame) -> bool:
     return (chosen.select(pl.col("rarest").sum()).item() or 0) > CANDIDATE_BUDGET
 
 
+def _holding_all(candidates: pl.DataFrame, multi: pl.DataFrame, p_items: pl.DataFrame) -> pl.DataFrame:
+    """``qs``, ``size``: per set of several items, the candidates holding every item of its ``order``.
+
+    The candidates (``qs``, ``p``) hold the set's first two items. Item by item in ``order`` (positions
+    2, 3, …), the candidates whose set is that long and who lack the item are dropped: a lookup of
+    the packed (case index · width + item) in the population's sorted (case, item) array (built
+    once, numpy binary search), so the candidate list only shrinks and no hash table is rebuilt.
+    """
+    qs = multi.get_column("qs").to_numpy().astype(np.int64)
+    lengths = multi.get_column("order").list.len().to_numpy().astype(np.int64)
+    flat = multi.get_column("order").explode().to_numpy().astype(np.int64)
+    starts = np.zeros(int(qs.max(initial=-1)) + 1, np.int64)  # qs → its first item in ``flat``
+    longest = np.zeros(len(starts), np.int64)  # qs → its number of items (0: not a multi set)
+    starts[qs], longest[qs] = np.cumsum(lengths) - lengths, lengths
+    people = np.unique(p_items.get_column("p").to_numpy())  # case → index, so that keys stay small
+    width = int(p_items.get_column("item").max() or 0) + 1  # type: ignore[arg-type]
+    held = np.sort(
+        np.searchsorted(people, p_items.get_column("p").to_numpy()) * width
+        + p_items.get_column("item").to_numpy().astype(np.int64)
+    )  # repeated rows do not change a lookup
+    cq = candidates.get_column("qs").to_numpy().astype(np.int64)
+    cp = np.searchsorted(people, candidates.get_column("p").to_numpy()) * width
+    for position in range(2, int(lengths.max(initial=0))):
+        live = np.flatnonzero(longest[cq] > position)
+        if len(live) == 0:
+            break
+        needle = cp[live] + flat[starts[cq[live]] + position]
+        at = np.minimum(np.searchsorted(held, needle), len(held) - 1)
+        keep = np.ones(len(cq), bool)
+        keep[live[held[at] != needle]] = False
+        cq, cp = cq[keep], cp[keep]
+    return pl.DataFrame(
+        [
+            pl.Series("qs", qs, multi.schema["qs"]),
+            pl.Series("size", np.bincount(cq, minlength=len(starts))[qs], pl.UInt32),
+        ]
+    )
+
+
 def _whole(
     targets: pl.LazyFrame,
     members: pl.LazyFrame,
     t_sets: pl.DataFrame,
     p_items: pl.LazyFrame,
+    pairs: Pairs | None = None,
 ) -> pl.LazyFrame | None:
     """|{p in members(kt) : I(t) ⊆ I(p)}| per target with items.
 
     One item: the holders of it. Several: the candidates are the holders of the target's two rarest
-    items (a pair's posting list is far shorter than an item's); then, item by item in order of
-    rarity, the candidates not holding the next item are dropped (a loop over item positions, at
-    most the longest list; each step a semi-join), so the candidate list only shrinks.
+    items (a pair's posting list is far shorter than an item's): with ``pairs`` (the population's
+    item pairs, already made) a join on the pair's code, else the holders of the rarest item that
+    also hold the second; then, item by item in order of rarity, the candidates not holding the
+    next item are dropped (:func:`_holding_all`), so the candidate list only shrinks.
 
     Returns:
         None when the first candidate list would exceed :data:`CANDIDATE_BUDGET` rows (item lists
@@ -222,22 +264,18 @@ def _whole(
     )
     first_two = pl.col("order").list.head(2)
     seeds = multi.lazy().select("qs", "kt", first_two.list.min().alias("a"), first_two.list.max().alias("b"))
-    candidates = (
-        seeds.join(p_items.rename({"item": "a"}), on="a")
-        .join(p_items.rename({"item": "b"}), on=["p", "b"], how="semi")
-        .join(members, on=["kt", "p"], how="semi")
-        .select("qs", "p")
-        .collect()
-    )
-    longest = int(multi.select(pl.col("order").list.len().max()).item() or 0)
-    for position in range(2, longest):
-        step = multi.filter(pl.col("order").list.len() > position).select(
-            "qs", pl.col("order").list.get(position).alias("item")
+    if pairs is None:
+        holders = seeds.join(p_items.rename({"item": "a"}), on="a").join(
+            p_items.rename({"item": "b"}), on=["p", "b"], how="semi"
         )
-        checked = candidates.join(step, on="qs")
-        kept = checked.lazy().join(p_items, on=["p", "item"], how="semi").select("qs", "p").collect()
-        candidates = pl.concat([candidates.join(step, on="qs", how="anti"), kept])
-    several = candidates.lazy().group_by("qs").agg(pl.len().alias("size"))
+    else:
+        codes, width = pairs
+        code = pl.col("a").cast(pl.UInt64) * width + pl.col("b").cast(pl.UInt64)
+        holders = seeds.select("qs", "kt", code.alias("pair")).join(
+            codes.lazy().select("p", "pair"), on="pair"
+        )
+    candidates = holders.join(members, on=["kt", "p"], how="semi").select("qs", "p").collect()
+    several = _holding_all(candidates, multi, p_items.collect()).lazy()
     return (
         sets.lazy()
         .join(distinct.lazy(), on=["kt", "sid"])
@@ -254,6 +292,7 @@ def class_sizes(
     target_items: pl.DataFrame | None = None,
     population_items: pl.DataFrame | None = None,
     sets: tuple[pl.DataFrame, pl.DataFrame] | None = None,
+    pairs: Pairs | None = None,
 ) -> tuple[pl.DataFrame, bool]:
     """The class size of every target (module docstring).
 
@@ -264,6 +303,7 @@ def class_sizes(
         items: None (K only), m ≥ 1 (m-subsets; 1 and 2 are computed), or ``"all"``.
         target_items: ``caseid``, ``item`` of the targets; population_items: ``p``, ``item``.
         sets: for ``"all"``, :func:`set_ids` of these targets and population when already made.
+        pairs: for ``"all"``, the population's item pairs when already made (``p``, ``pair``, width).
 
     Returns:
         ``caseid``, ``size`` (Int64 ≥ 0; 0 only when a journalist population lacks the target), and
@@ -281,7 +321,7 @@ def class_sizes(
     whole = None
     if items == "all":
         t_sets, p_sets = sets or set_ids(t_items, None if same else p_items)
-        whole = _whole(t, pop, t_sets, p_items)
+        whole = _whole(t, pop, t_sets, p_items, pairs)
         steps = [whole if whole is not None else _same(t, pop, t_sets.lazy(), p_sets.lazy())]
     elif items == 1:
         steps = [_single(t, pop, t_items, p_items, same=same)]

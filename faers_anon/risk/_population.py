@@ -25,10 +25,12 @@ the raw cases as its population.
 Computation (integers only, no row loops): the released ages' bounds cut the age axis into *atoms*,
 so a raw age is one atom (0 = missing) and a released range an interval of atoms; raw weights and
 released bounds are ranked together, so a raw weight is a rank (0 = missing) and a released range an
-interval of ranks. A distinct released tuple on K is a *query*: one row per sex and age atom it
-holds, keyed with its exact fields' codes (and item); raw cases are sorted once by (key, weight rank)
-and a query's count is two binary searches (``numpy.searchsorted``). A released ``*`` drops its field
-from the key: one pass per pattern of ``*`` fields (few). Cost: O((raw + queries) log raw) per set.
+interval of ranks. A raw case is then one coordinate atom · (top rank + 1) + weight rank, so that
+an interval of atoms with any weight is one interval of coordinates. A distinct released tuple on K
+is a *query*: one row per sex it holds (and, when its weight is bounded, per age atom), keyed with
+its exact fields' codes (and item); raw cases are sorted once by (key, coordinate) and a query's
+count is two binary searches (``numpy.searchsorted``). A released ``*`` drops its field from the
+key: one pass per pattern of ``*`` fields (few). Cost: O((raw + queries) log raw) per set.
 """
 
 from __future__ import annotations
@@ -111,16 +113,18 @@ def range_counts(
 ) -> np.ndarray:
     """For each query i: #{raw r : raw_keys[r] = keys[i], lo[i] ≤ raw_w[r] ≤ hi[i]} (two binary searches).
 
-    (key, weight rank) is packed into one UInt64, the key in the high 32 bits (keys are densely
-    re-ranked together first when one reaches 2^32). The queries are searched in sorted order, which
-    keeps the binary searches in cache (5–10× faster than in arbitrary order).
+    (key, weight rank) is packed into one UInt64: the key shifted left by the bits the largest weight
+    rank needs, b (keys are densely re-ranked together first only when a key reaches 2^(64 − b)).
+    The queries are searched in sorted order, which keeps the binary searches in cache (5–10× faster
+    than in arbitrary order).
     """
     if len(keys) == 0:
         return np.zeros(0, np.int64)
-    if max(int(raw_keys.max(initial=0)), int(keys.max())) >= 1 << 32:
+    bits = max(int(raw_w.max(initial=0)), int(hi.max(initial=0)), int(lo.max(initial=0))).bit_length()
+    if max(int(raw_keys.max(initial=0)), int(keys.max())) >= 1 << (64 - bits):
         both = pl.Series(np.concatenate([raw_keys, keys])).rank("dense").cast(pl.UInt64).to_numpy()
         raw_keys, keys = both[: len(raw_keys)], both[len(raw_keys) :]
-    shift = np.uint64(32)
+    shift = np.uint64(bits)
     packed = np.sort((raw_keys.astype(np.uint64) << shift) | raw_w.astype(np.uint64))
     query = keys.astype(np.uint64) << shift
     first_needles = query | lo.astype(np.uint64)
@@ -230,29 +234,47 @@ class Population:
             raw: :attr:`raw` rows (one per raw case, or per raw case and item), with the ``extra`` columns.
             exact: K's exact fields; extra: further equality keys (an item code), with their ``widths``.
         """
-        widths = {**self.codes.widths, **(widths or {}), "_sex": 3, "_atom": self.atoms}
+        widths = {**self.codes.widths, **(widths or {}), "_sex": 3}
+        span = self.top_w + 1  # a raw case's (atom, weight rank) as one coordinate: atom · span + rank
+        coordinate = (raw.get_column("_atom").cast(pl.UInt64) * span + raw.get_column("_w")).to_numpy()
+        full = (pl.col("_wlo") == 0) & (pl.col("_whi") == self.top_w)  # any weight: one range of atoms
         queries = wanted.with_row_index("_row").join(tuples, on="_qt")
         sizes = np.zeros(wanted.height, np.int64)
         for pattern in queries.get_column("_star").unique().to_list():
             fields = [f for i, f in enumerate(exact) if not (pattern >> i) & 1]
-            keys = ["_sex", "_atom", *fields, *extra]
-            chosen = queries.filter(pl.col("_star") == pattern).with_columns(
-                pl.int_ranges("_alo", pl.col("_ahi") + 1, dtype=pl.UInt32).alias("_atom")
-            )
-            rows = pl.concat(
+            keys = ["_sex", *fields, *extra]
+            chosen = queries.filter(pl.col("_star") == pattern)
+            by_sex = pl.concat(
                 [
                     chosen.filter((pl.col("_sexes") & (1 << code)) > 0).with_columns(
                         _sex=pl.lit(code, pl.UInt32)
                     )
                     for code in range(4)
                 ]
-            ).explode("_atom")
+            )
+            ranged = (
+                by_sex.filter(~full)
+                .with_columns(pl.int_ranges("_alo", pl.col("_ahi") + 1, dtype=pl.UInt32).alias("_atom"))
+                .explode("_atom")
+            )
+            rows = pl.concat(
+                [
+                    by_sex.filter(full).select(
+                        "_row", *keys, (pl.col("_alo").cast(pl.UInt64) * span).alias("_lo"),
+                        (pl.col("_ahi").cast(pl.UInt64) * span + self.top_w).alias("_hi"),
+                    ),
+                    ranged.select(
+                        "_row", *keys, (pl.col("_atom").cast(pl.UInt64) * span + pl.col("_wlo")).alias("_lo"),
+                        (pl.col("_atom").cast(pl.UInt64) * span + pl.col("_whi")).alias("_hi"),
+                    ),
+                ]
+            )  # fmt: skip
             counts = range_counts(
                 raw.select(key_expr(keys, widths)).to_series().to_numpy(),
-                raw.get_column("_w").to_numpy(),
+                coordinate,
                 rows.select(key_expr(keys, widths)).to_series().to_numpy(),
-                rows.get_column("_wlo").to_numpy(),
-                rows.get_column("_whi").to_numpy(),
+                rows.get_column("_lo").to_numpy(),
+                rows.get_column("_hi").to_numpy(),
             )
             at = rows.get_column("_row").to_numpy()
             sizes += np.bincount(at, weights=counts, minlength=wanted.height).astype(np.int64)

@@ -28,6 +28,7 @@ from faers_anon.risk._classes import class_sizes, item_pairs, set_ids
 from faers_anon.risk._clock import Clock
 from faers_anon.risk._codes import Codes, encode_fields, key_expr
 from faers_anon.risk._population import Population
+from faers_anon.risk._units import unit_minima
 from faers_anon.risk._view import QIDS, CaseData, encode_items
 
 __all__ = ["KnowledgeSet", "default_knowledge", "reidentify"]
@@ -121,6 +122,7 @@ class _Lists:
         self._pairs: dict[str, pl.DataFrame] = {}
         self._sets: dict[str, tuple[pl.DataFrame, pl.DataFrame]] = {}
         self.singles: dict[tuple[str, ...], pl.DataFrame] = {}  # journalist sizes on K + 1 item, by K
+        self.own_singles: dict[tuple[str, ...], np.ndarray] = {}  # prosecutor sizes on K + 1 item, by K
 
     def sets(self, population: str) -> tuple[pl.DataFrame, pl.DataFrame]:
         """:func:`._classes.set_ids` of the released lists against themselves or against the raw lists.
@@ -156,9 +158,10 @@ def _journalist_items(pop: Population, ks: KnowledgeSet, lists: _Lists) -> pl.Se
             return None
         targets = pop.view.select("caseid", pl.lit(0, pl.UInt32).alias("kt"))
         members = pop.raw.select(pl.lit(0, pl.UInt32).alias("kt"), pl.col("caseid").alias("p"))
+        pairs = lists.raw_pairs().select(pl.col("caseid").alias("p"), pl.col("item").alias("pair"))
         sizes, _ = class_sizes(targets, members, items="all", target_items=lists.released,
                                population_items=lists.raw.rename({"caseid": "p"}),
-                               sets=lists.sets("raw"))  # fmt: skip
+                               sets=lists.sets("raw"), pairs=(pairs, lists.width))  # fmt: skip
         return sizes.sort("caseid").get_column("size")
     built = pop.queries(ks.knows)
     if built is None:
@@ -226,15 +229,51 @@ def _journalist(pop: Population, ks: KnowledgeSet, lists: dict[str, _Lists]) -> 
 
 
 def _prosecutor(codes: Codes, ks: KnowledgeSet, lists: dict[str, _Lists]) -> tuple[pl.Series, bool]:
-    """Class sizes (release as population) of every case, in ``caseid`` order, and whether exact."""
+    """Class sizes (release as population) of every case, in ``caseid`` order, and whether exact.
+
+    K + 1 or 2 items: :func:`._units.unit_minima` over the items, then the pairs (the released pairs
+    journalist risk uses too); a case without a pair is known by its item, one without items by K.
+    The 1-item minima of a K are computed once for both sets.
+    """
     key = key_expr(ks.knows, codes.widths)
+    sizes = codes.view.select(pl.len().over(key).cast(pl.Int64)).to_series()
     if ks.items is None:
-        return codes.view.select(pl.len().over(key).cast(pl.Int64)).to_series(), True
+        return sizes, True
     targets = codes.view.select("caseid", key.rank("dense").cast(pl.UInt32).alias("kt"))
     own = lists[ks.items]
-    sets = own.sets("release") if ks.count == "all" else None
-    sizes, exact = class_sizes(targets, items=ks.count, target_items=own.released, sets=sets)
-    return sizes.sort("caseid").get_column("size"), exact
+    if ks.count == "all":
+        pairs = own.released_pairs().select(pl.col("caseid").alias("p"), pl.col("item").alias("pair"))
+        wholes, exact = class_sizes(
+            targets,
+            items="all",
+            target_items=own.released,
+            sets=own.sets("release"),
+            pairs=(pairs, own.width),
+        )
+        return wholes.sort("caseid").get_column("size"), exact
+    case_ids, kt = targets.get_column("caseid").to_numpy(), targets.get_column("kt").to_numpy()
+    if ks.knows not in own.own_singles:
+        units = own.released
+        own.own_singles[ks.knows] = unit_minima(
+            kt,
+            case_ids,
+            units.get_column("caseid").to_numpy(),
+            units.get_column("item").to_numpy(),
+            own.width,
+        )
+    single = own.own_singles[ks.knows]
+    result = np.where(single > 0, single, sizes.to_numpy())
+    if ks.count == 2:
+        pairs = own.released_pairs()
+        double = unit_minima(
+            kt,
+            case_ids,
+            pairs.get_column("caseid").to_numpy(),
+            pairs.get_column("item").to_numpy(),
+            own.width**2,
+        )
+        result = np.where(double > 0, double, result)
+    return pl.Series("size", result, pl.Int64), True
 
 
 def _upper_bounds(codes: Codes, ks: KnowledgeSet, lists: dict[str, _Lists]) -> pl.Series:
