@@ -33,15 +33,24 @@ def _pairs(frame: pl.DataFrame, column: str = "history") -> pl.DataFrame:
 
 
 def _contained(outer: pl.DataFrame, inner: pl.DataFrame, key: str) -> pl.DataFrame:
-    """(``history``, ``key``) where every pair of ``inner``'s history lies in ``outer``'s pairs."""
+    """(``history``, ``key``) where every pair of ``inner``'s history lies in the pairs of the
+    history of ``outer``'s ``key`` (``outer``: ``key``, ``history``).
+
+    The pairs are matched between distinct histories, then the outer histories joined to their
+    keys: matching every key's pairs made a row per (inner history, case) sharing a pair, a
+    product that reached 5.4 GB and 360 s of a 100k quarter's series step (a ledger group whose
+    pair many histories and cases hold); the distinct histories are those of the groups.
+    """
     counted = _pairs(inner.select("history", pl.col("history").str.count_matches(r"\|").add(1).alias("size")))
-    return (
-        counted.join(outer.select(key, "pair"), on="pair")
-        .group_by("history", "size", key)
+    histories = _pairs(outer.select(pl.col("history").alias("outer")).unique(), "outer")
+    found = (
+        counted.join(histories, on="pair")
+        .group_by("history", "size", "outer")
         .agg(pl.len().alias("hit"))
         .filter(pl.col("hit") == pl.col("size"))
-        .select("history", key)
+        .select("history", "outer")
     )
+    return found.join(outer.select(key, pl.col("history").alias("outer")), on="outer").select("history", key)
 
 
 def _as_ledger_only(cases: pl.DataFrame) -> pl.DataFrame:
@@ -73,11 +82,11 @@ def earlier_over_theta(
     sizes = past.group_by("history").agg(pl.len().alias("n"))
     out = published.group_by("history").agg(pl.len().alias("m"))
     kept = sizes.join(out, on="history", how="left").filter(pl.col("n") > pl.col("m").fill_null(0))
-    affected = _contained(_pairs(published.select("pseudonym", "unit", "history")), kept, "pseudonym")
+    affected = _contained(published.select("pseudonym", "history"), kept, "pseudonym")
     if affected.is_empty():
         return frozenset()
-    holders = _pairs(past.select("pseudonym", "history"))
-    members = _contained(holders, affected.select("history").unique(), "pseudonym")
+    reached = affected.select("history").unique()
+    members = _contained(past.select("pseudonym", "history"), reached, "pseudonym")
     before = probabilities(_as_ledger_only(members.select("pseudonym").unique()))
     now = (probabilities(published) if now is None else now).join(
         published.select("caseid", "pseudonym"), on="caseid"

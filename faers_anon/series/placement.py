@@ -154,6 +154,8 @@ def over_theta(
 
 
 _QIDS = ("age_min", "age_max", "sex", "wt_min", "wt_max")
+#: The bundle levels: filled to k, to 2k (multiples of k), then the whole unit (None).
+_LEVELS = (("placed_k", 1), ("placed_2k", 2), ("placed_unit", None))
 #: Placement rounds: units failing the earlier-intersection check are blocked and the rest placed again.
 _ROUNDS = 8
 _LISTS = ("indications", "reactions", "drug_keys")
@@ -226,27 +228,29 @@ def _trim(members: pl.DataFrame, target: int) -> pl.DataFrame:
 def _place(
     members: pl.DataFrame, *, k: int, probabilities: Callable[[pl.DataFrame], pl.DataFrame],
     thetas: dict[str, float],
-) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, int]]:  # fmt: skip
+) -> tuple[pl.DataFrame, pl.DataFrame]:  # fmt: skip
     """Choose, per unit, the smallest bundle that passes: filled to k, then 2k, then the whole unit.
 
+    Every step is per unit (:func:`_trim`, :func:`_sizes`, :func:`over_theta` group by unit; P(s | c)
+    is a function of c alone), so a unit's outcome does not depend on the other units: the plan
+    places every unit once and a round that blocks units only leaves theirs out (:class:`Planner`).
+
     Returns:
-        (the published members, the members of units no level placed, the units placed per level
-        ``placed_k``, ``placed_2k``, ``placed_unit``); a unit whose whole is below k has its
-        ``small`` column true in the second frame.
+        (the published members, with ``level``: ``placed_k``, ``placed_2k`` or ``placed_unit``; the
+        members of units no level placed, with ``small`` true for a unit whose whole is below k).
     """
-    placed, levels, pending = [], {}, members
+    placed, pending = [], members
     small = pl.Series([], dtype=pl.Utf8)
-    for name, target in (("placed_k", k), ("placed_2k", 2 * k), ("placed_unit", None)):
-        trial = pending if target is None else _trim(pending, target)
+    for name, target in _LEVELS:
+        trial = pending if target is None else _trim(pending, target * k)
         small = _sizes(trial).filter(pl.col("size") < k).get_column("unit").unique()
         fit = trial.filter(~pl.col("unit").is_in(small.implode()))
         failing = over_theta(fit, probabilities(fit), thetas) if fit.height else frozenset()
         done = fit.filter(~pl.col("unit").is_in(failing))
-        placed.append(done)
-        levels[name] = done.get_column("unit").n_unique()
+        placed.append(done.with_columns(pl.lit(name).alias("level")))
         pending = pending.join(done.select("unit").unique(), on="unit", how="anti")
     left = pending.with_columns(pl.col("unit").is_in(small.implode()).alias("small"))
-    return pl.concat(placed), left, levels
+    return pl.concat(placed), left
 
 
 def _once(
@@ -259,6 +263,106 @@ def _once(
         return probabilities
     known = probabilities(members)
     return lambda frame: known.join(frame.select("caseid").unique(), on="caseid", how="semi")
+
+
+class Memo:
+    """``probabilities`` of frames keyed by ``caseid``, each case computed once over the calls.
+
+    P(s | c) is a function of c's own row (SPEC §5: its values and E), so the rows of a frame are
+    those of its cases whenever they were computed: the earlier-intersection check asks, in every
+    round and every re-plan, for the ledger-only P of the holders of the histories it reaches
+    (:func:`faers_anon.series.earlier.earlier_over_theta`), mostly the same cases again.
+    """
+
+    def __init__(self, probabilities: Callable[[pl.DataFrame], pl.DataFrame]) -> None:
+        self._probabilities = probabilities
+        self._known: pl.DataFrame | None = None
+        self._done = pl.DataFrame(schema={"caseid": pl.Int64})
+
+    def __call__(self, frame: pl.DataFrame) -> pl.DataFrame:
+        ids = frame.select(pl.col("caseid").cast(pl.Int64)).unique()
+        missing = ids.join(self._done, on="caseid", how="anti")
+        if missing.height or self._known is None:
+            new = self._probabilities(frame.join(missing, on="caseid", how="semi"))
+            self._known = new if self._known is None else pl.concat([self._known, new])
+            self._done = pl.concat([self._done, missing])
+        return self._known.join(ids, on="caseid", how="semi")
+
+
+class Planner:
+    """The placement of one quarter's returning cases, made once, re-planned for withheld units.
+
+    :func:`_place` decides each unit on its own (its docstring), so it runs once for every unit;
+    a round of :meth:`plan` (a unit blocked by the earlier-intersection check, or withheld by the
+    release's own E and θ*: :func:`faers_anon.series.step.prepare`) only leaves the blocked units'
+    bundles out and checks the earlier intersections again. The result is that of placing the
+    remaining units from scratch (the loop before, 2 to 4 re-plans a quarter).
+
+    Args: as :func:`plan_series`.
+    """
+
+    def __init__(
+        self, cases: pl.DataFrame, entries: pl.DataFrame, pseudonym_key: bytes, *, k: int,
+        probabilities: Callable[[pl.DataFrame], pl.DataFrame], thetas: dict[str, float],
+        stored: pl.DataFrame | None = None, deleted: pl.Series | None = None, ids: pl.DataFrame | None = None,
+    ) -> None:  # fmt: skip
+        ids = pseudonym_ids(cases, pseudonym_key) if ids is None else ids
+        self.current = cases.select("caseid", *[pl.col(c).alias(f"case_{c}") for c in _QIDS], *_LISTS).join(
+            ids, on="caseid"
+        )
+        self.past = history(entries).rename({"caseid": "pseudonym"})
+        self.returning = self.current.join(self.past, on="pseudonym")
+        empty = pl.DataFrame(schema={"pseudonym": pl.Int64, "caseid": pl.Int64, "store": pl.Int64,
+                                     **dict.fromkeys(_QIDS, pl.Float64), "sex": pl.Utf8,
+                                     **dict.fromkeys(_LISTS, pl.List(pl.Utf8))})  # fmt: skip
+        self.members = _members(self.returning, self.past, empty if stored is None else stored,
+                                pl.Series([], dtype=pl.Int64) if deleted is None else deleted)  # fmt: skip
+        self.thetas = thetas
+        self.now = _once(self.members, probabilities)
+        self.before = Memo(probabilities)
+        self.placed, self.left = _place(self.members, k=k, probabilities=self.now, thetas=thetas)
+
+    def plan(self, withhold: frozenset[str] = frozenset()) -> SeriesPlan:
+        """The plan with the units ``withhold`` (history strings) withheld whatever the checks say."""
+        blocked = set(withhold)
+        for _ in range(_ROUNDS):
+            placed = self.placed.filter(~pl.col("unit").is_in(blocked))
+            left = self.left.filter(~pl.col("unit").is_in(blocked))
+            late = earlier_over_theta(placed, self.past, self.before, self.thetas, now=self.now(placed))
+            blocked |= late
+            if not late:
+                break
+        return self._result(placed, left, blocked, blocked - set(withhold))
+
+    def _result(
+        self, placed: pl.DataFrame, left: pl.DataFrame, blocked: set[str], late: set[str]
+    ) -> SeriesPlan:
+        """The plan of the last round's ``placed`` members and ``left`` units less the ``blocked``
+        units (``late``: those the earlier check blocked); the level counts are the round's."""
+        chosen = placed.filter(~pl.col("unit").is_in(blocked))
+        frozen = _widened(chosen)
+        returning = self.returning
+        withheld = returning.join(frozen, on="caseid", how="anti").get_column("caseid")
+        again = frozen.filter(pl.col("store").is_not_null())
+        levels = placed.group_by("level").agg(pl.col("unit").n_unique())
+        counts = {
+            "fresh": self.current.height - returning.height,
+            "returning": returning.height,
+            "bundles": frozen.get_column("bundle").n_unique(),
+            "published_returning": frozen.height - again.height,
+            "republished": again.height,
+            "withheld": withheld.len(),
+            "withheld_small": left.filter(pl.col("small") & pl.col("store").is_null()).height,
+            "widened": int(frozen.get_column("widened").sum()),
+            **{name: 0 for name, _ in _LEVELS},
+            **dict(levels.iter_rows()),
+        }
+        counts["withheld_earlier"] = returning.filter(pl.col("history").is_in(
+            self.members.filter(pl.col("unit").is_in(late)).get_column("history").implode()
+        )).join(frozen, on="caseid", how="anti").height  # fmt: skip
+        counts["withheld_theta"] = counts["withheld"] - counts["withheld_small"]
+        return SeriesPlan(frozen.select("caseid", "bundle", "unit", "history", *REGION), withheld, counts,
+                          again.select("caseid", "store"))  # fmt: skip
 
 
 def plan_series(
@@ -291,44 +395,6 @@ def plan_series(
             over θ* once the release's own E and θ* are known: :func:`faers_anon.series.step.prepare`).
         ids: ``caseid`` → ``pseudonym`` of ``cases`` when already computed (:func:`pseudonym_ids`).
     """
-    ids = pseudonym_ids(cases, pseudonym_key) if ids is None else ids
-    current = cases.select("caseid", *[pl.col(c).alias(f"case_{c}") for c in _QIDS], *_LISTS).join(
-        ids, on="caseid"
-    )
-    past = history(entries).rename({"caseid": "pseudonym"})
-    returning = current.join(past, on="pseudonym")
-    empty = pl.DataFrame(schema={"pseudonym": pl.Int64, "caseid": pl.Int64, "store": pl.Int64,
-                                 **dict.fromkeys(_QIDS, pl.Float64), "sex": pl.Utf8,
-                                 **dict.fromkeys(_LISTS, pl.List(pl.Utf8))})  # fmt: skip
-    members = _members(returning, past, empty if stored is None else stored,
-                       pl.Series([], dtype=pl.Int64) if deleted is None else deleted)  # fmt: skip
-    blocked = set(withhold)
-    cached = _once(members, probabilities)
-    for _ in range(_ROUNDS):
-        chosen, left, levels = _place(members.filter(~pl.col("unit").is_in(blocked)), k=k,
-                                      probabilities=cached, thetas=thetas)  # fmt: skip
-        late = earlier_over_theta(chosen, past, probabilities, thetas, now=cached(chosen))
-        blocked |= late
-        if not late:
-            break
-    chosen = chosen.filter(~pl.col("unit").is_in(blocked))
-    frozen = _widened(chosen)
-    withheld = returning.join(frozen, on="caseid", how="anti").get_column("caseid")
-    again = frozen.filter(pl.col("store").is_not_null())
-    counts = {
-        "fresh": current.height - returning.height,
-        "returning": returning.height,
-        "bundles": frozen.get_column("bundle").n_unique(),
-        "published_returning": frozen.height - again.height,
-        "republished": again.height,
-        "withheld": withheld.len(),
-        "withheld_small": left.filter(pl.col("small") & pl.col("store").is_null()).height,
-        "widened": int(frozen.get_column("widened").sum()),
-        **levels,
-    }
-    counts["withheld_earlier"] = returning.filter(pl.col("history").is_in(
-        members.filter(pl.col("unit").is_in(blocked - set(withhold))).get_column("history").implode()
-    )).join(frozen, on="caseid", how="anti").height  # fmt: skip
-    counts["withheld_theta"] = counts["withheld"] - counts["withheld_small"]
-    return SeriesPlan(frozen.select("caseid", "bundle", "unit", "history", *REGION), withheld, counts,
-                      again.select("caseid", "store"))  # fmt: skip
+    planner = Planner(cases, entries, pseudonym_key, k=k, probabilities=probabilities, thetas=thetas,
+                      stored=stored, deleted=deleted, ids=ids)  # fmt: skip
+    return planner.plan(withhold)

@@ -34,7 +34,7 @@ from faers_anon.keys import AgencyKey
 from faers_anon.series.earlier import earlier_over_theta
 from faers_anon.series.ledger import Ledger, history, open_ledger, stage
 from faers_anon.series.pending import carried, write_pending
-from faers_anon.series.placement import SeriesPlan, over_theta, plan_series, unit_members
+from faers_anon.series.placement import Planner, SeriesPlan, over_theta, unit_members
 from faers_anon.series.store import republished_rows, stored_cases, stored_deleted, stored_knowledge
 from faers_anon.series.units import pseudonym_ids
 from knowledge import case_value_probabilities
@@ -228,12 +228,12 @@ def prepare(
     stored, _ = stored_cases(ledger.path, ledger.meta["releases"], key.pseudonym_key, wanted=wanted)
     past = history(ledger.state).rename({"caseid": "pseudonym"})
     withhold: frozenset[str] = frozenset()
+    planner = Planner(
+        cases, ledger.state, key.pseudonym_key, k=config.k, thetas=thetas, stored=stored, deleted=deleted,
+        ids=ids, probabilities=lambda m: exposed_probabilities(m, ledger.state, knowledge, config, outcomes),
+    )  # fmt: skip
     for attempt in range(_ATTEMPTS):
-        plan = plan_series(
-            cases, ledger.state, key.pseudonym_key, k=config.k, thetas=thetas, stored=stored,
-            deleted=deleted, withhold=withhold, ids=ids,
-            probabilities=lambda m: exposed_probabilities(m, ledger.state, knowledge, config, outcomes),
-        )  # fmt: skip
+        plan = planner.plan(withhold)
         if not (plan.withheld.len() or plan.republish.height or offered):
             folder = ingested
             break
@@ -247,8 +247,9 @@ def prepare(
         members = members.join(pseudonym_ids(members, key.pseudonym_key), on="caseid")
         final_p = partial(exposed_probabilities, entries=ledger.state, knowledge=final_e, config=config,
                           outcomes=final_outcomes)  # fmt: skip
-        failing = over_theta(members, final_p(members), final_thetas) | earlier_over_theta(
-            members, past, final_p, final_thetas
+        now = final_p(members)
+        failing = over_theta(members, now, final_thetas) | earlier_over_theta(
+            members, past, final_p, final_thetas, now=now
         )
         if not failing:
             break
