@@ -22,7 +22,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-__all__ = ["class_sizes", "item_pairs", "set_ids"]
+from faers_anon.risk._sets import set_ids, set_members
+
+__all__ = ["class_sizes", "item_pairs", "set_ids"]  # set_ids: from ._sets
 
 Items = int | str | None
 Pairs = tuple[pl.DataFrame, int]  # ``p``, ``pair`` = a · width + b (a < b) of the population, and width
@@ -117,34 +119,6 @@ def _double(
     return counted.group_by("caseid").agg(pl.col("n").fill_null(0).min().alias("size"))
 
 
-def set_ids(t_items: pl.LazyFrame, p_items: pl.LazyFrame | None) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Every case's item set as one integer ``sid``, equal for two cases exactly when their sets are.
-
-    The sorted item lists of both sides are made once and numbered over their union (a group-by on
-    the list: exact, no hashing, integers from then on; the item lists used to be compared as
-    comma-joined strings, again for every count).
-
-    Returns:
-        ``caseid``, ``sid``, ``items`` (sorted list) of the targets, and ``p``, ``sid`` of the
-        population (the targets' own when ``p_items`` is None). Cases without items are absent.
-    """
-
-    def lists(items: pl.LazyFrame, key: str) -> pl.DataFrame:
-        # one sort of the rows, then lists in row order: cheaper than sorting within each group
-        rows = items.select(pl.col(key).alias("caseid"), "item").sort("caseid", "item")
-        return rows.group_by("caseid", maintain_order=True).agg(pl.col("item").alias("items")).collect()
-
-    own = lists(t_items, "caseid")
-    other = None if p_items is None else lists(p_items, "p")
-    every = own.select("items") if other is None else pl.concat([own.select("items"), other.select("items")])
-    ids = every.unique().with_row_index("sid")
-    t_sets = own.join(ids, on="items")
-    p_sets = (t_sets if other is None else other.join(ids, on="items")).select(
-        pl.col("caseid").alias("p"), "sid"
-    )
-    return t_sets, p_sets
-
-
 def _same(
     targets: pl.LazyFrame, members: pl.LazyFrame, t_sets: pl.LazyFrame, p_sets: pl.LazyFrame
 ) -> pl.LazyFrame:
@@ -154,10 +128,9 @@ def _same(
     return own.join(counts, on=["kt", "sid"], how="left").select("caseid", pl.col("size").fill_null(0))
 
 
-def _set_items(t_sets: pl.DataFrame, frequency: pl.DataFrame) -> pl.DataFrame:
+def _set_items(members: pl.DataFrame, frequency: pl.DataFrame) -> pl.DataFrame:
     """``sid``, ``item``, ``df`` (population holders; null: none) of every distinct target set."""
-    items = t_sets.select("sid", "items").unique("sid").explode("items").rename({"items": "item"})
-    return items.join(frequency, on="item", how="left")
+    return members.join(frequency, on="item", how="left")
 
 
 def _ranked(distinct: pl.DataFrame, set_items: pl.DataFrame) -> pl.DataFrame:
@@ -227,6 +200,7 @@ def _whole(
     targets: pl.LazyFrame,
     members: pl.LazyFrame,
     t_sets: pl.DataFrame,
+    t_items: pl.LazyFrame,
     p_items: pl.LazyFrame,
     pairs: Pairs | None = None,
 ) -> pl.LazyFrame | None:
@@ -247,7 +221,7 @@ def _whole(
     sets = targets.join(t_sets.lazy().select("caseid", "sid"), on="caseid").collect()
     distinct = sets.select("kt", "sid").unique().with_row_index("qs")  # (K-tuple, item set)
     frequency = p_items.group_by("item").agg(pl.len().alias("df")).collect()
-    set_items = _set_items(t_sets, frequency)
+    set_items = _set_items(set_members(t_items, t_sets), frequency)
     if _over_budget(distinct, set_items):
         return None
     ranked = _ranked(distinct, set_items)
@@ -321,7 +295,7 @@ def class_sizes(
     whole = None
     if items == "all":
         t_sets, p_sets = sets or set_ids(t_items, None if same else p_items)
-        whole = _whole(t, pop, t_sets, p_items, pairs)
+        whole = _whole(t, pop, t_sets, t_items, p_items, pairs)
         steps = [whole if whole is not None else _same(t, pop, t_sets.lazy(), p_sets.lazy())]
     elif items == 1:
         steps = [_single(t, pop, t_items, p_items, same=same)]

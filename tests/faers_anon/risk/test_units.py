@@ -3,16 +3,20 @@
 * :func:`faers_anon.risk._units.unit_minima`: prosecutor min over a case's units of the cases of
   its tuple holding the unit;
 * :func:`faers_anon.risk._classes._holding_all`: the candidates holding every item of a set;
-* :func:`faers_anon.risk._population.range_counts`: keys past 2^32 packed without re-ranking.
+* :func:`faers_anon.risk._population.range_counts`: keys past 2^32 packed without re-ranking;
+* :func:`faers_anon.risk._sets.set_ids`: hashed set ids, checked, with the exact fallback.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import polars as pl
+import pytest
 
+from faers_anon.risk import _sets
 from faers_anon.risk._classes import _holding_all
 from faers_anon.risk._population import range_counts
+from faers_anon.risk._sets import set_ids, set_members
 from faers_anon.risk._units import unit_minima
 
 
@@ -65,3 +69,53 @@ def test_range_counts_with_keys_past_2_to_the_32() -> None:
     # keys too large for the weight bits: re-ranked first, same counts
     huge = np.uint64(1 << 62)
     assert range_counts(raw_keys + huge, raw_w, keys + huge, lo, hi).tolist() == [1, 1, 0, 0]
+
+
+def _set_rows() -> tuple[pl.DataFrame, pl.DataFrame]:
+    # targets 1 {3, 5}, 2 {5, 3} (same set, rows in another order, one repeated), 3 {3}, 4 {3, 5, 7};
+    # population 10 {3, 5}, 11 {7}, 12 {3}
+    targets = pl.DataFrame(
+        {"caseid": [1, 1, 2, 2, 2, 3, 4, 4, 4], "item": [3, 5, 5, 3, 3, 3, 7, 5, 3]},
+        schema={"caseid": pl.Int64, "item": pl.UInt32},
+    )
+    population = pl.DataFrame(
+        {"p": [10, 10, 11, 12], "item": [5, 3, 7, 3]}, schema={"p": pl.Int64, "item": pl.UInt32}
+    )
+    return targets, population
+
+
+def _ids(frames: tuple[pl.DataFrame, pl.DataFrame]) -> dict[int, int]:
+    t_sets, p_sets = frames
+    return dict(t_sets.iter_rows()) | dict(p_sets.iter_rows())
+
+
+def _same_ids(sid: dict[int, int]) -> None:
+    assert sid.keys() == {1, 2, 3, 4, 10, 11, 12}
+    assert sid[1] == sid[2] == sid[10] and sid[3] == sid[12]
+    assert len({sid[1], sid[3], sid[4], sid[11]}) == 4
+
+
+def test_set_ids_by_hand() -> None:
+    targets, population = _set_rows()
+    _same_ids(_ids(set_ids(targets.lazy(), population.lazy())))
+
+
+def test_set_ids_fall_back_to_the_lists_on_a_hash_collision(monkeypatch: pytest.MonkeyPatch) -> None:
+    def colliding(case: np.ndarray, item: np.ndarray, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        starts, hashes = summaries(case, item, words)
+        return starts, np.zeros_like(hashes)  # every set the same summary: the check must catch it
+
+    summaries = _sets._summaries
+    monkeypatch.setattr(_sets, "_summaries", colliding)
+    targets, population = _set_rows()
+    _same_ids(_ids(set_ids(targets.lazy(), population.lazy())))
+
+
+def test_set_members_one_row_per_set_and_item() -> None:
+    targets, _ = _set_rows()
+    t_sets, _ = set_ids(targets.lazy(), None)
+    members = set_members(targets.lazy(), t_sets)
+    sid = dict(t_sets.iter_rows())
+    got = {(s, i) for s, i in members.iter_rows()}
+    assert got == {(sid[1], 3), (sid[1], 5), (sid[3], 3), (sid[4], 3), (sid[4], 5), (sid[4], 7)}
+    assert members.height == len(got)
