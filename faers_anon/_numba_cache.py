@@ -45,6 +45,15 @@ stamp in the cache folder; when they differ it deletes the cached kernels (``*.n
 writes the new stamp. It runs from ``faers_anon.configure()`` (the CLI calls it) for the in-tree
 caches of :data:`KERNEL_PACKAGES`, and in any case before a package's first compiled call, on the
 folder numba actually uses. Importing faers_anon does neither: no side effects on import.
+
+Threads (decision): every kernel is compiled ``nogil`` (:data:`KERNEL_OPTIONS`), so while the engine
+runs in one thread the release pipeline's other threads run their Python and polars work on the other
+core (:mod:`faers_anon.release.stages`); with the GIL held, a thread waiting for it stalled for the
+whole of a kernel call (seconds at 400k cases). It is safe because a kernel touches no Python object
+(nopython mode) and no thread shares a kernel's arrays; the kernels give the same results either way.
+numba keys a cached kernel on its signature and bytecode but not on these options, and the GIL release
+is compiled into the cached wrapper, so the options are part of the stamp's digest: a change of options
+discards every cached kernel as a change of source does.
 """
 
 from __future__ import annotations
@@ -62,6 +71,7 @@ from typing import Any, Final, ParamSpec, TypeVar
 __all__ = [
     "JIT_ENV",
     "JIT_MIN_CASES",
+    "KERNEL_OPTIONS",
     "KERNEL_PACKAGES",
     "STAMP",
     "mode",
@@ -79,6 +89,8 @@ STAMP: Final = "faers-anon-kernels.sha256"
 KERNEL_PACKAGES: Final = ("algorithms", "methods")
 #: From this many cases (declared with :func:`sized`) kernels are compiled rather than interpreted.
 JIT_MIN_CASES: Final = 50_000
+#: numba options of every kernel (``inline`` is each kernel's own); part of the cache stamp's digest.
+KERNEL_OPTIONS: Final = (("nopython", True), ("boundscheck", None), ("nogil", True))
 #: Environment variable forcing ``compiled`` or ``interpreted`` kernels (default ``auto``).
 JIT_ENV: Final = "FAERS_ANON_JIT"
 #: What a first compile of the clustering kernels costs, as announced: ~105 CPU-s measured with the
@@ -98,7 +110,8 @@ _not_cached: set[tuple[int, tuple[Any, ...]]] = set()
 
 
 def _digest(package: Path) -> str:
-    sha = hashlib.sha256()
+    """SHA-256 over the package's ``.py`` files (names and bytes) and :data:`KERNEL_OPTIONS`."""
+    sha = hashlib.sha256(repr(KERNEL_OPTIONS).encode())
     for path in sorted(package.glob("*.py")):
         sha.update(path.name.encode())
         sha.update(b"\0")
@@ -193,7 +206,7 @@ def njit(*, cache: bool = True, inline: str = "never") -> Callable[[Callable[...
         if config.DISABLE_JIT:  # type: ignore[attr-defined]
             return func
         kernel = _kernel_class()(
-            py_func=func, locals={}, targetoptions={"nopython": True, "boundscheck": None, "inline": inline}
+            py_func=func, locals={}, targetoptions={**dict(KERNEL_OPTIONS), "inline": inline}
         )
         if cache:
             kernel.enable_caching()

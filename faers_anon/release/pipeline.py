@@ -11,9 +11,23 @@ Stages, each reported through ``progress`` with its counts and elapsed time:
    and the reference panel (:func:`signals.compare`); for a method that publishes the drug and reaction
    lists in its own form the release side is read through that form
    (:func:`faers_anon.anonymize.method_run.signal_inputs`);
-5. **report**: ``report.json`` and ``report.html`` are added to the release, the manifest is
+5. **risk**: the attacks of SPEC §11 on the release, with the raw data (:func:`faers_anon.risk.assess_risk`);
+6. **report**: ``report.json`` and ``report.html`` are added to the release, the manifest is
    re-hashed to cover them (and records the SHA-256 of every source file), and the finished release
    is moved into place in one atomic rename (:func:`faers_anon.io.workspace.publish_folder`).
+
+Stages 3–5 and the report's plots need only the built release and the raw tables, not each other, so
+they run on threads beside each other (:class:`faers_anon.release.stages.Stages`; issue 18: the 2 cores
+of the reference machine, each stage mostly on one); ``FAERS_ANON_STAGES=sequential`` runs every stage
+one after the other in this thread, in the order above, with the same files. Either way the verdict is
+read first: a failing one raises before any other stage's outcome is used, and the stages still running
+are stopped before the work folder is removed; a stage's exception surfaces as it would alone, the
+earliest stage of the order above first.
+
+Timing: ``seconds`` (and manifest.json ``timings``) holds each stage's own wall time, from its start
+to its end in its own thread, and ``total``, the wall time from the start of ingest to the manifest's
+writing. Overlapping stages share the cores, so their times add up to more than ``total`` and each is
+longer than it would be alone; ``report`` counts the plots drawn beside risk plus the writing after it.
 
 So a release folder exists only when it is complete and verified; an interrupted (SIGINT, SIGTERM,
 SIGHUP) or failed run leaves no release and removes its work folder; a SIGKILLed run's work folder
@@ -68,8 +82,9 @@ from faers_anon.release.manifest import (
 )
 from faers_anon.release.report import build_figures, render_html, write_json
 from faers_anon.release.report_figures import build_report, report_inputs
+from faers_anon.release.stages import Stages
 from faers_anon.release.writer import restricted_path
-from faers_anon.risk import RiskConfig, assess_risk
+from faers_anon.risk import RiskConfig, RiskResult, assess_risk
 from faers_anon.series.ledger import check_apart
 from faers_anon.series.step import SeriesStep, prepare, publish_with_ledger
 from faers_anon.verify.verifier import Verdict, verify_release
@@ -201,7 +216,8 @@ def release(
 def _run(
     sources: Sequence[Path], out: Path, work: Path, config: ReleaseConfig, say: Progress
 ) -> ReleaseResult:
-    """The five stages inside the private ``work`` folder, then the publication of ``out``."""
+    """The stages inside the private ``work`` folder, then the publication of ``out``."""
+    begin = time.perf_counter()
     seconds: dict[str, float] = {}
     built = work / "release"
     with _stage("ingest", seconds, say):
@@ -213,17 +229,71 @@ def _run(
         f"{ingested.report['cases']['cases']:,} cases ({seconds['ingest']:.1f} s)"
     )
     series = _series(ingested, work, config, say)
-    with _stage("anonymize", seconds, say):
-        anonymized = anonymize_folder(
-            ingested.out if series is None else series.ingested, built, config=_with_force(config, series)
+    with Stages(say) as stages:
+        with _stage("anonymize", seconds, say):
+            anonymized = anonymize_folder(
+                ingested.out if series is None else series.ingested, built, config=_with_force(config, series)
+            )
+        say(
+            f"[anonymize] {anonymized.measures.groups:,} released age/sex/weight tuples (DR's groups), "
+            f"NIL {anonymized.nil:.4f}, "
+            f"DR {anonymized.dr:.4f} ({seconds['anonymize']:.1f} s)"
         )
-    say(
-        f"[anonymize] {anonymized.measures.groups:,} released age/sex/weight tuples (DR's groups), "
-        f"NIL {anonymized.nil:.4f}, "
-        f"DR {anonymized.dr:.4f} ({seconds['anonymize']:.1f} s)"
+        found = _checks(stages, ingested, built, config, say, seconds)
+    verdict, comparison, risk, figures = found
+    say("[report] …")
+    report_start = time.perf_counter()
+    report = build_report(
+        config=config,
+        version=__version__,
+        ingested=ingested,
+        anonymized=anonymized,
+        verdict=verdict,
+        comparison=comparison,
+        risk=risk.figures,
     )
-    with _stage("verify", seconds, say):
-        verdict = verify_release(built, public_key=load_key(config.anonymize.key_file).public_key)
+    if series is not None:  # every report of the quarter accounted for (docs/series.md)
+        report["series"] = {name: series.plan.counts[name] for name in _SERIES_COUNTS}
+    report_json = write_json(report)
+    (built / "report.json").write_bytes(report_json)
+    # The page shows the figures exactly as report.json holds them (rounded, deterministic).
+    page = render_html(json.loads(report_json), figures)
+    (built / "report.html").write_text(page, encoding="utf-8")
+    seconds["report"] += time.perf_counter() - report_start
+    seconds["total"] = time.perf_counter() - begin
+    _rehash(built, sources=_sources_hashes(sources, config.ingest.demo), timings=seconds)
+    seal(built, load_key(config.anonymize.key_file))  # the manifest changed: sign it again
+    if series is None:
+        _publish(built, out, force=config.force)
+    else:  # the release and the ledger: both or neither
+        publish_with_ledger(series, built, out, load_key(config.anonymize.key_file),
+                            lambda: _publish(built, out, force=config.force))  # fmt: skip
+    say(f"[report] written ({seconds['report']:.1f} s; release {time.perf_counter() - begin:.1f} s)")
+    return ReleaseResult(
+        path=out,
+        ingest=ingested,
+        anonymized=anonymized,
+        verdict=verdict,
+        comparison=comparison,
+        report=report,
+        seconds=seconds,
+    )
+
+
+def _checks(
+    stages: Stages, ingested: IngestResult, built: Path, config: ReleaseConfig, say: Progress,
+    seconds: dict[str, float],
+) -> tuple[Verdict, Comparison, RiskResult, dict[str, str]]:  # fmt: skip
+    """verify, signals and risk of the built release, and the report's figures (module docstring:
+    how they overlap); a failing verdict raises before anything else is used."""
+    # SPEC §11: what an attacker who knows X can learn
+    risk = stages.start("risk", lambda: assess_risk(built, config=RiskConfig(raw=ingested.out)))
+    signals = stages.start("signals", lambda: _compare(ingested, built, config))
+    verify = stages.start(
+        "verify", lambda: verify_release(built, public_key=load_key(config.anonymize.key_file).public_key)
+    )
+    verdict = verify.result()
+    seconds["verify"] = verify.seconds
     say(
         f"[verify] {'OK' if verdict.ok else 'FAILED'}: {verdict.n_groups:,} QID-groups, "
         f"DR {verdict.dr:.4f} ({seconds['verify']:.1f} s)"
@@ -234,58 +304,35 @@ def _run(
             + "; ".join(f"{r}: {d}" for _, _, r, d in verdict.violations.head(3).iter_rows())
             + "); nothing was published"
         )
-    with _stage("signals", seconds, say):
-        raw_tables, released_tables, compare_config = signal_inputs(
-            ingested.out,
-            built,
-            compare=config.compare,
-            method=config.anonymize.method,
-            seed=config.anonymize.seed,
-        )
-        # the report reads survival and the panel, never a pair's EB05/EB95, Fisher or MH ROR: they
-        # are not computed on the big tables (every criterion is decided all the same, signals.compare)
-        comparison = compare(raw_tables, released_tables, config=compare_config, bounds=False)
+    comparison = signals.result()
+    seconds["signals"] = signals.seconds
     say(f"[signals] {comparison.summary().splitlines()[1].strip()} ({seconds['signals']:.1f} s)")
-    with _stage("risk", seconds, say):  # SPEC §11: what an attacker who knows X can learn
-        risk = assess_risk(built, config=RiskConfig(raw=ingested.out))
-    say(f"[risk] {len(risk.figures['reidentification'])} knowledge sets measured ({seconds['risk']:.1f} s)")
-    with _stage("report", seconds, say):
-        report_start = time.perf_counter()
-        report = build_report(
-            config=config,
-            version=__version__,
-            ingested=ingested,
-            anonymized=anonymized,
-            verdict=verdict,
-            comparison=comparison,
-            risk=risk.figures,
-        )
-        if series is not None:  # every report of the quarter accounted for (docs/series.md)
-            report["series"] = {name: series.plan.counts[name] for name in _SERIES_COUNTS}
-        figures = build_figures(report_inputs(ingested.out, built, verdict, comparison, config))
-        report_json = write_json(report)
-        (built / "report.json").write_bytes(report_json)
-        # The page shows the figures exactly as report.json holds them (rounded, deterministic).
-        page = render_html(json.loads(report_json), figures)
-        (built / "report.html").write_text(page, encoding="utf-8")
-        seconds["report"] = time.perf_counter() - report_start
-        _rehash(built, sources=_sources_hashes(sources, config.ingest.demo), timings=seconds)
-        seal(built, load_key(config.anonymize.key_file))  # the manifest changed: sign it again
-        if series is None:
-            _publish(built, out, force=config.force)
-        else:  # the release and the ledger: both or neither
-            publish_with_ledger(series, built, out, load_key(config.anonymize.key_file),
-                                lambda: _publish(built, out, force=config.force))  # fmt: skip
-    say(f"[report] written ({seconds['report']:.1f} s)")
-    return ReleaseResult(
-        path=out,
-        ingest=ingested,
-        anonymized=anonymized,
-        verdict=verdict,
-        comparison=comparison,
-        report=report,
-        seconds=seconds,
+    figures = stages.start(  # the plots need neither risk nor the report: drawn while risk runs
+        "figures", lambda: build_figures(report_inputs(ingested.out, built, verdict, comparison, config)),
+        announce=False,
+    )  # fmt: skip
+    assessed = risk.result()
+    seconds["risk"] = risk.seconds
+    sets = len(assessed.figures["reidentification"])
+    say(f"[risk] {sets} knowledge sets measured ({seconds['risk']:.1f} s)")
+    drawn = figures.result()
+    seconds["report"] = figures.seconds
+    return verdict, comparison, assessed, drawn
+
+
+def _compare(ingested: IngestResult, built: Path, config: ReleaseConfig) -> Comparison:
+    """The signals stage: raw vs released signals (:func:`signals.compare`), read through a method's
+    item form when it has one (:func:`faers_anon.anonymize.method_run.signal_inputs`)."""
+    raw_tables, released_tables, compare_config = signal_inputs(
+        ingested.out,
+        built,
+        compare=config.compare,
+        method=config.anonymize.method,
+        seed=config.anonymize.seed,
     )
+    # the report reads survival and the panel, never a pair's EB05/EB95, Fisher or MH ROR: they
+    # are not computed on the big tables (every criterion is decided all the same, signals.compare)
+    return compare(raw_tables, released_tables, config=compare_config, bounds=False)
 
 
 def _publish(built: Path, out: Path, *, force: bool) -> None:

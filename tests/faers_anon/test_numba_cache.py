@@ -7,14 +7,18 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from faers_anon import _numba_cache
 from faers_anon._numba_cache import (
     COMPILE_SECONDS,
     JIT_MIN_CASES,
+    KERNEL_OPTIONS,
     KERNEL_PACKAGES,
     STAMP,
     mode,
@@ -201,6 +205,48 @@ def test_edit_of_a_callee_module_clears_the_callers_cache(tmp_path: Path) -> Non
     names = {p.name for p in (package / "__pycache__").iterdir()}
     assert not any(name.endswith((".nbi", ".nbc")) for name in names)
     assert refresh(package) is False
+
+
+def test_other_kernel_options_discard_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """numba's cache index ignores the options (nogil is compiled into the cached wrapper)."""
+    package = _package(tmp_path)
+    refresh(package)
+    _cached(package)
+    assert dict(KERNEL_OPTIONS)["nogil"] is True
+    monkeypatch.setattr(_numba_cache, "KERNEL_OPTIONS", (*KERNEL_OPTIONS[:-1], ("nogil", False)))
+    assert refresh(package) is True
+    assert not [p for p in (package / "__pycache__").iterdir() if p.suffix in (".nbi", ".nbc")]
+
+
+@njit(cache=False)
+def _spin(n: int) -> float:
+    total = 0.0
+    for i in range(n):
+        total += (i % 7) * 0.5
+    return total
+
+
+def test_a_running_kernel_lets_the_other_threads_run() -> None:
+    """While a kernel computes in one thread, the main thread keeps running Python (nogil): the longest
+    pause between two of its steps is far shorter than the kernel's call (with the GIL held, as long)."""
+    n = 10_000_000
+    with mode("compiled"):
+        _spin(10)  # compiled before it is timed
+        while True:
+            start = time.perf_counter()
+            _spin(n)
+            if time.perf_counter() - start > 0.5 or n > 10**10:
+                break
+            n *= 4
+        worker = threading.Thread(target=_spin, args=(n,))
+        start = last = time.perf_counter()
+        pause = 0.0
+        worker.start()
+        while worker.is_alive():
+            now = time.perf_counter()
+            pause, last = max(pause, now - last), now
+        took = time.perf_counter() - start
+    assert took > 0.4 and pause < took / 3, (pause, took)
 
 
 def test_a_cache_folder_elsewhere_is_refreshed_too(tmp_path: Path) -> None:

@@ -1,0 +1,168 @@
+"""The release's stages on worker threads beside each other, or one after the other (issue 18, item 6).
+
+:class:`Stages` starts a stage as a :class:`Task`: in ``concurrent`` mode (the default) on a thread of
+its own, started at once; in ``sequential`` mode it runs in the caller's thread when its result is
+first asked for, so the pipeline's order of calls is its order of stages. ``FAERS_ANON_STAGES``
+(:data:`STAGES_ENV`) chooses; the release's files are the same either way (a test compares them).
+
+Decision (threads, not processes): the stages' work is polars queries, numpy and numba kernels, which
+release the GIL (the kernels are compiled ``nogil``: :mod:`faers_anon._numba_cache`), so two threads
+keep both cores busy without copying the data between processes; a thread shares the caller's
+context variables (the kernels' compile mode and size, :func:`contextvars.copy_context`).
+
+Decision (an outcome nobody will read): when the block of :class:`Stages` ends, normally or by an
+exception (a failed verification, a stage's error, SIGINT/SIGTERM turned into ``Interrupted``), every
+task still running is cancelled: :class:`Cancelled` is raised inside its thread at its next Python
+step (``PyThreadState_SetAsyncExc``), so a stage stops within its current polars query or kernel
+call, never halfway through a Python statement of ours; then the block waits for every thread to end.
+Only then does the caller go on (and the release's work folder is removed): no thread still reads it.
+A cancelled task's outcome is discarded; the exception that ended the block is the one raised.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import ctypes
+import os
+import threading
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, Final, Generic, TypeVar
+
+__all__ = ["STAGES_ENV", "Cancelled", "Stages", "Task", "concurrent_stages"]
+
+#: ``concurrent`` (default) or ``sequential``: how :class:`Stages` runs the release's stages.
+STAGES_ENV: Final = "FAERS_ANON_STAGES"
+_MODES: Final = ("concurrent", "sequential")
+
+_T = TypeVar("_T")
+
+
+class Cancelled(BaseException):
+    """Raised inside a stage's thread whose outcome is no longer wanted (a BaseException, so that no
+    ``except Exception`` of the stage's code swallows it)."""
+
+
+def concurrent_stages() -> bool:
+    """Whether stages run on threads beside each other (:data:`STAGES_ENV`, default ``concurrent``).
+
+    Raises:
+        ValueError: any other value (a programming or environment mistake, not a user option).
+    """
+    chosen = os.environ.get(STAGES_ENV, "concurrent")
+    if chosen not in _MODES:
+        raise ValueError(f"{STAGES_ENV} must be one of {', '.join(_MODES)}; got {chosen!r}")
+    return chosen == "concurrent"
+
+
+class Task(Generic[_T]):
+    """One stage: its function, its outcome, and the wall seconds its own work took (``seconds``)."""
+
+    def __init__(
+        self, name: str, work: Callable[[], _T], *, announce: Callable[[], object] | None = None
+    ) -> None:
+        self.name = name
+        self._announce = announce
+        self.seconds = 0.0
+        self._work: Callable[[], _T] | None = work
+        self._context = contextvars.copy_context()
+        self._thread: threading.Thread | None = None
+        self._value: _T | None = None
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._running = False
+
+    def _run(self) -> None:
+        """Do the work once and keep its value or exception (a stage's error surfaces in :meth:`result`).
+
+        :meth:`cancel` sends :class:`Cancelled` only between the two ``with self._lock`` blocks, so it
+        arrives inside the outer ``try`` (at the latest when the second block ends), never in the
+        thread's own start or teardown.
+        """
+        try:
+            with self._lock:
+                work, self._work = self._work, None
+                self._running = work is not None
+            if work is None:
+                return
+            start = time.perf_counter()
+            try:
+                self._value = self._context.run(work)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller of result()
+                self._error = exc
+            self.seconds = time.perf_counter() - start
+            with self._lock:
+                self._running = False
+        except Cancelled:  # delivered after the work ended, while its outcome was being kept
+            self._error = Cancelled(self.name)
+
+    def start(self) -> None:
+        """Run on a daemon thread of its own (daemon: an interrupted process does not wait for it)."""
+        if self._announce is not None:
+            self._announce()
+        self._thread = threading.Thread(target=self._run, name=f"faers-anon {self.name}", daemon=True)
+        self._thread.start()
+
+    def result(self) -> _T:
+        """The stage's value, once it has run (here, in sequential mode); its exception re-raised."""
+        if self._thread is None:
+            if self._announce is not None and self._work is not None:
+                self._announce()
+            self._run()
+        else:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
+
+    def cancel(self) -> None:
+        """Raise :class:`Cancelled` in a running thread (module docstring); nothing once it ended."""
+        with self._lock:
+            thread = self._thread
+            if thread is not None and self._running and thread.ident is not None:
+                _raise_in(thread.ident, Cancelled)
+            self._work = None  # a sequential task not run yet never runs
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+
+def _raise_in(thread: int, kind: type[BaseException]) -> None:
+    """Have ``kind`` raised in the Python thread ``thread`` at its next step (CPython's C API)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), ctypes.py_object(kind))
+
+
+class Stages:
+    """The block within which stages run (module docstring): ``with Stages(say) as stages: ...``.
+
+    Args:
+        say: told ``[name] …`` when a stage starts (in sequential mode: when it is first asked for).
+        concurrent: threads or one after the other; default from :data:`STAGES_ENV`.
+    """
+
+    def __init__(self, say: Callable[[str], object] | None = None, *, concurrent: bool | None = None) -> None:
+        self.concurrent = concurrent_stages() if concurrent is None else concurrent
+        self._say = say or (lambda _line: None)
+        self._tasks: list[Task[Any]] = []
+
+    def start(self, name: str, work: Callable[[], _T], *, announce: bool = True) -> Task[_T]:
+        """A task doing ``work``: started now on its own thread, or (sequential) when first asked."""
+        line = f"[{name}] …" if announce else None
+        task = Task(name, work, announce=None if line is None else lambda: self._say(line))
+        self._tasks.append(task)
+        if self.concurrent:
+            task.start()
+        return task
+
+    def __enter__(self) -> Stages:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            task.join()

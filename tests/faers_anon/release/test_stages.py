@@ -1,0 +1,207 @@
+"""The release's stages beside each other (issue 18, item 6): verify, signals and risk on threads, the
+same files as one after the other, a failed verification or a stage's error stops the others cleanly."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from faers_anon._numba_cache import mode
+from faers_anon.cli import cli
+from faers_anon.errors import InputError, VerificationError
+from faers_anon.release import pipeline as release_module
+from faers_anon.release.config import ReleaseConfig, build_release_config
+from faers_anon.release.stages import STAGES_ENV, Cancelled, Stages
+from faers_anon.synthetic import make_quarter, write_quarter
+
+MAIN = threading.main_thread().name
+
+
+@pytest.fixture(scope="module")
+def quarter(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("q") / "quarter"
+    write_quarter(make_quarter(400, seed=11, quarter="2024Q2"), folder)
+    return folder
+
+
+def _config(tmp_path: Path) -> ReleaseConfig:
+    config = build_release_config(flag_options={"theta": 0.4, "on_infeasible": "raise-theta", "seed": 5})
+    (tmp_path / "work").mkdir(exist_ok=True)
+    return replace(config, work=tmp_path / "work")
+
+
+def _files(release: Path) -> dict[str, str]:
+    """SHA-256 of every file; manifest.json without its run-time fields; certificate.json (which signs
+    the manifest's bytes, date included) by its key."""
+    out = {}
+    for path in sorted(p for p in release.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        if path.name == "manifest.json":
+            manifest = json.loads(data)
+            manifest.pop("created"), manifest.pop("timings")
+            data = json.dumps(manifest, sort_keys=True).encode()
+        elif path.name == "certificate.json":
+            data = json.loads(data)["public_key"].encode()
+        out[path.relative_to(release).as_posix()] = hashlib.sha256(data).hexdigest()
+    return out
+
+
+def _threads_of(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Record which thread runs verify, signals and risk."""
+    seen: dict[str, str] = {}
+    for name, stage in (("verify", "verify_release"), ("signals", "compare"), ("risk", "assess_risk")):
+        real = getattr(release_module, stage)
+
+        def traced(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            seen[_name] = threading.current_thread().name
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(release_module, stage, traced)
+    return seen
+
+
+def test_concurrent_stages_write_the_same_release_as_sequential_ones(
+    quarter: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = _threads_of(monkeypatch)
+    runs = {}
+    for chosen in ("sequential", "concurrent"):
+        monkeypatch.setenv(STAGES_ENV, chosen)
+        lines: list[str] = []
+        result = release_module.release(
+            [quarter], tmp_path / chosen, config=_config(tmp_path), progress=lines.append
+        )
+        runs[chosen] = (_files(result.path), dict(seen), lines, result.seconds)
+    (sequential, on_main, seq_lines, _), (concurrent, on_threads, con_lines, seconds) = runs.values()
+    assert len(sequential) > 20 and sequential == concurrent
+    assert set(on_main.values()) == {MAIN}  # one after the other in the caller's thread, as before
+    assert MAIN not in on_threads.values() and len(set(on_threads.values())) == 3
+    starts = [line for line in seq_lines if line.endswith("] …")]
+    assert starts == [f"[{s}] …" for s in ("ingest", "anonymize", "verify", "signals", "risk", "report")]
+    assert sorted(starts) == sorted(line for line in con_lines if line.endswith("] …"))
+    assert set(seconds) == {"ingest", "anonymize", "verify", "signals", "risk", "report", "total"}
+    assert seconds["total"] >= seconds["ingest"] + seconds["anonymize"] + max(
+        seconds["verify"], seconds["risk"]
+    )
+    assert not list((tmp_path / "work").iterdir())
+
+
+def test_a_failed_verification_stops_the_running_stages_and_publishes_nothing(
+    quarter: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """verify fails while risk is still at work: risk is stopped before release() returns, while its
+    work folder still exists, and nothing is left (not the release, not the work folder)."""
+    monkeypatch.setenv(STAGES_ENV, "concurrent")
+    risk_started, state = threading.Event(), dict[str, float]()
+    real = release_module.verify_release
+
+    def slow_risk(release: Path, **options: object) -> object:
+        risk_started.set()
+        try:
+            while time.monotonic() < state.setdefault("deadline", time.monotonic() + 300):
+                time.sleep(0.01)  # a long stage, in Python steps
+            state["finished"] = 1.0
+        finally:
+            state["stopped"], state["work_there"] = time.monotonic(), release.is_dir()
+        return None
+
+    def failing(path: Path, **options: object) -> object:
+        assert risk_started.wait(60)
+        return real(path, k=10_000, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(release_module, "assess_risk", slow_risk)
+    monkeypatch.setattr(release_module, "verify_release", failing)
+    start = time.monotonic()
+    with pytest.raises(VerificationError, match="nothing was published"):
+        release_module.release([quarter], tmp_path / "out", config=_config(tmp_path))
+    returned = time.monotonic()
+    assert returned - start < 120 and "finished" not in state
+    assert state["stopped"] <= returned and state["work_there"]  # stopped before its folder went
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"] and not list((tmp_path / "work").iterdir())
+    assert not [t for t in threading.enumerate() if t.name.startswith("faers-anon ")]
+
+
+def test_an_error_in_the_risk_stage_is_one_error_line(
+    quarter: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(STAGES_ENV, "concurrent")
+
+    def broken(release: Path, **options: object) -> object:
+        raise InputError("malformed class file (expected value,class)", path=release / "classes.csv")
+
+    monkeypatch.setattr(release_module, "assess_risk", broken)
+    work = tmp_path / "work"
+    work.mkdir()
+    result = CliRunner().invoke(
+        cli, ["release", str(quarter), "-o", str(tmp_path / "out"), "--theta", "0.4", "--work-dir", str(work)]
+    )
+    assert result.exit_code == 1, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "classes.csv: malformed class file" in errors[0]
+    assert "Traceback" not in result.output and "[verify] OK" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"] and not list(work.iterdir())
+
+
+def test_a_bug_in_a_stage_keeps_its_exception(
+    quarter: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(STAGES_ENV, "concurrent")
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(release_module, "compare", broken)
+    with pytest.raises(ZeroDivisionError, match="a bug"):
+        release_module.release([quarter], tmp_path / "out", config=_config(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]
+
+
+def test_sequential_stages_run_when_asked_in_the_callers_thread_and_context() -> None:
+    said: list[str] = []
+    order: list[str] = []
+
+    def step(name: str) -> str:
+        order.append(name)
+        return threading.current_thread().name
+
+    with mode("interpreted"), Stages(said.append, concurrent=False) as stages:
+        first = stages.start("first", lambda: step("first"))
+        second = stages.start("second", lambda: len(step("second")) and 2)
+        assert order == [] and said == []
+        assert second.result() == 2 and first.result() == MAIN
+    assert order == ["second", "first"] and said == ["[second] …", "[first] …"]
+
+
+def test_a_thread_sees_the_callers_context_and_is_stopped_at_its_next_python_step() -> None:
+    said: list[str] = []
+    steps: list[int] = []
+
+    def endless() -> None:
+        while True:
+            steps.append(1)
+            time.sleep(0.001)
+
+    with pytest.raises(RuntimeError, match="verify failed"):
+        with mode("interpreted"), Stages(said.append, concurrent=True) as stages:
+            from faers_anon import _numba_cache
+
+            seen = stages.start("seen", lambda: _numba_cache._mode.get())
+            loop = stages.start("loop", endless)
+            assert seen.result() == "interpreted"
+            while not steps:
+                time.sleep(0.001)
+            raise RuntimeError("verify failed")
+    assert said == ["[seen] …", "[loop] …"]
+    counted = len(steps)
+    time.sleep(0.05)
+    assert len(steps) == counted  # the loop ended before the block did
+    with pytest.raises(Cancelled):
+        loop.result()
