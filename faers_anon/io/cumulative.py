@@ -45,9 +45,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.ipc
 
 from faers_anon.io.cases import TERM_LISTS, combine, latest_primaryid, version_summary
+from faers_anon.io.faers_ascii import scan_primaryids
 from faers_anon.io.ingest_report import DELETED_STATUS, KEPT, QUARANTINED, STATUS
 from faers_anon.io.outputs import ROW_GROUP, Sink
 from faers_anon.io.rules import CANDIDATE, QUARTER_CODE
@@ -63,9 +67,12 @@ __all__ = [
     "check_quarters",
     "index_columns",
     "ingest_series",
+    "repeated_primaryids",
+    "stage_case_parts",
 ]
 
-#: Ingest of one quarter's data files (``files``, ``quarter``, ``sink``, ``stage``, ``later``):
+#: Ingest of one quarter's data files (``files``, ``quarter``, ``sink``, ``stage``, ``later``: the later
+#: quarters' candidate primaryids among those read in several quarters):
 #: the report parts of ``faers_anon.io.ingest`` plus ``index`` (:func:`index_columns`).
 QuarterRun = Callable[[list[LocalFile], str, Sink, Path, pl.Series], dict[str, Any]]
 _STATUS = pl.Enum([KEPT, QUARANTINED, DELETED_STATUS])
@@ -198,6 +205,7 @@ def ingest_series(files: list[LocalFile], out: Path, run: QuarterRun, /) -> dict
     """
     quarters = sorted({f.source.quarter for f in files if f.source.table == "demo" and f.source.quarter})
     sink, stage = Sink(), out / "_work" / "series"
+    repeated = repeated_primaryids([f for f in files if f.source.table == "demo"]).implode()
     later = pl.Series("primaryid", [], pl.Int64)
     indexes, done = [], {}
     for code in reversed(range(len(quarters))):
@@ -206,7 +214,8 @@ def ingest_series(files: list[LocalFile], out: Path, run: QuarterRun, /) -> dict
         chosen = [f for f in files if f.source.quarter == quarter and f.source.table in TABLES]
         done[quarter] = run(chosen, quarter, sink, stage / quarter, later)
         index = done[quarter].pop("index").with_columns(pl.lit(code, pl.UInt32).alias(QUARTER_CODE))
-        later = pl.concat([later, index.filter(pl.col(CANDIDATE)).get_column("primaryid").drop_nulls()])
+        again = index.filter(pl.col(CANDIDATE) & pl.col("primaryid").is_in(repeated))
+        later = pl.concat([later, again.get_column("primaryid")])
         indexes.append(index.drop(CANDIDATE))
     index = _with_latest(pl.concat(indexes))
     staged = [stage / q / "reports.parquet" for q in reversed(quarters)]
@@ -222,7 +231,31 @@ def ingest_series(files: list[LocalFile], out: Path, run: QuarterRun, /) -> dict
     )
     return {"tables": tables, "by_quarter": quarter_accounting(index, quarters), "missing_tables": missing,
             "normalization": _summed([p["normalization"] for p in parts]),
-            "cases": _merge_cases(out, stage, quarters, staged, _ranges(index, RANGE_REPORTS))}  # fmt: skip
+            "cases": _merge_cases(out, stage, quarters, _ranges(index, RANGE_REPORTS))}  # fmt: skip
+
+
+def repeated_primaryids(demo_files: list[LocalFile], /) -> pl.Series:
+    """The primaryids read in the DEMO files of more than one quarter (FDA FAQ 29: rare), from one
+    pass over the files' primaryid fields (:func:`faers_anon.io.faers_ascii.scan_primaryids`, a
+    superset of the primaryids the ingest reads).
+
+    Only these can fail ``primaryid_latest_quarter``, so :func:`ingest_series` hands each quarter the
+    later quarters' candidates among them: checking every report against every later quarter's
+    candidates built a hash set of all of them per quarter (quadratic in the quarters: 0.28 s CPU per
+    quarter at 16 quarters of 400k reports, 3 s at 90).
+    """
+    by_quarter: dict[str, list[LocalFile]] = {}
+    for file in demo_files:
+        by_quarter.setdefault(file.source.quarter or "", []).append(file)
+    ids = [
+        pl.concat([scan_primaryids(f) for f in chosen]).drop_nulls().unique()
+        for chosen in by_quarter.values()
+    ]
+    if len(ids) < 2:
+        return pl.Series("primaryid", [], pl.Int64)
+    return (
+        pl.concat(ids).filter(pl.col("primaryid").is_duplicated()).unique().collect().get_column("primaryid")
+    )
 
 
 def _write_reports(sink: Sink, path: Path, staged: list[Path], index: pl.DataFrame) -> int:
@@ -258,57 +291,60 @@ def _ranges(index: pl.DataFrame, size: int, /) -> list[tuple[int, int]]:
     return list(zip(edges[:-1], edges[1:], strict=True))
 
 
+def stage_case_parts(stage: Path, versions: pl.DataFrame, lists: Mapping[str, pl.DataFrame], /) -> None:
+    """Stage one quarter's parts of the super-records in ``stage``: its kept reports' versions
+    (:data:`_VERSIONS`) and each value list of :func:`faers_anon.io.cases.term_lists`, each sorted by
+    caseid and written as one uncompressed Arrow IPC record batch, so :func:`_merge_cases` reads a
+    caseid range of it as a slice of the mapped file (no Parquet encoding, no decoding)."""
+    for kind, frame in {"versions": versions.select(_VERSIONS), **lists}.items():
+        ordered = frame if frame.get_column("caseid").is_sorted() else frame.sort("caseid")
+        ordered.rechunk().write_ipc(stage / f"{kind}{_STAGED}", compression="uncompressed")
+
+
+_STAGED = ".arrow"
+
+
 def _merge_cases(
-    out: Path, stage: Path, quarters: list[str], staged: list[Path], ranges: list[tuple[int, int]]
+    out: Path, stage: Path, quarters: list[str], ranges: list[tuple[int, int]]
 ) -> dict[str, int]:
     """Write ``cases.parquet``: the versions of every quarter's kept reports, and per value list
     the sorted union of the quarters' lists of a case; one caseid range at a time (``ranges``,
     ascending), each range's super-records appended to the file in caseid order.
 
-    Each quarter's staged versions and lists are read once and split by range into one file per
-    (range, kind) (:func:`_split_by_range`); then each range's files are merged alone. Reads and
-    writes every staged row twice, whatever the number of ranges; memory holds one quarter or one
-    range.
+    A range's rows of each quarter's staged part (:func:`stage_case_parts`, sorted by caseid) are a
+    slice found by binary search in the memory-mapped file: each staged row is read once, whatever
+    the number of ranges, and memory holds one range (the files are mapped again for each range, so
+    the pages read for one range are let go with it). The merge does not depend on the order of the
+    rows (:func:`faers_anon.io.cases.version_summary` sorts them, lists are sorted unions).
     """
-    kinds = {"versions": staged, **{
-        name: [stage / q / f"{name}.parquet" for q in quarters] for name in TERM_LISTS}}  # fmt: skip
+    kinds = {kind: [stage / q / f"{kind}{_STAGED}" for q in quarters] for kind in ("versions", *TERM_LISTS)}
     sink, path = Sink(), out / "cases.parquet"
-    if len(ranges) == 1:
-        parts = [kinds]  # one range: the staged files as they are
-    else:
-        split = _split_by_range(kinds, ranges, stage / "ranges")
-        parts = [{kind: [files[r]] for kind, files in split.items()} for r in range(len(ranges))]
     cases = several = 0
-    for files in parts:
-        versions = version_summary(pl.scan_parquet(files["versions"]).select(_VERSIONS))
-        lists = {name: _union(pl.read_parquet(files[name]), name) for name in TERM_LISTS}
-        part = combine(versions, lists)
-        sink.write(path, part, part.iter_slices(ROW_GROUP))
-        cases += part.height
-        several += int((part.get_column("n_reports") > 1).sum())
+    for low, high in ranges:
+        part = {
+            kind: _range_rows([f for f in files if f.is_file()], low, high) for kind, files in kinds.items()
+        }
+        versions = version_summary(part.pop("versions"))
+        lists = {name: _union(frame, name) for name, frame in part.items()}
+        merged = combine(versions, lists)
+        sink.write(path, merged, merged.iter_slices(ROW_GROUP))
+        cases += merged.height
+        several += int((merged.get_column("n_reports") > 1).sum())
     sink.close()
     return {"cases": cases, "with_several_versions": several}
 
 
-def _split_by_range(
-    kinds: dict[str, list[Path]], ranges: list[tuple[int, int]], folder: Path
-) -> dict[str, list[Path]]:
-    """Per kind, one file per caseid range holding the rows of that kind's files whose caseid lies
-    in the range (a file per quarter, read once; every range file opened with the kind's schema)."""
-    folder.mkdir(parents=True)
-    cuts = pl.Series([high for _, high in ranges[:-1]], dtype=pl.Int64)
-    split = {kind: [folder / f"{kind}_{r}.parquet" for r in range(len(ranges))] for kind in kinds}
-    sink = Sink()
-    for kind, files in kinds.items():
-        for file in files:
-            frame = pl.read_parquet(file, columns=list(_VERSIONS) if kind == "versions" else None)
-            which = cuts.search_sorted(frame.get_column("caseid"), side="right").alias("_range")
-            parts = frame.with_columns(which).partition_by("_range", as_dict=True, include_key=False)
-            for r, target in enumerate(split[kind]):
-                part = parts.get((r,))
-                sink.write(target, frame.head(0), [] if part is None else [part])
-    sink.close()
-    return split
+def _range_rows(files: list[Path], low: int, high: int) -> pl.DataFrame:
+    """The rows of the staged files (sorted by caseid) whose caseid lies in [low, high)."""
+    parts: list[pl.DataFrame] = []
+    for file in files:
+        with pa.memory_map(str(file)) as mapped:
+            table = pa.ipc.open_file(mapped).read_all()
+            caseids = table.column("caseid").combine_chunks().to_numpy(zero_copy_only=False)
+            first, last = np.searchsorted(caseids, [low, high], side="left")
+            parts.append(pl.DataFrame(table.slice(int(first), int(last - first))))
+            del table, caseids
+    return pl.concat(parts)
 
 
 def _union(lists: pl.DataFrame, name: str) -> pl.DataFrame:

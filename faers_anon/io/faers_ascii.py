@@ -43,6 +43,7 @@ __all__ = [
     "read_header",
     "scan_table",
     "scan_deleted",
+    "scan_primaryids",
     "empty_frame",
     "EXTRA_FIELDS",
     "SHORT_ROW",
@@ -202,6 +203,38 @@ def scan_deleted(file: LocalFile, /) -> pl.LazyFrame:
         .filter(pl.col("raw_caseid").is_not_null())
         .select(*_meta(file), pl.col("raw_caseid"), parse_int(pl.col("raw_caseid")).alias("caseid"))
     )
+
+
+def scan_primaryids(file: LocalFile, /) -> pl.LazyFrame:
+    """The typed ``primaryid`` (Int64) of every data line of a DEMO file, nothing else read.
+
+    The field at the header's primaryid position of each line split on every ``$``, typed by
+    :func:`~faers_anon.io.parse.parse_int`, as :func:`scan_table` and the ingest find and type it; read by
+    polars' CSV reader with ``$`` as separator and no quoting (the lines' field counts are not needed).
+    So every primaryid the ingest reads from the file is among these (blank, short and malformed lines
+    included: a superset). A file whose header cannot be read, or lacks the column, gives no rows: the
+    ingest of that file reports it.
+    """
+    try:
+        names = canonical_header("demo", read_header(file))
+    except InputError:
+        names = []
+    if "primaryid" not in names:
+        return pl.LazyFrame(schema={"primaryid": pl.Int64})
+    width = names.index("primaryid") + 1
+    fields = pl.scan_csv(
+        file.path,
+        separator="$",
+        has_header=False,
+        skip_rows=1,
+        schema={f"_f{i}": pl.Utf8 for i in range(width)},
+        extra_columns="ignore",
+        quote_char=None,
+        truncate_ragged_lines=True,
+        raise_if_empty=False,
+        encoding="utf8-lossy" if file.invalid_bytes else "utf8",
+    )
+    return fields.select(parse_int(pl.col(f"_f{width - 1}")).alias("primaryid"))
 
 
 def empty_frame(table: str, /) -> pl.LazyFrame:

@@ -47,7 +47,7 @@ import polars as pl
 from faers_anon import __version__
 from faers_anon._paths import bundled
 from faers_anon.errors import ConfigError, InputError
-from faers_anon.io import rules
+from faers_anon.io import cumulative, rules
 from faers_anon.io.annotate import (
     Scan,
     annotated_children,
@@ -189,8 +189,8 @@ def _finish_reports(
     frame: pl.DataFrame, scans: list[Scan], out: Path, quarters: list[str], outputs: _Outputs
 ) -> tuple[dict[str, Any], dict[str, Any], pl.DataFrame | None]:
     """Write DEMO; return its report entry (with ``by_quarter``, :func:`quarter_accounting`), the
-    normalization counts and the version summary (None for a quarter of a series: its kept rows
-    are staged, and the versions of every quarter summarized at the end)."""
+    normalization counts and the version summary (for a quarter of a series, its kept rows'
+    versions, summarized with every quarter's at the end; its kept rows are staged)."""
     kept_to = outputs.stage / "reports.parquet" if outputs.stage is not None else None
     written = write_split(
         frame, "demo", out, report_rules(), columns=_REPORT_ORDER, sink=outputs.sink, kept_to=kept_to
@@ -198,9 +198,8 @@ def _finish_reports(
     report = table_report(frame, "demo", written, _meta(scans))
     report["by_quarter"] = quarter_accounting(frame, quarters) if outputs.stage is None else []
     normalization = normalization_counts(frame, report["values_nulled"])
-    if outputs.stage is not None:
-        return report, normalization, None
-    return report, normalization, version_summary(kept_columns(frame, _VERSION_COLUMNS))
+    versions = kept_columns(frame, _VERSION_COLUMNS)
+    return report, normalization, versions if outputs.stage is not None else version_summary(versions)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -208,7 +207,8 @@ class _Outputs:
     """Where one run writes: alone (``sink`` None, every file written at once) or as one quarter of a
     cumulative ingest (:func:`faers_anon.io.cumulative.ingest_series`): rows appended to ``sink``'s
     files, DEMO's kept rows and the super-record value lists staged in ``stage``, and ``later`` the
-    primaryids of the later quarters' candidate reports."""
+    primaryids of the later quarters' candidate reports (among those read in several quarters:
+    :func:`faers_anon.io.cumulative.repeated_primaryids`)."""
 
     sink: Sink | None = None
     stage: Path | None = None
@@ -331,14 +331,14 @@ def _merge(
     outputs: _Outputs,
 ) -> dict[str, int]:
     """Write ``cases.parquet`` from DEMO's version summary and the value lists of the child tables
-    (for a quarter of a series: stage the value lists, :func:`faers_anon.io.cumulative.merge_cases`)."""
+    (for a quarter of a series: stage its versions and value lists,
+    :func:`faers_anon.io.cumulative.stage_case_parts`)."""
     lists = {_LISTS[t]: kept for t, f in feeding.items() if (kept := f.result()[1]) is not None}
     versions = demo.result()[2]
-    if outputs.stage is not None or versions is None:
-        for name, frame in lists.items():
-            write_table(frame, (outputs.stage or out) / f"{name}.parquet")
+    if outputs.stage is not None and versions is not None:
+        cumulative.stage_case_parts(outputs.stage, versions, lists)
         return _NO_CASES
-    return _cases(out, versions, lists)
+    return _cases(out, versions, lists) if versions is not None else _NO_CASES
 
 
 def _cases(out: Path, versions: pl.DataFrame, lists: dict[str, pl.DataFrame]) -> dict[str, int]:

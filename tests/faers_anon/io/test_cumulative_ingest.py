@@ -165,6 +165,47 @@ def test_a_report_repeated_in_a_later_quarter_takes_its_rows_along(
     assert [f["quarter"] for f in report["tables"]["reac"]["files"]] == ["2012Q3", "2012Q4", "2013Q1"]
 
 
+def test_only_primaryids_read_in_several_quarters_are_carried_to_earlier_quarters(
+    series: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Report 3001 is in 2012Q4's and 2013Q1's DEMO, and ISR 8000010 (2012Q3) in 2013Q1's as a
+    quarantined row (no caseid): one pass over the DEMO files finds 3001 and 8000010 in two quarters,
+    so 2013Q1 (read first) is given no later primaryid, 2012Q4 only 2013Q1's 3001, the one candidate
+    among them (not 2013Q1's other candidates 3002 and 5005), and 2012Q3 both quarters' 3001 (2012Q4's
+    copy is a candidate: its row passes the row rules). Same outcome: 2012Q4's copy of 3001 is
+    quarantined by ``primaryid_latest_quarter``."""
+    from faers_anon.io import ingest
+
+    q1 = series["2013Q1"]
+    (q1 / "DEMO13Q1.txt").write_text(
+        (q1 / "DEMO13Q1.txt").read_text() + "3001$300$1$20121005$30$YR$M\n8000010$$1$20130101$$$\n"
+    )
+    demo = _demo_files(series, tmp_path / "local")
+    assert sorted(cumulative.repeated_primaryids(demo).to_list()) == [3001, 8000010]
+    later: list[list[int]] = []
+    run = ingest._run
+
+    def spy(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        outputs = args[-1] if len(args) > 5 else kwargs["outputs"]
+        later.append(sorted(outputs.later.to_list()))
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(ingest, "_run", spy)
+    ingest_quarters(list(series.values()), tmp_path / "out")
+    assert later == [[], [3001], [3001, 3001]]
+    rejects = pl.read_parquet(tmp_path / "out" / "rejects" / "reports.parquet")
+    assert rejects.filter(pl.col("reason") == "primaryid_latest_quarter").select(
+        "quarter", "primaryid"
+    ).rows() == [("2012Q4", "3001")]
+
+
+def _demo_files(series: dict[str, Path], work: Path) -> list[Any]:
+    from faers_anon.io.sources import discover, materialize
+
+    work.mkdir()
+    return [materialize(f, work) for f in discover(list(series.values())) if f.table == "demo"]
+
+
 def test_a_case_spans_eras_only_by_its_kept_reports(series: dict[str, Path], tmp_path: Path) -> None:
     """Report 3002 repeated in 2013Q1 (the copy quarantined, primaryid_unique): case 300 has kept
     reports in FAERS only, so no quarter counts it as spanning the eras; a quarantined row is no era."""
