@@ -21,6 +21,7 @@ from signals.fisher import bh_qvalues, fisher_greater
 from signals.mantel_haenszel import mantel_haenszel
 from signals.measures import CRITERIA, CRITERION_RULES, Z95, CriterionRule, disproportionality
 from signals.panels import load_reference_pairs, medwatch_panel, panel_table
+from signals.sides import RawSide, raw_side
 from signals.strata import (
     EXACT_READINGS,
     OVERALL,
@@ -47,6 +48,7 @@ __all__ = [
     "Comparison",
     "CriterionRule",
     "GammaMixture",
+    "RawSide",
     "SignalConfig",
     "SignalTable",
     "SignalsError",
@@ -68,5 +70,6 @@ __all__ = [
     "panel_table",
     "parse_condition",
     "prepare",
+    "raw_side",
     "signal_table",
 ]

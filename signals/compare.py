@@ -48,7 +48,8 @@ import polars as pl
 from signals.counts import CaseTables, prepared
 from signals.errors import SignalsError
 from signals.measures import CRITERIA, CRITERION_RULES
-from signals.panels import load_reference_pairs, medwatch_panel, panel_by_criterion, panel_comparison
+from signals.panels import panel_by_criterion, panel_comparison
+from signals.sides import RawSide, checked, comparison_panel, raw_side
 from signals.strata import OVERALL
 from signals.table import SignalConfig, SignalTable, readings_of, signal_table, strata_of
 
@@ -173,12 +174,19 @@ def _survival_text(row: dict[str, Any], *, short: bool = False) -> str:
 
 
 def compare(
-    raw: CaseTables, release: CaseTables, /, *, config: CompareConfig | None = None, bounds: bool = True
+    raw: CaseTables | RawSide,
+    release: CaseTables,
+    /,
+    *,
+    config: CompareConfig | None = None,
+    bounds: bool = True,
 ) -> Comparison:
     """Compare the signals of raw data with those of its release (SPEC §9; see the module docstring).
 
     Args:
-        raw: the raw case tables (exact ages: ``age_years``).
+        raw: the raw case tables (exact ages: ``age_years``), or their side already computed by
+            :func:`signals.sides.raw_side` under the same ``config`` and ``bounds`` (e.g. while the
+            anonymizer ran): the same figures, the raw half's work not done again.
         release: the released case tables (ranges ``age_min``/``age_max``, sex with ``*``), or any
             second exact data set.
         config: options; default :class:`CompareConfig`.
@@ -191,14 +199,17 @@ def compare(
         A :class:`Comparison`.
 
     Raises:
-        SignalsError: bad input or options, or raw data holding ranges.
+        SignalsError: bad input or options, raw data holding ranges, or a raw side computed under
+            other options.
     """
     config = config or CompareConfig()
     # each side validated once: its table and its panel share the frames and the strata weights
-    raw_side = prepared(raw, role=config.signals.role)
-    raw_table = signal_table(raw_side, config=config.signals, bounds=bounds)
-    if raw_table.ranges:
-        raise SignalsError("raw: holds ranges (age_min or wt_min); expected exact values (age_years)")
+    computed = (
+        checked(raw, config, bounds)
+        if isinstance(raw, RawSide)
+        else raw_side(raw, config=config, bounds=bounds)
+    )
+    raw_prepared, raw_table = computed.prepared, computed.table
     release_side = prepared(release, role=config.signals.role)
     release_table = signal_table(release_side, config=config.signals, bounds=bounds)
     combos = _combos(config.signals, ranges=release_table.ranges)
@@ -207,17 +218,15 @@ def compare(
     survival = _survival(pairs, combos, criteria)
     correlation = _correlation(pairs, combos)
     new_signals = _new_signals(pairs, criteria)
-    panels = [medwatch_panel()]
-    if config.reference is not None:
-        panels.append(load_reference_pairs(config.reference, outcome_groups=config.outcome_groups))
     panel = panel_comparison(
-        raw_side,
+        raw_prepared,
         release_side,
-        pl.concat(panels, how="diagonal_relaxed"),
+        comparison_panel(config),
         config=config.signals,
         flag=criteria[config.criterion],
         criteria=criteria,
         priors=(raw_table.ebgm_prior, release_table.ebgm_prior),
+        raw_panel=computed.panel,
     )
     overview = _overview(config, raw_table, release_table, pairs, survival, panel)
     return Comparison(raw_table, release_table, pairs, survival, correlation, new_signals, panel, overview)

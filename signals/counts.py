@@ -119,8 +119,10 @@ def prepare(tables: CaseTables, /, *, role: str) -> tuple[pl.DataFrame, pl.DataF
     ids = cases.lazy().select("caseid")
     drugs = tables.drugs.lazy()
     codes = ROLES[role]
-    if codes is not None:
-        drugs = drugs.filter(pl.col("role_cod").str.strip_chars().str.to_uppercase().is_in(codes))
+    if codes is not None:  # the role test once per distinct role_cod, not per row
+        roles = tables.drugs.select(pl.col("role_cod").unique())
+        kept = roles.filter(pl.col("role_cod").str.strip_chars().str.to_uppercase().is_in(codes))
+        drugs = drugs.filter(pl.col("role_cod").is_in(kept.get_column("role_cod").implode()))
     drugs = drugs.select(pl.col("caseid").cast(pl.Int64), pl.col("drug_key").alias("drug"))
     case_drugs = (
         drugs.select("caseid", "drug").drop_nulls().unique().join(ids, on="caseid", how="semi").collect()

@@ -295,16 +295,20 @@ def panel_comparison(
     flag: str,
     criteria: dict[str, str],
     priors: tuple[GammaMixture | None, GammaMixture | None],
+    raw_panel: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Every panel rule on raw data and on the release side by side (:mod:`signals.compare`).
 
-    Each side is :func:`panel_table` with its own table's prior. Columns: the rule, ``reading``, the
-    measures suffixed ``_raw``/``_release``, ``signal_raw``/``signal_release`` under the headline
-    criterion column ``flag``, the relative changes, ``survived`` and ``survived_<criterion>`` for
-    each of ``criteria`` (name → column).
+    Each side is :func:`panel_table` with its own table's prior; ``raw_panel`` is the raw one when
+    already computed (:func:`signals.sides.raw_side`: ``panel`` numbered in ``rule``, ``priors[0]``).
+    Columns: the rule, ``reading``, the measures suffixed ``_raw``/``_release``,
+    ``signal_raw``/``signal_release`` under the headline criterion column ``flag``, the relative
+    changes, ``survived`` and ``survived_<criterion>`` for each of ``criteria`` (name → column).
     """
     panel = panel.with_row_index("rule")
-    raw_table = panel_table(raw, panel, config=config, prior=priors[0])
+    raw_table = (
+        raw_panel if raw_panel is not None else panel_table(raw, panel, config=config, prior=priors[0])
+    )
     release_side = panel_table(release, panel, config=config, prior=priors[1])
     side = [c for c in _PANEL_SIDE if c in release_side.columns]
     flags = list(criteria.values())
