@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from faers_anon.risk._sets import set_ids, set_members
+from faers_anon.risk._sets import set_ids, set_members, sorted_rows
 
 __all__ = ["class_sizes", "item_pairs", "set_ids"]  # set_ids: from ._sets
 
@@ -63,11 +63,7 @@ def item_pairs(items: pl.DataFrame, key: str) -> pl.DataFrame:
     case by index arithmetic (numpy: row r of a case ending at e pairs with r + 1 … e − 1), instead
     of a self-join on the case filtered to item < item_b (the same pairs, without the n² join rows).
     """
-    rows = items.select(key, "item").sort(key, "item")
-    case, item = rows.get_column(key).to_numpy(), rows.get_column("item").to_numpy()
-    if len(case) > 1:  # repeated (case, item) rows pair like one
-        keep = np.concatenate([[True], (case[1:] != case[:-1]) | (item[1:] != item[:-1])])
-        case, item = case[keep], item[keep]
+    case, item = sorted_rows(items, key)  # repeated (case, item) rows pair like one
     n = len(case)
     firsts = np.flatnonzero(np.concatenate([[n > 0], case[1:] != case[:-1]]))
     ends = np.append(firsts[1:], n)[: len(firsts)]
@@ -76,8 +72,8 @@ def item_pairs(items: pl.DataFrame, key: str) -> pl.DataFrame:
     offsets = np.cumsum(after) - after
     right = left + 1 + (np.arange(len(left)) - np.repeat(offsets, after))
     return pl.DataFrame(
-        [pl.Series(key, case[left], rows.schema[key]), pl.Series("item", item[left], rows.schema["item"]),
-         pl.Series("item_b", item[right], rows.schema["item"])]
+        [pl.Series(key, case[left], items.schema[key]), pl.Series("item", item[left], items.schema["item"]),
+         pl.Series("item_b", item[right], items.schema["item"])]
     )  # fmt: skip
 
 
@@ -171,12 +167,12 @@ def _holding_all(candidates: pl.DataFrame, multi: pl.DataFrame, p_items: pl.Data
     starts = np.zeros(int(qs.max(initial=-1)) + 1, np.int64)  # qs → its first item in ``flat``
     longest = np.zeros(len(starts), np.int64)  # qs → its number of items (0: not a multi set)
     starts[qs], longest[qs] = np.cumsum(lengths) - lengths, lengths
-    people = np.unique(p_items.get_column("p").to_numpy())  # case → index, so that keys stay small
-    width = int(p_items.get_column("item").max() or 0) + 1  # type: ignore[arg-type]
-    held = np.sort(
-        np.searchsorted(people, p_items.get_column("p").to_numpy()) * width
-        + p_items.get_column("item").to_numpy().astype(np.int64)
-    )  # repeated rows do not change a lookup
+    case, item = sorted_rows(p_items, "p")
+    firsts = np.flatnonzero(np.concatenate([[len(case) > 0], case[1:] != case[:-1]]))
+    people = case[firsts]  # case → index, so that keys stay small
+    width = int(item.max(initial=0)) + 1
+    index = np.repeat(np.arange(len(firsts)), np.diff(np.append(firsts, len(case))))
+    held = index * width + item.astype(np.int64)  # sorted, as the rows are
     cq = candidates.get_column("qs").to_numpy().astype(np.int64)
     cp = np.searchsorted(people, candidates.get_column("p").to_numpy()) * width
     for position in range(2, int(lengths.max(initial=0))):

@@ -104,8 +104,9 @@ class _Lists:
 
     def __init__(self, released: pl.DataFrame, raw: pl.DataFrame | None) -> None:
         frames = encode_items(released) if raw is None else encode_items(released, raw)
-        self.released = frames[0]
-        self.raw = frames[1] if raw is not None else None
+        # sorted by (case, item) once: pairs, set ids and superset checks then only check the order
+        self.released = frames[0].sort("caseid", "item")
+        self.raw = frames[1].sort("caseid", "item") if raw is not None else None
         self.width = int(self.released.get_column("item").max() or 0) + 1  # type: ignore[arg-type]
         if self.raw is not None:
             self.width = max(self.width, int(self.raw.get_column("item").max() or 0) + 1)  # type: ignore[arg-type]

@@ -14,18 +14,30 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-__all__ = ["set_ids", "set_members"]
+__all__ = ["set_ids", "set_members", "sorted_rows"]
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # the golden-ratio word: spreads |S| over the hash's bits
 
 
-def _rows(items: pl.LazyFrame, key: str) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct (case, item) rows sorted by case then item, as numpy arrays."""
-    rows = items.select(pl.col(key).alias("caseid"), "item").sort("caseid", "item").collect()
-    case, item = rows.get_column("caseid").to_numpy(), rows.get_column("item").to_numpy()
-    if len(case) > 1:
+def sorted_rows(items: pl.DataFrame, key: str) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (``key``, ``item``) rows sorted by case then item, as numpy arrays.
+
+    Frames already in that order (the item lists are sorted once when read, :mod:`._reidentify`)
+    are only checked (one vectorized comparison), not sorted again.
+    """
+    case, item = items.get_column(key).to_numpy(), items.get_column("item").to_numpy()
+    later, same = case[1:] > case[:-1], case[1:] == case[:-1]
+    if not bool(np.all(later | (same & (item[1:] >= item[:-1])))):
+        rows = items.select(key, "item").sort(key, "item")
+        case, item = rows.get_column(key).to_numpy(), rows.get_column("item").to_numpy()
+    if len(case) > 1:  # repeated rows count once
         keep = np.concatenate([[True], (case[1:] != case[:-1]) | (item[1:] != item[:-1])])
         case, item = case[keep], item[keep]
+    return case, item
+
+
+def _rows(items: pl.LazyFrame, key: str) -> tuple[np.ndarray, np.ndarray]:
+    case, item = sorted_rows(items.select(key, "item").collect(), key)
     return case, item.astype(np.int64)
 
 

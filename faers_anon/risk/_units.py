@@ -7,7 +7,8 @@ min_{u ∈ U(c)} n(kt(c), u) (k^m-anonymity's reading, :mod:`._classes`). A case
 none (0 here; the caller falls back to fewer items, then to K alone).
 
 Computation: (kt, u) packed into one UInt64 (kt · unit width + u; two key columns when that could
-overflow), n by one window count, the minimum by one group-by on the case's row. Shared by the
+overflow), n by one window count, the minimum per case over its run of rows (the item lists are
+sorted by case; a group-by on the case's row otherwise). Shared by the
 1- and 2-item knowledge sets of the same K (the 1-item sizes are the 2-item sets' fallback).
 """
 
@@ -41,10 +42,11 @@ def unit_minima(
     else:  # pragma: no cover - tuple ids and units too large to pack
         keys = pl.DataFrame([pl.Series("kt", tuple_of), pl.Series("unit", unit.astype(np.uint64))])
         over = ["kt", "unit"]
-    counted = (
-        keys.with_columns(pl.Series("row", row), pl.len().over(over).alias("n"))
-        .group_by("row")
-        .agg(pl.col("n").min())
-    )
+    n = keys.select(pl.len().over(over)).to_series().to_numpy()
+    if bool(np.all(row[1:] >= row[:-1])):  # rows in case order (the lists are sorted): runs, no hashing
+        firsts = np.flatnonzero(np.concatenate([[True], row[1:] != row[:-1]]))
+        out[row[firsts]] = np.minimum.reduceat(n, firsts)
+        return out
+    counted = pl.DataFrame([pl.Series("row", row), pl.Series("n", n)]).group_by("row").agg(pl.col("n").min())
     out[counted.get_column("row").to_numpy()] = counted.get_column("n").to_numpy()
     return out

@@ -30,6 +30,8 @@ def test_unit_minima_by_hand() -> None:
     unit = np.array([2, 1, 1, 1, 2, 3, 1])
     got = unit_minima(kt, case_ids, unit_case, unit, 4)
     assert got.tolist() == [2, 2, 1, 1, 0]
+    order = np.argsort(unit_case, kind="stable")  # rows in case order: the run-wise minimum, same sizes
+    assert unit_minima(kt, case_ids, unit_case[order], unit[order], 4).tolist() == [2, 2, 1, 1, 0]
 
 
 def test_unit_minima_without_units_is_zero() -> None:
