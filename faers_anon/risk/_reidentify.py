@@ -215,10 +215,28 @@ def _unit_sizes(
             pl.Series("_unit", distinct % np.uint64(width)),
         ]
     )
-    raw_rows = pop.raw_rows(exact).join(p_units.rename({"item": "_unit"}), on="caseid")
-    sizes = pop.count(tuples, wanted, raw_rows, exact, extra=["_unit"], widths={"_unit": width})
-    rows = pl.DataFrame([pl.Series("caseid", unit_case[known]), pl.Series("size", sizes[which.ravel()])])
+    sizes = pop.count(tuples, wanted, _with_units(pop.raw_rows(exact), p_units), exact, extra=["_unit"],
+                      widths={"_unit": width})[which.ravel()]  # fmt: skip
+    owners = unit_case[known]
+    if len(owners) and bool(np.all(owners[1:] >= owners[:-1])):  # unit rows in case order: runs
+        firsts = np.flatnonzero(np.concatenate([[True], owners[1:] != owners[:-1]]))
+        return pl.DataFrame(
+            [pl.Series("caseid", owners[firsts]), pl.Series("size", np.minimum.reduceat(sizes, firsts))]
+        )
+    rows = pl.DataFrame([pl.Series("caseid", owners), pl.Series("size", sizes)])
     return rows.group_by("caseid").agg(pl.col("size").min())
+
+
+def _with_units(raw: pl.DataFrame, units: pl.DataFrame) -> pl.DataFrame:
+    """The raw case rows once per unit they hold (``_unit``): a gather by binary search when the raw
+    cases are in ``caseid`` order (as read), else a join."""
+    ids = raw.get_column("caseid").to_numpy()
+    if len(ids) == 0 or not bool(np.all(ids[1:] > ids[:-1])):
+        return raw.join(units.rename({"item": "_unit"}), on="caseid")
+    owner, unit = units.get_column("caseid").to_numpy(), units.get_column("item")
+    at = np.minimum(np.searchsorted(ids, owner), len(ids) - 1)
+    known = ids[at] == owner
+    return raw[at[known]].with_columns(unit.filter(pl.Series(known)).alias("_unit"))
 
 
 def _journalist(pop: Population, ks: KnowledgeSet, lists: dict[str, _Lists]) -> pl.Series | None:
