@@ -174,10 +174,13 @@ def version_summary(reports: pl.LazyFrame | pl.DataFrame, /) -> pl.DataFrame:
     )
 
 
-def _by_caseid(frame: pl.DataFrame) -> pl.LazyFrame:
-    """``frame`` sorted by caseid and flagged so, which lets joins on caseid merge instead of hash."""
-    ordered = frame if frame.get_column("caseid").is_sorted() else frame.sort("caseid")
-    return ordered.lazy().set_sorted("caseid")
+def _by_caseid(frame: pl.DataFrame, *, sort: bool = True) -> pl.LazyFrame:
+    """``frame`` sorted by caseid (unless ``sort`` is False) and flagged so when it is, which lets
+    joins on caseid merge instead of hash; an unsorted value list is joined by hash (cheaper than
+    sorting it: its lists would be gathered)."""
+    if frame.get_column("caseid").is_sorted():
+        return frame.lazy().set_sorted("caseid")
+    return frame.sort("caseid").lazy().set_sorted("caseid") if sort else frame.lazy()
 
 
 def combine(versions: pl.DataFrame, lists: Mapping[str, pl.DataFrame], /) -> pl.DataFrame:
@@ -191,7 +194,9 @@ def combine(versions: pl.DataFrame, lists: Mapping[str, pl.DataFrame], /) -> pl.
     merged = _by_caseid(versions)
     for name in TERM_LISTS:
         if name in lists:
-            merged = merged.join(_by_caseid(lists[name]), on="caseid", how="left", maintain_order="left")
+            merged = merged.join(
+                _by_caseid(lists[name], sort=False), on="caseid", how="left", maintain_order="left"
+            )
             merged = merged.with_columns(pl.col(name).fill_null(pl.lit([], dtype=_TERMS)))
         else:
             merged = merged.with_columns(pl.lit([], dtype=_TERMS).alias(name))

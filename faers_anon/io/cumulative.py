@@ -77,6 +77,8 @@ __all__ = [
 QuarterRun = Callable[[list[LocalFile], str, Sink, Path, pl.Series], dict[str, Any]]
 _STATUS = pl.Enum([KEPT, QUARANTINED, DELETED_STATUS])
 _VERSIONS = ("caseid", "primaryid", "caseversion", "fda_dt", "age_years", "sex", "weight_kg")
+#: Suffix of the staged files of a quarter of a series (uncompressed Arrow IPC, ``_work/series/<quarter>``).
+_STAGED = ".arrow"
 
 #: The first quarter of FAERS (the extract of 2012-08-28 … 2012-12-31); earlier ones are AERS.
 FIRST_FAERS = "2012Q4"
@@ -218,7 +220,7 @@ def ingest_series(files: list[LocalFile], out: Path, run: QuarterRun, /) -> dict
         later = pl.concat([later, again.get_column("primaryid")])
         indexes.append(index.drop(CANDIDATE))
     index = _with_latest(pl.concat(indexes))
-    staged = [stage / q / "reports.parquet" for q in reversed(quarters)]
+    staged = [stage / q / f"reports{_STAGED}" for q in reversed(quarters)]
     written = _write_reports(sink, out / "reports.parquet", staged, index)
     sink.close()
     parts = [done[q] for q in quarters]
@@ -268,9 +270,7 @@ def _write_reports(sink: Sink, path: Path, staged: list[Path], index: pl.DataFra
     rows = 0
     for code, part in zip(reversed(range(len(staged))), staged, strict=True):
         latest = by_code.get((code,), none).get_column("primaryid")
-        frame = pl.read_parquet(part).with_columns(
-            pl.col("primaryid").is_in(latest.implode()).alias("is_latest")
-        )
+        frame = pl.read_ipc(part).with_columns(pl.col("primaryid").is_in(latest.implode()).alias("is_latest"))
         rows += sink.write(path, frame, frame.iter_slices(ROW_GROUP))
     return rows
 
@@ -299,9 +299,6 @@ def stage_case_parts(stage: Path, versions: pl.DataFrame, lists: Mapping[str, pl
     for kind, frame in {"versions": versions.select(_VERSIONS), **lists}.items():
         ordered = frame if frame.get_column("caseid").is_sorted() else frame.sort("caseid")
         ordered.rechunk().write_ipc(stage / f"{kind}{_STAGED}", compression="uncompressed")
-
-
-_STAGED = ".arrow"
 
 
 def _merge_cases(

@@ -191,7 +191,7 @@ def _finish_reports(
     """Write DEMO; return its report entry (with ``by_quarter``, :func:`quarter_accounting`), the
     normalization counts and the version summary (for a quarter of a series, its kept rows'
     versions, summarized with every quarter's at the end; its kept rows are staged)."""
-    kept_to = outputs.stage / "reports.parquet" if outputs.stage is not None else None
+    kept_to = outputs.stage / "reports.arrow" if outputs.stage is not None else None
     written = write_split(
         frame, "demo", out, report_rules(), columns=_REPORT_ORDER, sink=outputs.sink, kept_to=kept_to
     )

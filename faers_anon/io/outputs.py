@@ -187,19 +187,23 @@ def write_split(
     The kept rows are selected (filter, projection and ``""`` → null of text columns in one query)
     and written slice by slice (:func:`write_rows`); the reject file is small and built from the
     failed rows only. With ``sink`` both are appended to its files (one quarter of several);
-    ``kept_to`` writes the kept rows to a file of their own instead (closed on return).
+    ``kept_to`` stages the kept rows in a file of their own instead, as uncompressed Arrow IPC (read
+    back whole by a later pass: no Parquet encoding and decoding).
 
     Returns:
         (kept rows written, without ``sink`` read back from the file's metadata; the rejects).
     """
     name = OUTPUT_NAMES.get(table, table)
-    path = kept_to or out / f"{name}.parquet"
+    path = out / f"{name}.parquet"
     text = {c for c, kind in COLUMNS.get(table, {}).items() if kind is Kind.TEXT}
     output = [empty_to_null(pl.col(c)).alias(c) if c in text else pl.col(c) for c in columns]
-    kept_sink = sink if kept_to is None else None
-    written = write_rows(
-        frame, path, where=pl.col(STATUS) == KEPT, columns=[*output, *map(pl.col, META)], sink=kept_sink
-    )
+    kept, selected = pl.col(STATUS) == KEPT, [*output, *map(pl.col, META)]
+    if kept_to is not None:
+        staged = frame.lazy().filter(kept).select(selected).collect()
+        staged.write_ipc(kept_to, compression="uncompressed")
+        written = staged.height
+    else:
+        written = write_rows(frame, path, where=kept, columns=selected, sink=sink)
     raw = [
         empty_to_null(
             (pl.col(rules.raw_name(c)) if rules.raw_name(c) in frame.columns else pl.col(c)).cast(pl.Utf8)
