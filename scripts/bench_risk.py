@@ -10,7 +10,8 @@ makes the wall time an upper bound). ``--repeat N`` runs each N times and keeps 
 inference, linkage: ``RiskResult.timings`` and ``RiskResult.cpu``) of that fastest run. Target
 (issue 15): a 400k-case release in at most 30 s.
 
-Example: ``python scripts/bench_risk.py --cases 400000 --work /tmp/bench-risk --repeat 2 --profile``
+Example: ``python scripts/bench_risk.py --cases 400000 --work /tmp/bench-risk --repeat 2 --profile``;
+on a kept release: ``python scripts/bench_risk.py --release REL --raw WORK/ingested --threads 1 --profile``
 """
 
 from __future__ import annotations
@@ -71,16 +72,34 @@ def _prepare(cases: int, work: Path) -> tuple[Path, Path]:
               show_default=True, help="Folder for the quarter, release and raw tables (reused).")  # fmt: skip
 @click.option("--repeat", default=1, show_default=True, help="Runs of each; the fastest is kept.")
 @click.option("--profile", is_flag=True, help="Print the seconds of each step of the fastest run.")
-def main(cases: int, work: Path, repeat: int, profile: bool) -> None:
-    """Time faers-anon risk on a synthetic release of CASES cases."""
-    work.mkdir(parents=True, exist_ok=True)
-    release, raw = _prepare(cases, work)
+@click.option("--release", "given", default=None,
+              type=click.Path(file_okay=False, exists=True, path_type=Path),
+              help="Time this release instead (e.g. a kept realistic release); needs --raw.")  # fmt: skip
+@click.option("--raw", "given_raw", default=None,
+              type=click.Path(file_okay=False, exists=True, path_type=Path),
+              help="The ingested folder of --release (its --keep-work folder's ingested/).")  # fmt: skip
+@click.option("--threads", type=int, default=None,
+              help="POLARS_MAX_THREADS of the child: 1 gives the CPU seconds of the work itself (idle "
+                   "polars threads spin on a loaded machine and inflate the CPU time).")  # fmt: skip
+def main(
+    cases: int, work: Path, repeat: int, profile: bool, given: Path | None, given_raw: Path | None,
+    threads: int | None,
+) -> None:  # fmt: skip
+    """Time faers-anon risk on a synthetic release of CASES cases (or on --release with --raw)."""
+    if (given is None) != (given_raw is None):
+        raise click.UsageError("--release and --raw go together")
+    if given is not None and given_raw is not None:
+        release, raw = given, given_raw
+    else:
+        work.mkdir(parents=True, exist_ok=True)
+        release, raw = _prepare(cases, work)
+    env = {**os.environ, **({"POLARS_MAX_THREADS": str(threads)} if threads else {})}
     for label, raw_arg in (("release only", ""), ("with --raw", str(raw))):
         runs = []
         for _ in range(repeat):
             load = os.getloadavg()
             done = subprocess.run([sys.executable, "-c", _CHILD, str(release), raw_arg], capture_output=True,
-                                  text=True, check=False)  # fmt: skip
+                                  text=True, check=False, env=env)  # fmt: skip
             if done.returncode:
                 raise click.ClickException(done.stderr.strip()[-800:])
             runs.append((json.loads(done.stdout.strip().splitlines()[-1]), load, os.getloadavg()))

@@ -13,8 +13,10 @@ member row per case; for journalist risk it is the raw quarter, where a raw case
 released tuple that covers its values (:mod:`faers_anon.risk._population`).
 
 Computation: group-bys over (kt, item) and (kt, item_a, item_b) counts; "all" counts supersets by
-taking, per distinct (kt, I(t)), the population cases holding its rarest item as candidates and
-keeping those that hold every item (joins, no row loops).
+taking, per distinct (kt, I(t)), the population cases holding its two rarest items as candidates
+(a join on the pair's code when the population's pairs are at hand) and keeping those that hold
+every further item (binary searches in one sorted (case, item) array, :func:`_holding_all`); the
+sets are numbered by :mod:`._sets`. The release's own 1- and 2-item classes: :mod:`._units`.
 """
 
 from __future__ import annotations

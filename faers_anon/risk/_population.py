@@ -259,7 +259,7 @@ class Population:
             )
             rows = pl.concat(
                 [
-                    by_sex.filter(full).select(
+                    by_sex.filter(full & (pl.col("_alo") <= pl.col("_ahi"))).select(  # empty: none
                         "_row", *keys, (pl.col("_alo").cast(pl.UInt64) * span).alias("_lo"),
                         (pl.col("_ahi").cast(pl.UInt64) * span + self.top_w).alias("_hi"),
                     ),

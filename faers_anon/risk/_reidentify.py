@@ -5,8 +5,10 @@ released case (:mod:`._classes`: prosecutor, the release itself is the populatio
 data, its journalist class size (:mod:`._population`: the raw cases the released values cover).
 
 Shared work, done once for all sets: every field encoded to integer codes on both sides
-(:mod:`._codes`), the items encoded once per list, the raw population's ranges built once. A set's
-prosecutor classes are then one ``UInt64`` key (its fields' codes folded) and a count per key.
+(:mod:`._codes`), the items encoded once per list and sorted by (case, item), each list's item
+pairs and set ids made once (for prosecutor and journalist risk alike), the raw population's ranges
+built once, the 1-item sizes of a K computed once for its 1- and 2-item sets. A set's prosecutor
+classes are then one ``UInt64`` key (its fields' codes folded) and a count per key.
 
 Journalist risk for items: m = 1 and 2 by the same range counts with the item (or the item pair)
 as one more equality key; ``"all"`` (the whole list) for an attacker who knows no field, as the
