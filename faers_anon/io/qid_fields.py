@@ -47,6 +47,7 @@ __all__ = [
     "field_codes",
     "generalize_fields",
     "level_keys",
+    "value_levels",
     "released_outcome_rows",
     "with_outcome_sets",
 ]
@@ -173,27 +174,40 @@ def level_keys(name: str, hierarchy: str, trees: Mapping[str, Mapping[str, str]]
     ]
 
 
-def _field(units: pl.DataFrame, name: str, levels: list[pl.Expr]) -> pl.DataFrame:
-    """group_id → released value and loss of one field (module docstring)."""
-    height = len(levels)
-    keyed = units.select("group_id", "unit", *(e.alias(f"l{i}") for i, e in enumerate(levels)))
-    agg = keyed.group_by("group_id").agg(
-        pl.col("unit").n_unique().alias("units"),
-        pl.col("l0").null_count().alias("missing"),
-        pl.len().alias("rows"),
-        *(pl.col(f"l{i}").drop_nulls().n_unique().alias(f"n{i}") for i in range(height)),
-        *(pl.col(f"l{i}").drop_nulls().first().alias(f"l{i}") for i in range(height)),
+def value_levels(values: pl.Series, levels: list[pl.Expr]) -> pl.DataFrame:
+    """The distinct values of a field with, per level i, its text ``t<i>`` and dense code ``c<i>``.
+
+    Each level is computed once per distinct value instead of once per row; ``c<i>`` is the dense
+    rank (from 1) of ``t<i>`` among the distinct values' texts, which is its rank among the rows'
+    texts (the same set). A null value (missing) has null texts and codes.
+    """
+    name = values.name
+    table = values.unique().to_frame().select(name, *(e.alias(f"t{i}") for i, e in enumerate(levels)))
+    return table.with_columns(
+        pl.col(f"t{i}").rank("dense").cast(pl.Int64).alias(f"c{i}") for i in range(len(levels))
     )
+
+
+def _field(coded: pl.DataFrame, name: str, table: pl.DataFrame, height: int) -> pl.DataFrame:
+    """group_id → released value and loss of one field (module docstring), from each group's per-level
+    least and greatest code (``coded``: group_id, ``<name>_missing``, ``rows``, ``<name>_lo<i>``,
+    ``<name>_hi<i>``): the rows agree at level i when lo = hi (codes of known rows; missing rows have
+    none), and the released text is the one of that code."""
     value: pl.Expr = pl.lit(ROOT)
     level: pl.Expr = pl.lit(float(height))
     for i in reversed(range(height)):
-        value = pl.when(pl.col(f"n{i}") == 1).then(pl.col(f"l{i}")).otherwise(value)
-        level = pl.when(pl.col(f"n{i}") == 1).then(pl.lit(float(i))).otherwise(level)
-    all_missing = pl.col("missing") == pl.col("rows")
-    mixed = pl.col("missing") > 0
+        lo, hi = pl.col(f"{name}_lo{i}"), pl.col(f"{name}_hi{i}")
+        pairs = table.select(f"c{i}", f"t{i}").drop_nulls().unique()
+        text = lo.replace_strict(pairs[f"c{i}"], pairs[f"t{i}"], default=None, return_dtype=pl.String)
+        agree = hi.is_not_null() & (lo == hi)
+        value = pl.when(agree).then(text).otherwise(value)
+        level = pl.when(agree).then(pl.lit(float(i))).otherwise(level)
+    missing = pl.col(f"{name}_missing")
+    all_missing = missing == pl.col("rows")
+    mixed = missing > 0
     value = pl.when(all_missing).then(pl.lit(None, pl.String)).when(mixed).then(pl.lit(ROOT)).otherwise(value)
     loss = pl.when(all_missing).then(0.0).when(mixed | (value == ROOT)).then(1.0).otherwise(level / height)
-    return agg.select("group_id", "units", value.alias(name), loss.alias("loss"))
+    return coded.select("group_id", "units", value.alias(name), loss.alias("loss"))
 
 
 def _declared(
@@ -231,6 +245,8 @@ def field_codes(
     released one: all rows missing → a null list (missing); some missing → every level −1 (the root
     ``*``); else at level l the dense code of the rows' common level-l value, −1 where they differ or
     the value is ``*``. Codes are dense ranks of the level's text, so they are the same on every run.
+    Levels and ranks are computed once per distinct value (:func:`value_levels`), the agreement of a
+    unit's rows from their least and greatest code (equal, and no row without one).
 
     Returns:
         (frame with ``key`` and one List(Int64) column per field, the fields with their heights).
@@ -239,37 +255,35 @@ def field_codes(
         ConfigError: as :func:`generalize_fields`.
     """
     reports, fields = _declared(reports, policy, ())
-    out = reports.select(key).unique().sort(key)
+    coded = reports.select(key, *fields)
     specs: list[FieldQid] = []
-    for name, hierarchy in fields.items():
-        levels = level_keys(name, hierarchy, policy.trees)
-        coded = reports.select(
-            key,
-            pl.col(name).is_null().alias("_miss"),
-            *(
-                pl.when(e == ROOT).then(None).otherwise(e).rank("dense").cast(pl.Int64).alias(f"_l{i}")
-                for i, e in enumerate(levels)
-            ),
-        )
-        per_level = [
-            pl.when(pl.col(f"_l{i}").n_unique() == 1).then(pl.col(f"_l{i}").first()).otherwise(None)
-            for i in range(len(levels))
+    aggs: list[pl.Expr] = []
+    lists: list[pl.Expr] = []
+    for j, (name, hierarchy) in enumerate(fields.items()):
+        levels = [
+            pl.when(e == ROOT).then(None).otherwise(e) for e in level_keys(name, hierarchy, policy.trees)
         ]
-        agg = coded.group_by(key).agg(
-            pl.col("_miss").all().alias("_all"),
-            pl.col("_miss").any().alias("_any"),
-            *(e.alias(f"_l{i}") for i, e in enumerate(per_level)),
+        table = value_levels(reports.get_column(name), levels)
+        codes = [f"_{j}_{i}" for i in range(len(levels))]
+        coded = coded.join(
+            table.select(name, *(pl.col(f"c{i}").alias(c) for i, c in enumerate(codes))), on=name, how="left"
         )
-        codes = pl.concat_list(*(pl.col(f"_l{i}").fill_null(-1) for i in range(len(levels))))
-        codes = (
-            pl.when(pl.col("_all"))
-            .then(None)
-            .when(pl.col("_any"))
-            .then(pl.concat_list(*(pl.lit(-1, pl.Int64) for _ in levels)))
-            .otherwise(codes)
-        )
-        out = out.join(agg.select(key, codes.alias(name)), on=key, how="left")
+        aggs += [
+            pl.col(name).is_null().all().alias(f"_{j}_all"),
+            pl.col(name).is_null().any().alias(f"_{j}_any"),
+        ]
+        aggs += [
+            pl.when((pl.col(c).null_count() == 0) & (pl.col(c).min() == pl.col(c).max()))
+            .then(pl.col(c).min())
+            .alias(c)
+            for c in codes
+        ]
+        known = (pl.when(pl.col(f"_{j}_any")).then(-1).otherwise(pl.col(c).fill_null(-1)) for c in codes)
+        # concat_arr then a cast: several times cheaper than concat_list on 400k rows
+        arrays = pl.when(pl.col(f"_{j}_all")).then(None).otherwise(pl.concat_arr(*known))
+        lists.append(arrays.cast(pl.List(pl.Int64)).alias(name))
         specs.append(FieldQid(name=name, height=len(levels)))
+    out = coded.group_by(key).agg(*aggs).select(key, *lists).sort(key)
     return out, tuple(specs)
 
 
@@ -277,6 +291,9 @@ def generalize_fields(
     partition: pl.DataFrame, reports: pl.DataFrame, policy: ColumnPolicy
 ) -> tuple[pl.DataFrame, dict[str, float]]:
     """Add each field qid of ``policy`` (not already a partition column) as its group's common value.
+
+    Levels are computed once per distinct value (:func:`value_levels`) and every field is aggregated
+    in one pass over the groups (:func:`_field`).
 
     Args:
         partition: one row per case (``caseid``) or per report (``primaryid``) with ``group_id``.
@@ -293,13 +310,32 @@ def generalize_fields(
     if not fields:
         return partition, {}
     key = "primaryid" if "primaryid" in partition.columns else "caseid"
-    units = reports.select(pl.col(key).alias("unit"), pl.col(key), *fields).join(
-        partition.select(key, "group_id"), on=key, how="inner"
-    )
-    out, nil = partition, {}
-    n = partition.height
+    units = reports.select(key, *fields).join(partition.select(key, "group_id"), on=key, how="inner")
+    tables: dict[str, pl.DataFrame] = {}
+    aggs = [pl.col(key).n_unique().alias("units"), pl.len().alias("rows")]
     for name, hierarchy in fields.items():
-        released = _field(units, name, level_keys(name, hierarchy, policy.trees))
-        nil[name] = float((released["units"] * released["loss"]).sum()) / n if n else 0.0
-        out = out.join(released.select("group_id", name), on="group_id", how="left", maintain_order="left")
+        tables[name] = table = value_levels(
+            reports.get_column(name), level_keys(name, hierarchy, policy.trees)
+        )
+        height = (table.width - 1) // 2
+        units = units.join(
+            table.select(name, *(pl.col(f"c{i}").alias(f"{name}_c{i}") for i in range(height))),
+            on=name,
+            how="left",
+        )
+        aggs.append(pl.col(name).null_count().alias(f"{name}_missing"))
+        for i in range(height):
+            aggs += [
+                pl.col(f"{name}_c{i}").min().alias(f"{name}_lo{i}"),
+                pl.col(f"{name}_c{i}").max().alias(f"{name}_hi{i}"),
+            ]
+    coded = units.group_by("group_id").agg(*aggs).sort("group_id")
+    released = coded.select("group_id")
+    nil = {}
+    n = partition.height
+    for name, table in tables.items():
+        one = _field(coded, name, table, (table.width - 1) // 2)
+        nil[name] = float((one["units"] * one["loss"]).sum()) / n if n else 0.0
+        released = released.with_columns(one.get_column(name))
+    out = partition.join(released, on="group_id", how="left", maintain_order="left")
     return out, nil

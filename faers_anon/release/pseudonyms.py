@@ -37,12 +37,15 @@ slot past 999 (a case with hundreds of reports near the top) is an InputError.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
+from numpy.typing import NDArray
 
 from faers_anon.errors import InputError
 
@@ -62,8 +65,25 @@ def _digest(key: bytes, text: str) -> bytes:
     return hmac.digest(key, text.encode("ascii"), "sha256")
 
 
-def _offset(key: bytes, caseid: int) -> int:
-    return int.from_bytes(hmac.digest(key, b"slot:%d" % caseid, "sha256")[:8], "big") % OFFSETS
+def hmac_words(key: bytes, prefix: bytes, numbers: Sequence[int]) -> NDArray[np.uint64]:
+    """The first 8 bytes, as a big-endian integer, of HMAC-SHA256(key, prefix + decimal n) for each n.
+
+    RFC 2104: HMAC(K, m) = H((K0 ⊕ opad) ‖ H((K0 ⊕ ipad) ‖ m)), K0 the key zero-padded to the block
+    (64 bytes; a longer key is hashed first). The two padded-key blocks are hashed once and their
+    states copied per message, which saves hmac.digest's per-call key schedule (same digests).
+    """
+    block = 64
+    k0 = (hashlib.sha256(key).digest() if len(key) > block else key).ljust(block, b"\0")
+    inner = hashlib.sha256(bytes(b ^ 0x36 for b in k0))
+    outer = hashlib.sha256(bytes(b ^ 0x5C for b in k0))
+    out = []
+    for n in numbers:
+        h = inner.copy()
+        h.update(b"%s%d" % (prefix, n))
+        o = outer.copy()
+        o.update(h.digest())
+        out.append(o.digest()[:8])
+    return np.frombuffer(b"".join(out), dtype=">u8").astype(np.uint64)
 
 
 def _value(digest: bytes, bits: int) -> int:
@@ -86,11 +106,11 @@ def case_pseudonyms(
     ids = sorted(set(caseids))
     if len(ids) > (1 << bits):
         raise InputError(f"{len(ids)} cases do not fit in {bits}-bit pseudonyms")
-    digests = {c: hmac.digest(key, b"case:%d" % c, "sha256") for c in ids}
-    shift, base = 64 - bits, 1 << bits
-    values = [base + (int.from_bytes(d[:8], "big") >> shift) for d in digests.values()]
-    if len(set(values)) == len(values):  # no collision: the usual case, no grouping needed
+    words = hmac_words(key, b"case:", ids)
+    values = ((words >> np.uint64(64 - bits)) + np.uint64(1 << bits)).astype(np.int64).tolist()
+    if np.unique(words >> np.uint64(64 - bits)).shape[0] == len(ids):  # no collision: the usual case
         return dict(zip(ids, values, strict=True)), 0
+    digests = {c: _digest(key, f"case:{c}") for c in ids}
     by_value: dict[int, list[int]] = {}
     for c, v in zip(ids, values, strict=True):
         by_value.setdefault(v, []).append(c)
@@ -187,7 +207,7 @@ def pseudonymize_ids(reports: pl.DataFrame, key: bytes, *, bits: int = CASE_BITS
         pl.col("fda_dt") if "fda_dt" in reports.columns else pl.lit(None, pl.Date).alias("fda_dt"),
     )
     offsets = pl.DataFrame(
-        {"caseid": list(mapping), "_off": [_offset(key, c) for c in mapping]},
+        {"caseid": list(mapping), "_off": (hmac_words(key, b"slot:", list(mapping)) % np.uint64(OFFSETS))},
         schema={"caseid": pl.Int64, "_off": pl.Int64},
     )
     version = pl.when(pl.col("caseversion").is_between(0, OFFSETS - 1)).then("caseversion").otherwise(0)

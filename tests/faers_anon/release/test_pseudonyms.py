@@ -11,7 +11,7 @@ import pytest
 
 from faers_anon.errors import InputError
 from faers_anon.keys import AgencyKey
-from faers_anon.release.pseudonyms import SLOTS, case_pseudonyms, pseudonymize_ids
+from faers_anon.release.pseudonyms import SLOTS, case_pseudonyms, hmac_words, pseudonymize_ids
 
 KEY = AgencyKey.from_secret(bytes(range(32))).pseudonym_key
 OTHER = AgencyKey.from_secret(bytes(range(1, 33))).pseudonym_key
@@ -120,3 +120,17 @@ def test_apply_replaces_ids_and_refuses_unknown_ones() -> None:
     assert ids.apply(pl.DataFrame({"caseid": [1]}))["caseid"].to_list() == [_by_hand(1)]
     with pytest.raises(InputError, match="1 row"):
         ids.apply(pl.DataFrame({"primaryid": [99], "caseid": [9]}))
+
+
+def test_hmac_words_are_the_leading_bytes_of_the_rfc_2104_hmac() -> None:
+    """The padded-key states hashed once give hmac's digests: a 32-byte key, a 100-byte key (hashed
+    first, RFC 2104), and ids of different lengths."""
+    for key in (KEY, bytes(range(100))):
+        numbers = [0, 7, 10003554, 123456789012]
+        words = hmac_words(key, b"slot:", numbers)
+        expected = [
+            int.from_bytes(hmac.new(key, f"slot:{n}".encode(), hashlib.sha256).digest()[:8], "big")
+            for n in numbers
+        ]
+        assert [int(w) for w in words] == expected
+    assert hmac_words(KEY, b"case:", []).shape == (0,)
