@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import polars as pl
 
-from faers_anon.verify.integrity import _agreement, _separators
+from faers_anon.verify.integrity import _agreement, _rendered, _separators
 from faers_anon.verify.stated import canonical, canonical_column
 
 
@@ -35,3 +36,26 @@ def test_agreement_reads_a_dollar_as_the_space_the_ascii_holds(tmp_path: Path) -
     other.write_text("caseid$pt$route\n1$A B$ORAL\n2$$IM\n", encoding="utf-8")
     found = _agreement("reac", parquet, {"2025Q1": other})
     assert len(found) == 1 and "line 3" in found[0] and "route" in found[0]
+
+
+def test_rendered_text_is_what_the_ascii_rule_accepts(tmp_path: Path) -> None:
+    """The bytes of the fast path parse back to the Parquet values, and a changed byte is still found."""
+    parquet = pl.DataFrame(
+        {
+            "caseid": [1, 2, 3],
+            "age": [65.0, 0.1, None],
+            "fda_dt": [date(2025, 1, 2), None, date(2024, 12, 31)],
+            "flag": [True, False, None],
+            "pt": ["A$B", "", "C"],
+            "quarter": "2025Q1",
+        }
+    )
+    text = _rendered(parquet.drop("quarter"))
+    assert text == b"caseid$age$fda_dt$flag$pt\n1$65$20250102$Y$A B\n2$0.1$$N$\n3$$20241231$$C\n"
+    path = tmp_path / "DEMO25Q1.txt"
+    path.write_bytes(text)
+    assert _agreement("demo", parquet, {"2025Q1": path}) == []
+    path.write_bytes(text.replace(b"0.1", b"0.2"))
+    assert "line 3 differs" in _agreement("demo", parquet, {"2025Q1": path})[0]
+    assert _rendered(pl.DataFrame({"x": [1.0, float("nan")], "y": ["a", "b"]})) is None  # NaN: parse it
+    assert _rendered(pl.DataFrame({"only": ["a"]})) is None
