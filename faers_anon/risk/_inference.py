@@ -141,14 +141,33 @@ def _summary(conf: pl.DataFrame, name: str, names: pl.DataFrame | None = None) -
 
 
 def _conf(members: pl.DataFrame, p: pl.DataFrame, key: str) -> pl.DataFrame:
+    """``group``, ``key``, ``sigma`` = Σ_{c ∈ group} P(key | c), ``cases`` = |group|, conf = sigma / cases.
+
+    An integer ``key`` (value codes) is packed with the group into one UInt64 (group · width + key)
+    so that the sum groups on one column; other keys (class names, codes) group on both.
+    """
     sizes = members.group_by("group").agg(pl.len().alias("cases"))
-    return (
-        members.join(p, on="caseid")
-        .group_by("group", key)
-        .agg(pl.col("p").sum().alias("sigma"))
-        .join(sizes, on="group")
-        .with_columns((pl.col("sigma") / pl.col("cases")).alias("conf"))
+    rows = members.join(p, on="caseid")
+    top = (
+        rows.select(pl.col("group").max().alias("g"), pl.col(key).max().alias("k")).row(0)
+        if rows.height
+        else None
     )
+    if top is not None and rows.schema[key].is_integer() and (int(top[0]) + 1) * (int(top[1]) + 1) < 1 << 63:
+        width = int(top[1]) + 1
+        packed = (pl.col("group").cast(pl.UInt64) * width + pl.col(key).cast(pl.UInt64)).alias("_key")
+        sums = (
+            rows.group_by(packed)
+            .agg(pl.col("p").sum().alias("sigma"))
+            .select(
+                (pl.col("_key") // width).cast(rows.schema["group"]).alias("group"),
+                (pl.col("_key") % width).cast(rows.schema[key]).alias(key),
+                "sigma",
+            )
+        )
+    else:
+        sums = rows.group_by("group", key).agg(pl.col("p").sum().alias("sigma"))
+    return sums.join(sizes, on="group").with_columns((pl.col("sigma") / pl.col("cases")).alias("conf"))
 
 
 def inference(
