@@ -94,8 +94,12 @@ def terms(folder: Path, name: str, columns: tuple[str, ...]) -> pl.DataFrame:
     names = canonical.drop_nulls().unique()
     to_key = canonical.cast(pl.Enum(names)).to_physical()  # spelling i → its key's code (null: no key)
     key = to_key.gather(pairs.get_column("verbatim").cast(pl.Enum(spellings)).to_physical())
-    mapped = pl.DataFrame([pairs.get_column("caseid"), key.alias("key")]).drop_nulls().unique()
-    return mapped.select("caseid", names.gather(mapped.get_column("key")).alias("term"))
+    # distinct (case, key): the case's dense rank and the key packed into one UInt64 (one hashed column)
+    ids = pairs.get_column("caseid")
+    width = max(names.len(), 1)
+    packed = (ids.rank("dense").cast(pl.UInt64) * width + key.cast(pl.UInt64)).drop_nulls().unique()
+    cases = ids.unique().sort().gather(packed // width - 1)
+    return pl.DataFrame([cases.alias("caseid"), names.gather(packed % width).alias("term")])
 
 
 def _outcome_sets(outc: pl.DataFrame) -> pl.DataFrame:
