@@ -4,10 +4,13 @@
   its tuple holding the unit;
 * :func:`faers_anon.risk._classes._holding_all`: the candidates holding every item of a set;
 * :func:`faers_anon.risk._population.range_counts`: keys past 2^32 packed without re-ranking;
-* :func:`faers_anon.risk._sets.set_ids`: hashed set ids, checked, with the exact fallback.
+* :func:`faers_anon.risk._sets.set_ids`: hashed set ids, checked, with the exact fallback;
+* :func:`faers_anon.risk._view.terms`: distinct canonical (case, term) rows by a packed key.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -18,6 +21,7 @@ from faers_anon.risk._classes import _holding_all
 from faers_anon.risk._population import range_counts
 from faers_anon.risk._sets import set_ids, set_members
 from faers_anon.risk._units import unit_minima
+from faers_anon.risk._view import terms
 
 
 def test_unit_minima_by_hand() -> None:
@@ -121,3 +125,25 @@ def test_set_members_one_row_per_set_and_item() -> None:
     got = {(s, i) for s, i in members.iter_rows()}
     assert got == {(sid[1], 3), (sid[1], 5), (sid[3], 3), (sid[4], 3), (sid[4], 5), (sid[4], 7)}
     assert members.height == len(got)
+
+
+def test_terms_are_the_distinct_canonical_case_terms(tmp_path: Path) -> None:
+    # case 7: "aspirin" (key) and " Aspirin  " (name) are one term, "" is no term; case 9 holds
+    # TYLENOL twice; a pseudonym-sized case id (past 2^50) keeps its value
+    big = (1 << 50) + 3
+    pl.DataFrame(
+        {
+            "caseid": [7, 7, 9, 9, big],
+            "drug_key": ["aspirin", "IBUPROFEN", "TYLENOL", "tylenol", None],
+            "drugname": [" Aspirin  ", "", "Tylenol", None, "heparin sodium"],
+        }
+    ).write_parquet(tmp_path / "drug.parquet")
+    got = terms(tmp_path, "drug", ("drug_key", "drugname"))
+    assert got.schema == pl.Schema({"caseid": pl.Int64, "term": pl.String})
+    assert sorted(got.iter_rows()) == [
+        (7, "ASPIRIN"),
+        (7, "IBUPROFEN"),
+        (9, "TYLENOL"),
+        (big, "HEPARIN SODIUM"),
+    ]
+    assert terms(tmp_path, "reac", ("pt",)).height == 0  # no such table
