@@ -55,7 +55,7 @@ class SeriesStep:
         filtered copy when cases are withheld); frozen: the frozen bundles' file; quarters: this
         release's quarters; pending: the withheld cases' rows, for the ledger's store (None: none
         withheld; :mod:`faers_anon.series.pending`); ids: raw caseid → pseudonym of this quarter's
-        (and the offered) cases, reused by the store.
+        (the offered and the republished) cases, reused by the store.
     """
 
     ledger: Ledger
@@ -107,8 +107,8 @@ def exposed_probabilities(
     pseudo-values of :mod:`faers_anon.anonymize.value_classes`), so p is the largest an attacker holding every
     release can read (with the current E and class file).
     """
-    past = entries.rename({"caseid": "pseudonym"}).join(members.select("pseudonym"), on="pseudonym",
-                                                        how="semi")  # fmt: skip
+    entries = entries.join(members.select(pl.col("pseudonym").alias("caseid")), on="caseid", how="semi")
+    past = entries.rename({"caseid": "pseudonym"})
     if "history" in entries.columns:  # the ledger's state: one row per case, the union already made
         past = past.select("pseudonym", *[pl.col(n).list.drop_nulls().alias(f"_past_{n}") for n in _LISTS])
     else:
@@ -232,6 +232,7 @@ def prepare(
         cases, ledger.state, key.pseudonym_key, k=config.k, thetas=thetas, stored=stored, deleted=deleted,
         ids=ids, probabilities=lambda m: exposed_probabilities(m, ledger.state, knowledge, config, outcomes),
     )  # fmt: skip
+    known = planner.members.select("caseid", "pseudonym")  # the members' pseudonyms (no HMAC again)
     for attempt in range(_ATTEMPTS):
         plan = planner.plan(withhold)
         if not (plan.withheld.len() or plan.republish.height or offered):
@@ -244,7 +245,7 @@ def prepare(
         members = final.select("caseid", *_LISTS).join(
             plan.frozen.select("caseid", "bundle", "unit", "history"), on="caseid"
         )
-        members = members.join(pseudonym_ids(members, key.pseudonym_key), on="caseid")
+        members = members.join(known, on="caseid")
         final_p = partial(exposed_probabilities, entries=ledger.state, knowledge=final_e, config=config,
                           outcomes=final_outcomes)  # fmt: skip
         now = final_p(members)
@@ -263,6 +264,7 @@ def prepare(
     )
     plan.counts.update(_report_counts(ingested, folder, plan, offered))
     pending = write_pending(ingested, offered, plan.withheld, work / "pending")
+    ids = pl.concat([ids, known.join(ids, on="caseid", how="anti")])  # the store's index, republished too
     return SeriesStep(ledger, plan, folder, frozen, quarters, pending, ids)
 
 
