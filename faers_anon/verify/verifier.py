@@ -354,7 +354,8 @@ def _conf(
     """
     # integer codes for the group-bys, fixed once (a lazy unique may number them anew at each use)
     vocab = thetas.select("value").unique(maintain_order=True).with_row_index("vid").lazy()
-    parts = [pl.DataFrame(schema={"caseid": pl.String, "vid": pl.UInt32, "p": pl.Float64}).lazy()]
+    ids = members.select("caseid").unique(maintain_order=True).with_row_index("cid").lazy()
+    parts = [pl.DataFrame(schema={"cid": pl.UInt32, "vid": pl.UInt32, "p": pl.Float64}).lazy()]
     unlisted_parts = [pl.DataFrame(schema={"value": pl.String}).lazy()]
     own = {"indi": "indi_pt", "reac": "pt"}
     for table in sorted(tables):
@@ -362,8 +363,8 @@ def _conf(
         terms = canonical_column(rows.select(pl.col(own[table]).unique()), own[table], "value")
         terms = terms.join(vocab, on="value", how="left")  # per distinct term, not per row
         unlisted_parts.append(terms.filter(pl.col("vid").is_null()).select("value"))
-        found = rows.join(terms.drop_nulls("vid"), on=own[table])
-        parts.append(found.select("caseid", "vid", pl.lit(1.0).alias("p")))
+        found = rows.join(ids, on="caseid").join(terms.drop_nulls("vid"), on=own[table])
+        parts.append(found.select("cid", "vid", pl.lit(1.0).alias("p")))
     if knowledge.height:
         names = released_drug_names(partial(_table, release)).rename({"drug_key": "_name"}).unique()
         reach = (
@@ -372,11 +373,12 @@ def _conf(
             .join(vocab, on="value", how="left")
         )
         unlisted_parts.append(reach.filter(pl.col("vid").is_null()).select("value"))
-        found = names.join(reach.drop_nulls("vid"), on="_name")
-        parts.append(found.select("caseid", "vid", pl.col("weight").alias("p")))
+        found = names.join(ids, on="caseid").join(reach.drop_nulls("vid"), on="_name")
+        parts.append(found.select("cid", "vid", pl.col("weight").alias("p")))
     conf_plan = (
         members.lazy()
-        .join(pl.concat(parts).group_by("caseid", "vid").agg(pl.col("p").max()), on="caseid")
+        .join(ids, on="caseid")
+        .join(pl.concat(parts).group_by("cid", "vid").agg(pl.col("p").max()), on="cid")
         .group_by("group", "vid")
         .agg(pl.col("p").sum().alias("sigma"))
         .join(vocab, on="vid")
