@@ -24,10 +24,12 @@ read first: a failing one raises before any other stage's outcome is used, and t
 are stopped before the work folder is removed; a stage's exception surfaces as it would alone, the
 earliest stage of the order above first.
 
+The raw half of signals (:func:`signals.raw_side`) starts before the engine, beside it.
 Timing: ``seconds`` (and manifest.json ``timings``) holds each stage's own wall time, from its start
-to its end in its own thread, and ``total``, the wall time from the start of ingest to the manifest's
-writing. Overlapping stages share the cores, so their times add up to more than ``total`` and each is
-longer than it would be alone; ``report`` counts the plots drawn beside risk plus the writing after it.
+to its end in its own thread (``signals_raw``: the raw half; sequentially it runs inside ``signals``),
+and ``total``, from the start of ingest to the manifest's writing. Overlapping stages share the cores,
+so their times add up to more than ``total`` and each is longer than it would be alone; ``report``
+counts the plots drawn beside risk plus the writing after it.
 
 So a release folder exists only when it is complete and verified; an interrupted (SIGINT, SIGTERM,
 SIGHUP) or failed run leaves no release and removes its work folder; a SIGKILLed run's work folder
@@ -60,8 +62,9 @@ from pathlib import Path
 from typing import Any
 
 from faers_anon import __version__
+from faers_anon.analysis.signals import read_case_tables
 from faers_anon.anonymize.config import AnonymizeConfig
-from faers_anon.anonymize.method_run import signal_inputs
+from faers_anon.anonymize.method_run import item_form, signal_inputs
 from faers_anon.anonymize.pipeline import anonymize_folder
 from faers_anon.anonymize.result import AnonymizeResult
 from faers_anon.errors import InputError, VerificationError
@@ -82,13 +85,13 @@ from faers_anon.release.manifest import (
 )
 from faers_anon.release.report import build_figures, render_html, write_json
 from faers_anon.release.report_figures import build_report, report_inputs
-from faers_anon.release.stages import Stages
+from faers_anon.release.stages import Stages, Task
 from faers_anon.release.writer import restricted_path
 from faers_anon.risk import RiskConfig, RiskResult, assess_risk
 from faers_anon.series.ledger import check_apart
 from faers_anon.series.step import SeriesStep, prepare, publish_with_ledger
 from faers_anon.verify.verifier import Verdict, verify_release
-from signals import Comparison, compare
+from signals import Comparison, RawSide, compare, raw_side
 
 __all__ = ["ReleaseResult", "release"]
 
@@ -228,8 +231,9 @@ def _run(
         f"{demo['quarantined']:,} quarantined, {demo['deleted']:,} deleted; "
         f"{ingested.report['cases']['cases']:,} cases ({seconds['ingest']:.1f} s)"
     )
-    series = _series(ingested, work, config, say)
     with Stages(say) as stages:
+        raw = _raw_side(stages, ingested, config)  # beside the engine: it needs only the raw tables
+        series = _series(ingested, work, config, say)
         with _stage("anonymize", seconds, say):
             anonymized = anonymize_folder(
                 ingested.out if series is None else series.ingested, built, config=_with_force(config, series)
@@ -239,7 +243,7 @@ def _run(
             f"NIL {anonymized.nil:.4f}, "
             f"DR {anonymized.dr:.4f} ({seconds['anonymize']:.1f} s)"
         )
-        found = _checks(stages, ingested, built, config, say, seconds)
+        found = _checks(stages, raw, ingested, built, config, say, seconds)
     verdict, comparison, risk, figures = found
     say("[report] …")
     report_start = time.perf_counter()
@@ -281,14 +285,14 @@ def _run(
 
 
 def _checks(
-    stages: Stages, ingested: IngestResult, built: Path, config: ReleaseConfig, say: Progress,
-    seconds: dict[str, float],
+    stages: Stages, raw: Task[RawSide] | None, ingested: IngestResult, built: Path, config: ReleaseConfig,
+    say: Progress, seconds: dict[str, float],
 ) -> tuple[Verdict, Comparison, RiskResult, dict[str, str]]:  # fmt: skip
     """verify, signals and risk of the built release, and the report's figures (module docstring:
     how they overlap); a failing verdict raises before anything else is used."""
     # SPEC §11: what an attacker who knows X can learn
     risk = stages.start("risk", lambda: assess_risk(built, config=RiskConfig(raw=ingested.out)))
-    signals = stages.start("signals", lambda: _compare(ingested, built, config))
+    signals = stages.start("signals", lambda: _compare(raw, ingested, built, config))
     verify = stages.start(
         "verify", lambda: verify_release(built, public_key=load_key(config.anonymize.key_file).public_key)
     )
@@ -306,6 +310,8 @@ def _checks(
         )
     comparison = signals.result()
     seconds["signals"] = signals.seconds
+    if raw is not None:
+        seconds["signals_raw"] = raw.seconds
     say(f"[signals] {comparison.summary().splitlines()[1].strip()} ({seconds['signals']:.1f} s)")
     figures = stages.start(  # the plots need neither risk nor the report: drawn while risk runs
         "figures", lambda: build_figures(report_inputs(ingested.out, built, verdict, comparison, config)),
@@ -320,19 +326,33 @@ def _checks(
     return verdict, comparison, assessed, drawn
 
 
-def _compare(ingested: IngestResult, built: Path, config: ReleaseConfig) -> Comparison:
-    """The signals stage: raw vs released signals (:func:`signals.compare`), read through a method's
-    item form when it has one (:func:`faers_anon.anonymize.method_run.signal_inputs`)."""
-    raw_tables, released_tables, compare_config = signal_inputs(
-        ingested.out,
-        built,
-        compare=config.compare,
-        method=config.anonymize.method,
-        seed=config.anonymize.seed,
-    )
+def _raw_side(stages: Stages, ingested: IngestResult, config: ReleaseConfig) -> Task[RawSide] | None:
+    """The raw half of the signals stage (:func:`signals.raw_side`), started before the engine runs;
+    None for a method with its own item form (its drug role is known from the release:
+    :func:`faers_anon.anonymize.method_run.signal_inputs`)."""
+    if item_form(config.anonymize.method) is not None:
+        return None
     # the report reads survival and the panel, never a pair's EB05/EB95, Fisher or MH ROR: they
     # are not computed on the big tables (every criterion is decided all the same, signals.compare)
-    return compare(raw_tables, released_tables, config=compare_config, bounds=False)
+    return stages.start(
+        "signals_raw",
+        lambda: raw_side(read_case_tables(ingested.out), config=config.compare, bounds=False),
+        announce=False,
+    )
+
+
+def _compare(
+    raw: Task[RawSide] | None, ingested: IngestResult, built: Path, config: ReleaseConfig
+) -> Comparison:
+    """The signals stage: raw vs released signals (:func:`signals.compare`), the raw half computed
+    ahead or, for a method's item form, the release read through it (``signal_inputs``)."""
+    if raw is not None:
+        return compare(raw.result(), read_case_tables(built), config=config.compare, bounds=False)
+    method, seed = config.anonymize.method, config.anonymize.seed
+    raw_tables, released, options = signal_inputs(
+        ingested.out, built, compare=config.compare, method=method, seed=seed
+    )
+    return compare(raw_tables, released, config=options, bounds=False)
 
 
 def _publish(built: Path, out: Path, *, force: bool) -> None:

@@ -112,7 +112,9 @@ def test_demo_manifest_hashes_every_file_and_the_sources(demo_release: tuple[Pat
     assert manifest["outputs"]["report.html"] == sha256_file(out / "report.html")
     assert list(manifest["sources"]) == ["faers_ascii_2025q1.zip"]
     assert manifest["parameters"]["seed"] == 3
-    assert set(manifest["timings"]) == {"ingest", "anonymize", "verify", "signals", "risk", "report", "total"}
+    assert set(manifest["timings"]) == {
+        "ingest", "anonymize", "verify", "signals", "signals_raw", "risk", "report", "total"
+    }  # fmt: skip
 
 
 def test_no_raw_id_in_any_file_of_a_whole_release(demo_release: tuple[Path, str], tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 import time
 from dataclasses import replace
@@ -55,9 +56,11 @@ def _files(release: Path) -> dict[str, str]:
 
 
 def _threads_of(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """Record which thread runs verify, signals and risk."""
+    """Record which thread runs each stage; in concurrent mode the engine waits (up to 60 s) until
+    the raw half of signals has started beside it."""
     seen: dict[str, str] = {}
-    for name, stage in (("verify", "verify_release"), ("signals", "compare"), ("risk", "assess_risk")):
+    stages = {"verify": "verify_release", "signals": "compare", "risk": "assess_risk", "raw": "raw_side"}
+    for name, stage in stages.items():
         real = getattr(release_module, stage)
 
         def traced(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
@@ -65,6 +68,16 @@ def _threads_of(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
             return _real(*args, **kwargs)
 
         monkeypatch.setattr(release_module, stage, traced)
+    engine = release_module.anonymize_folder
+
+    def anonymize(*args: Any, **kwargs: Any) -> Any:
+        deadline = time.monotonic() + 60
+        while os.environ[STAGES_ENV] == "concurrent" and "raw" not in seen and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen["raw_before_engine_ended"] = str("raw" in seen)
+        return engine(*args, **kwargs)
+
+    monkeypatch.setattr(release_module, "anonymize_folder", anonymize)
     return seen
 
 
@@ -82,12 +95,23 @@ def test_concurrent_stages_write_the_same_release_as_sequential_ones(
         runs[chosen] = (_files(result.path), dict(seen), lines, result.seconds)
     (sequential, on_main, seq_lines, _), (concurrent, on_threads, con_lines, seconds) = runs.values()
     assert len(sequential) > 20 and sequential == concurrent
+    assert on_main.pop("raw_before_engine_ended") == "False"  # raw side inside signals, after the engine
     assert set(on_main.values()) == {MAIN}  # one after the other in the caller's thread, as before
-    assert MAIN not in on_threads.values() and len(set(on_threads.values())) == 3
+    assert on_threads.pop("raw_before_engine_ended") == "True"
+    assert MAIN not in on_threads.values() and len(set(on_threads.values())) == 4
     starts = [line for line in seq_lines if line.endswith("] …")]
     assert starts == [f"[{s}] …" for s in ("ingest", "anonymize", "verify", "signals", "risk", "report")]
     assert sorted(starts) == sorted(line for line in con_lines if line.endswith("] …"))
-    assert set(seconds) == {"ingest", "anonymize", "verify", "signals", "risk", "report", "total"}
+    assert set(seconds) == {
+        "ingest",
+        "anonymize",
+        "verify",
+        "signals",
+        "signals_raw",
+        "risk",
+        "report",
+        "total",
+    }
     assert seconds["total"] >= seconds["ingest"] + seconds["anonymize"] + max(
         seconds["verify"], seconds["risk"]
     )
