@@ -84,14 +84,22 @@ def demo_field_violations(demo: pl.DataFrame, members: pl.DataFrame, k: int) -> 
     )
 
 
-def _probabilities(read: TableReader, tables: Sequence[str], knowledge: pl.DataFrame) -> pl.LazyFrame:
+def _class_probabilities(
+    read: TableReader, tables: Sequence[str], knowledge: pl.DataFrame, listed: pl.DataFrame
+) -> pl.LazyFrame:
+    """(caseid, name, p): P(C | c) = max over the values s of class C of P(s | c) (module docstring).
+
+    Terms and drug names meet their canonical value, E and their class once per distinct text; ``listed``
+    is (value, name), canonical values.
+    """
     own = {"indi": "indi_pt", "reac": "pt"}
-    parts = [pl.DataFrame(schema={"caseid": pl.Int64, "value": pl.String, "p": pl.Float64}).lazy()]
+    classes = listed.lazy()
+    parts = [pl.DataFrame(schema={"caseid": pl.Int64, "name": pl.String, "p": pl.Float64}).lazy()]
     for table in tables:
-        terms = read(table, ["caseid", own[table]]).with_columns(pl.col("caseid").cast(pl.Int64))
-        parts.append(
-            canonical_column(terms, own[table], "value").select("caseid", "value", pl.lit(1.0).alias("p"))
-        )
+        rows = read(table, ["caseid", own[table]]).with_columns(pl.col("caseid").cast(pl.Int64))
+        terms = canonical_column(rows.select(pl.col(own[table]).unique()), own[table], "value")
+        found = rows.join(terms.join(classes, on="value"), on=own[table])
+        parts.append(found.select("caseid", "name", pl.lit(1.0).alias("p")))
     if knowledge.height:
         e = knowledge.lazy().select(
             _key(pl.col("drug_key")).alias("drug_key"),
@@ -101,14 +109,13 @@ def _probabilities(read: TableReader, tables: Sequence[str], knowledge: pl.DataF
         names = released_drug_names(read).select(
             pl.col("caseid").cast(pl.Int64), pl.col("drug_key").alias("_name")
         )
-        parts.append(
-            canonical_column(names, "_name", "drug_key")
-            .select("caseid", "drug_key")
-            .unique()
-            .join(e, on="drug_key")
-            .select("caseid", "value", "p")
+        names = names.unique()
+        reach = canonical_column(names.select(pl.col("_name").unique()), "_name", "drug_key").join(
+            e, on="drug_key"
         )
-    return pl.concat(parts).drop_nulls("value")
+        found = names.join(reach.join(classes, on="value"), on="_name")
+        parts.append(found.select("caseid", "name", "p"))
+    return pl.concat(parts).group_by("caseid", "name").agg(pl.col("p").max())
 
 
 def released_drug_names(read: TableReader) -> pl.LazyFrame:
@@ -175,12 +182,7 @@ def class_violations(
             if knowledge is not None
             else pl.DataFrame(schema={"drug_key": pl.String, "disease": pl.String, "weight": pl.String})
         )
-        p = (
-            _probabilities(read, tables, e)
-            .join(listed.lazy(), on="value")
-            .group_by("caseid", "name")
-            .agg(pl.col("p").max())
-        )
+        p = _class_probabilities(read, tables, e, listed)
         found.append(_over(members, p, thetas, "class_theta", tolerance))
     outcomes = _read_csv(release / "outcomes.csv")
     if outcomes is not None and {"outc_cod", "theta"} <= set(outcomes.columns):
