@@ -247,6 +247,14 @@ def heap_pop(key: F64, val: I64, size: int) -> int:
     return size
 
 
+@njit(cache=True, inline="always")  # type: ignore[misc]
+def heap_replace_top(key: F64, val: I64, size: int, k: float) -> None:
+    """Give the top entry (key[0], val[0]) the key k and restore the heap: one sift-down, where a pop
+    and a push of the same value would sift twice. A key that stays the least costs O(1)."""
+    key[0] = k
+    _sift_down(key, val, size, 0)
+
+
 @njit(cache=True)  # type: ignore[misc]
 def heapify(key: F64, val: I64, size: int) -> None:
     """Make the first ``size`` entries a min-heap ordered by (key, val), bottom-up in O(size)."""

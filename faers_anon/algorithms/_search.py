@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from faers_anon._numba_cache import njit
 from faers_anon.algorithms._group import REQ_K, REQ_RISK, Group, add_case, blocked_bits, ratio_risk
 from faers_anon.algorithms._pool import Cases, Pool, Tables, find_next, lower_bound
-from faers_anon.algorithms._streams import Streams, open_streams, pop
+from faers_anon.algorithms._streams import Streams, open_streams, pattern_dil, pop_pattern
 
 I64 = NDArray[np.int64]
 F64 = NDArray[np.float64]
@@ -93,16 +93,20 @@ def search(
     evals = 0
     visits = 0
     while visits < scan_limit:
-        p, dil, size = pop(st, size, best)
+        p, c, wd, size = pop_pattern(st, size, best)
         if p < 0:
             break
         visits += 1
+        held = (pat_common[p] & blocked) != 0
+        if held and best == np.inf:  # every case blocked, and no ΔIL is ≥ ∞: nothing to compute
+            continue
+        dil = pattern_dil(st, c, p, wd)
         if dil >= best:  # its exact ΔIL already rules the pattern out: an evaluation, not a candidate
             evals += 1
             if evals >= scan_limit or evals >= m_best:
                 return best_case
             continue
-        if (pat_common[p] & blocked) != 0:
+        if held:
             continue
         pos = pat_start[p]
         end = pos + pat_size[p]

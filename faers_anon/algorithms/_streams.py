@@ -39,7 +39,7 @@ from faers_anon.algorithms._pool import (
     find_next,
     find_prev,
     heap_pop,
-    heap_push,
+    heap_replace_top,
     heapify,
     lower_bound,
 )
@@ -163,18 +163,21 @@ def _field_excess(st: Streams, c: int, p: int) -> float:
 
 
 @njit(cache=True, inline="always")  # type: ignore[misc]
-def pop(st: Streams, size: int, stop: float) -> tuple[int, float, int]:
-    """The pattern with the least bound and its exact ΔIL(g, ·), or (−1, ∞, size) when the heap is empty
-    or its least bound is ≥ ``stop``; returns (pattern, ΔIL, heap size).
+def pop_pattern(st: Streams, size: int, stop: float) -> tuple[int, int, float, int]:
+    """The pattern with the least bound, its class and its weight change, or (−1, −1, 0, size) when the
+    heap is empty or its least bound is ≥ ``stop``; returns (pattern, class, weight change, heap size).
 
-    Unpositioned classes reaching the top are positioned and pushed back with their walk bound (≥ their
-    base) first, so the top key is a lower bound of ΔIL over every pattern not yet popped. The popped
-    class's stream is advanced and pushed back.
+    Unpositioned classes reaching the top are positioned and given their walk bound (≥ their base)
+    first, so the top key is a lower bound of ΔIL over every pattern not yet popped. The popped class's
+    stream is advanced and its key updated in place (:func:`~faers_anon.algorithms._pool.
+    heap_replace_top`: a class whose key stays the least, as a class without a weight walk, is popped
+    again in O(1)). The pattern's exact ΔIL is :func:`pattern_dil`, computed only when the caller
+    needs it (the stage-1 search skips blocked patterns without it). The order of the patterns is the
+    heap's order on (key, class), one entry per class: how the heap is kept does not change it.
     """
     a, b, n, inv_r = st.param[0], st.param[1], st.param[2], st.param[3]
     while size > 0 and st.left[st.val[0]] == UNOPENED:
         c = st.val[0]
-        size = heap_pop(st.key, st.val, size)
         if st.f_height.shape[0] > 0:
             fb = fields_bound(st.f_off, st.f_height, st.f_lc, st.gfs, st.pat_fcode, st.cls_fcode, c)
             st.base[c] = max(0.0, st.base[c] + (n + 1) * (fb - st.param[4]))
@@ -192,11 +195,10 @@ def pop(st: Streams, size: int, stop: float) -> tuple[int, float, int]:
             st.right[c] = r if r < e0 else -1
             st.left[c] = -1
             lb = st.base[c]
-        size = heap_push(st.key, st.val, size, lb, c)
+        heap_replace_top(st.key, st.val, size, lb)
     if size == 0 or st.key[0] >= stop:
-        return -1, np.inf, size
+        return -1, -1, 0.0, size
     c = st.val[0]
-    size = heap_pop(st.key, st.val, size)
     s0, e0 = st.cls_start[c], st.cls_end[c]
     if st.walk[c]:
         ext_l = (a - st.pat_lo[st.left[c]]) if st.left[c] >= 0 else np.inf
@@ -209,15 +211,37 @@ def pop(st: Streams, size: int, stop: float) -> tuple[int, float, int]:
             p = st.left[c]
             q = find_prev(st.prv, p - 1)
             st.left[c] = q if q >= s0 else -1
-        wnew = (max(b, st.pat_hi[p]) - min(a, st.pat_lo[p])) * inv_r
-        dil = st.base[c] + (n + 1) * (wnew - (b - a) * inv_r + _field_excess(st, c, p))
+        wd = (max(b, st.pat_hi[p]) - min(a, st.pat_lo[p])) * inv_r - (b - a) * inv_r
         if st.left[c] >= 0 or st.right[c] >= 0:
-            size = heap_push(st.key, st.val, size, _walk_bound(st, c), c)
+            heap_replace_top(st.key, st.val, size, _walk_bound(st, c))
+        else:
+            size = heap_pop(st.key, st.val, size)
+        return p, c, wd, size
+    p = st.right[c]
+    q = find_next(st.nxt, p + 1)
+    if q < e0:
+        st.right[c] = q  # same key, still the least: the heap is unchanged
     else:
-        p = st.right[c]
+        size = heap_pop(st.key, st.val, size)
+    return p, c, 0.0, size
+
+
+@njit(cache=True, inline="always")  # type: ignore[misc]
+def pattern_dil(st: Streams, c: int, p: int, wd: float) -> float:
+    """The exact ΔIL(g, ·) of pattern p of class c popped with weight change ``wd``
+    (:func:`pop_pattern`): base + (|g|+1)·(weight change + field terms beyond the class's bound)."""
+    n = st.param[2]
+    if st.walk[c]:
+        dil = st.base[c] + (n + 1) * (wd + _field_excess(st, c, p))
+    else:
         dil = st.base[c] + (n + 1) * _field_excess(st, c, p)
-        q = find_next(st.nxt, p + 1)
-        if q < e0:
-            st.right[c] = q
-            size = heap_push(st.key, st.val, size, st.base[c], c)
-    return p, max(0.0, dil), size
+    return max(0.0, dil)
+
+
+@njit(cache=True, inline="always")  # type: ignore[misc]
+def pop(st: Streams, size: int, stop: float) -> tuple[int, float, int]:
+    """:func:`pop_pattern` with the pattern's exact ΔIL: (pattern, ΔIL, heap size), or (−1, ∞, size)."""
+    p, c, wd, size = pop_pattern(st, size, stop)
+    if p < 0:
+        return -1, np.inf, size
+    return p, pattern_dil(st, c, p, wd), size
