@@ -101,14 +101,22 @@ def _pairs(items: pl.DataFrame, width: int) -> pl.DataFrame:
     return pairs.select("caseid", (pl.col("item").cast(pl.UInt64) * width + pl.col("item_b")).alias("item"))
 
 
+def _in_order(items: pl.DataFrame) -> pl.DataFrame:
+    """``items`` sorted by (caseid, item): checked (one vectorized comparison), sorted only if not."""
+    case, item = items.get_column("caseid").to_numpy(), items.get_column("item").to_numpy()
+    later, same = case[1:] > case[:-1], case[1:] == case[:-1]
+    return items if bool(np.all(later | (same & (item[1:] >= item[:-1])))) else items.sort("caseid", "item")
+
+
 class _Lists:
     """One item list (drugs or reactions) encoded once, on the release and on the raw data."""
 
     def __init__(self, released: pl.DataFrame, raw: pl.DataFrame | None) -> None:
         frames = encode_items(released) if raw is None else encode_items(released, raw)
-        # sorted by (case, item) once: pairs, set ids and superset checks then only check the order
-        self.released = frames[0].sort("caseid", "item")
-        self.raw = frames[1].sort("caseid", "item") if raw is not None else None
+        # in (case, item) order (terms come sorted by case and text, and item codes follow the text):
+        # pairs, set ids and superset checks then only check the order
+        self.released = _in_order(frames[0])
+        self.raw = _in_order(frames[1]) if raw is not None else None
         self.width = int(self.released.get_column("item").max() or 0) + 1  # type: ignore[arg-type]
         if self.raw is not None:
             self.width = max(self.width, int(self.raw.get_column("item").max() or 0) + 1)  # type: ignore[arg-type]

@@ -77,7 +77,8 @@ def _demo(folder: Path) -> pl.LazyFrame:
 
 
 def terms(folder: Path, name: str, columns: tuple[str, ...]) -> pl.DataFrame:
-    """(caseid, term): canonical values of ``columns`` of table ``name``, distinct; empty when absent."""
+    """(caseid, term): canonical values of ``columns`` of table ``name``, distinct, sorted by (caseid,
+    term); empty when absent."""
     frame = table(folder, name)
     empty = pl.DataFrame(schema={"caseid": pl.Int64, "term": pl.String})
     if frame is None:
@@ -91,13 +92,13 @@ def terms(folder: Path, name: str, columns: tuple[str, ...]) -> pl.DataFrame:
     # keys are then numbered (Enums) so that the rows are mapped and made distinct as integers
     spellings = pairs.get_column("verbatim").unique()
     canonical = spellings.to_frame("verbatim").select(value_key_expr(pl.col("verbatim"))).to_series()
-    names = canonical.drop_nulls().unique()
+    names = canonical.drop_nulls().unique().sort()  # key codes in text order: rows come out sorted
     to_key = canonical.cast(pl.Enum(names)).to_physical()  # spelling i → its key's code (null: no key)
     key = to_key.gather(pairs.get_column("verbatim").cast(pl.Enum(spellings)).to_physical())
     # distinct (case, key): the case's dense rank and the key packed into one UInt64 (one hashed column)
     ids = pairs.get_column("caseid")
     width = max(names.len(), 1)
-    packed = (ids.rank("dense").cast(pl.UInt64) * width + key.cast(pl.UInt64)).drop_nulls().unique()
+    packed = (ids.rank("dense").cast(pl.UInt64) * width + key.cast(pl.UInt64)).drop_nulls().unique().sort()
     cases = ids.unique().sort().gather(packed // width - 1)
     return pl.DataFrame([cases.alias("caseid"), names.gather(packed % width).alias("term")])
 
