@@ -59,15 +59,12 @@ import polars as pl
 from faers_anon.anonymize.items import ItemProtection, protect_items
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.io.column_policy import (
-    ASCII_NAMES,
     DEFAULT_POLICY,
     INGESTED_FILES,
-    PARQUET_ONLY,
     QID_COLUMNS,
     TABLES,
     ColumnPolicy,
     ShapedTable,
-    ascii_text,
     shape_table,
 )
 from faers_anon.io.qid_fields import generalize_fields, released_outcome_rows, with_outcome_sets
@@ -83,6 +80,13 @@ from faers_anon.release.manifest import (
 )
 from faers_anon.release.pseudonyms import IdMap, release_id_map
 from faers_anon.release.writer_checks import KNOWLEDGE, THRESHOLDS, check_extras, check_frame, check_partition
+from faers_anon.release.writer_tables import (
+    published,
+    published_columns,
+    released_rows,
+    write_parquet,
+    write_tables,
+)
 
 __all__ = ["ReleaseWritten", "write_release", "restricted_path"]
 
@@ -168,10 +172,10 @@ def write_release(
     """
     _check_target(out, force)
     agency = key if key is not None else load_key(None)
-    raw = {table: _read_table(ingested / INGESTED_FILES[table]) for table in TABLES}
+    raw = {table: _read_table(ingested / INGESTED_FILES[table], table, policy) for table in TABLES}
     part = check_partition(partition, raw["demo"])
     ids = release_id_map(raw, agency.pseudonym_key)
-    tables = {t: _release_order(ids.apply(f)) for t, f in raw.items()}
+    tables = {t: released_rows(f, ids) for t, f in raw.items()}
     part = ids.apply(part)
     tables["demo"] = with_outcome_sets(tables["demo"], tables["outc"])  # the case's OUTC set, a qid
     part, _ = generalize_fields(part, tables["demo"], policy)  # the policy's other DEMO qids (qid_fields)
@@ -195,7 +199,7 @@ def write_release(
     placed: list[Path] = []  # a restricted folder already renamed, removed if the public rename fails
     try:
         _fresh_dir(tmp)
-        counts = _write_tables(tmp, shaped, tables)
+        counts = write_tables(tmp, shaped, tables)
         counts["groups"] = part.select(QID_COLUMNS).unique().height
         counts["cases"] = tables["demo"]["caseid"].n_unique()
         if item_counts is not None:
@@ -211,7 +215,7 @@ def write_release(
             (tmp_r / "parquet").mkdir(parents=True, exist_ok=True)
             for table, shape in shaped.items():
                 if shape.restricted is not None:
-                    _write_parquet(shape.restricted, tmp_r / "parquet" / f"{table}.parquet")
+                    write_parquet(shape.restricted, tmp_r / "parquet" / f"{table}.parquet")
             restricted_info = {"folder": restricted.name, "files": hash_tree(tmp_r)}
         manifest = build_manifest(
             parameters=parameters,
@@ -262,16 +266,14 @@ def _protect_items(
     return done.counts
 
 
-def _release_order(frame: pl.DataFrame) -> pl.DataFrame:
-    keys = [c for c in ("quarter", "primaryid", "source_file", "line") if c in frame.columns]
-    return frame.sort(keys, maintain_order=True)
-
-
-def _read_table(path: Path) -> pl.DataFrame:
+def _read_table(path: Path, table: str, policy: ColumnPolicy) -> pl.DataFrame:
+    """An ingested table, the columns the policy drops as empty stand-ins (:func:`published_columns`)."""
     if not path.is_file():
         raise InputError("missing ingested table (run `faers-anon ingest` first)", path=path)
     try:
-        frame = pl.read_parquet(path)
+        names = list(pl.read_parquet_schema(path))
+        read = pl.read_parquet(path, columns=published(table, names, policy))
+        frame = published_columns(table, names, policy, read)
     except (OSError, pl.exceptions.PolarsError) as exc:
         raise InputError(f"unreadable parquet ({str(exc).splitlines()[0]})", path=path) from exc
     for name in ("primaryid", "caseid", "quarter"):
@@ -292,51 +294,6 @@ def _check_target(path: Path, force: bool) -> None:
         raise ConfigError(f"{path}: exists and is not a folder")
 
 
-def _write_tables(
-    root: Path, shaped: Mapping[str, ShapedTable], tables: Mapping[str, pl.DataFrame]
-) -> dict[str, Any]:
-    (root / "ascii").mkdir()
-    (root / "parquet").mkdir()
-    quarters = sorted(set().union(*(set(f["quarter"].cast(pl.String).unique()) for f in tables.values())))
-    counts: dict[str, Any] = {}
-    for table, shape in shaped.items():
-        shown = shape.public
-        _write_parquet(shown, root / "parquet" / f"{table}.parquet")
-        ascii_cols = [c for c in shown.columns if c not in PARQUET_ONLY]
-        text = shown.select(
-            pl.col("quarter").cast(pl.String), *(ascii_text(c, shown.schema[c]) for c in ascii_cols)
-        )
-        string_cols = [c for c in ascii_cols if shown.schema[c] == pl.String]
-        replaced = shown.select(
-            pl.sum_horizontal(pl.col(c).str.contains(r"[$\r\n]").fill_null(False).sum() for c in string_cols)
-            if string_cols
-            else pl.lit(0)
-        ).item()
-        rows_in = tables[table].group_by(pl.col("quarter").cast(pl.String)).len()
-        rows_out = text.group_by("quarter").len()
-        per_quarter = {}
-        for quarter in quarters:
-            chunk = text.filter(pl.col("quarter") == quarter).drop("quarter")
-            chunk.write_csv(
-                root / "ascii" / f"{ASCII_NAMES[table]}{quarter[2:]}.txt",
-                separator="$",
-                quote_style="never",
-                null_value="",
-                line_terminator="\n",
-            )
-            per_quarter[quarter] = {
-                "rows_in": int(rows_in.filter(pl.col("quarter") == quarter)["len"].sum()),
-                "rows_out": int(rows_out.filter(pl.col("quarter") == quarter)["len"].sum()),
-            }
-        counts[table] = {
-            "rows_in": tables[table].height,
-            "rows_out": shown.height,
-            "quarters": per_quarter,
-            "ascii_replaced_cells": int(replaced),
-        }
-    return counts
-
-
 def _write_rejects(
     root: Path, restricted: Path | None, files: list[Path], policy: ColumnPolicy
 ) -> dict[str, int]:
@@ -349,13 +306,13 @@ def _write_rejects(
             raise InputError(f"unreadable parquet ({str(exc).splitlines()[0]})", path=path) from exc
         counts[path.name] = frame.height
         if policy.rejects == "keep":
-            _write_parquet(frame.select(c for c in frame.columns if c.lower() not in _RAW_IDS),
+            write_parquet(frame.select(c for c in frame.columns if c.lower() not in _RAW_IDS),
                            root / "rejects" / path.name)  # fmt: skip
             continue
         for name in ("source_file", "line", "reason"):
             if name not in frame.columns:
                 raise InputError("missing column", path=path, field=name)
-        _write_parquet(
+        write_parquet(
             frame.select(c for c in _REJECT_PUBLIC if c in frame.columns), root / "rejects" / path.name
         )
         if restricted is not None and policy.rejects == "restricted":
@@ -370,10 +327,6 @@ def _write_csv(frame: pl.DataFrame, path: Path) -> None:
         pl.col(c).cast(pl.String).str.replace(r"\.0$", "") if frame.schema[c].is_float() else pl.col(c)
         for c in frame.columns
     ).write_csv(path, null_value="", line_terminator="\n")
-
-
-def _write_parquet(frame: pl.DataFrame, path: Path) -> None:
-    frame.write_parquet(path, compression="zstd", compression_level=3, statistics=True)
 
 
 def _fresh_dir(path: Path) -> None:
