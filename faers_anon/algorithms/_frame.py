@@ -28,6 +28,7 @@ from faers_anon.algorithms._encode import (
     build_tables,
     class_cap,
     class_levels,
+    csr_links,
 )
 from faers_anon.algorithms._fields import MISSING
 from faers_anon.algorithms._groups import Store
@@ -36,6 +37,7 @@ from faers_anon.algorithms.types import QidHierarchies
 from faers_anon.anonymize.partition import PARTITION_SCHEMA
 from faers_anon.errors import InputError
 from faers_anon.models.base import Requirements
+from hierarchies import Hierarchy
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,19 @@ def _require(frame: pl.DataFrame, columns: list[str]) -> None:
         raise InputError(
             f"missing columns {missing} (expected the cases.parquet contract)", path="cases.parquet"
         )
+
+
+def tree_codes(tree: Hierarchy, names: pl.Series) -> NDArray[np.int64]:
+    """``tree.encode`` of a column of node names, called once per distinct name (null → `missing`).
+
+    Raises:
+        HierarchyError: a name no node has (the first such name in row order, as ``tree.encode``).
+    """
+    values = names.cast(pl.Utf8)
+    distinct = values.drop_nulls().unique(maintain_order=True)
+    codes = pl.Series(tree.encode(distinct.to_list()), dtype=pl.Int64)
+    mapped = values.replace_strict(distinct, codes, default=None, return_dtype=pl.Int64)
+    return mapped.fill_null(tree.missing).to_numpy().astype(np.int64)
 
 
 def _float(frame: pl.DataFrame, column: str) -> NDArray[np.float64]:
@@ -112,10 +127,15 @@ def encode(
         InputError: a missing column or duplicate caseids.
     """
     _require(cases, ["caseid"])
-    frame = cases.sort("caseid")
+    frame = cases if cases.get_column("caseid").is_sorted() else cases.sort("caseid")
     n = frame.height
     caseid = frame.get_column("caseid").cast(pl.Int64).to_numpy()
-    if n != np.unique(caseid).shape[0]:
+    repeated = (
+        bool(np.any(caseid[1:] == caseid[:-1]))
+        if caseid.dtype == np.int64
+        else (n != np.unique(caseid).shape[0])
+    )  # sorted: a repeated caseid sits next to itself (nulls: to_numpy gives floats)
+    if repeated:
         raise InputError("caseid: duplicate caseids (expected one row per case)", path="cases.parquet")
     columns: list[NDArray[np.int64]] = []
     if h.age is not None:
@@ -124,10 +144,10 @@ def encode(
             columns.append(h.age.cover(_float(frame, "age_min"), _float(frame, "age_max")))
         else:
             _require(frame, ["age_group"])
-            columns.append(h.age.encode(frame.get_column("age_group").cast(pl.Utf8).to_list()))
+            columns.append(tree_codes(h.age, frame.get_column("age_group")))
     if h.sex is not None:
         _require(frame, ["sex"])
-        columns.append(h.sex.encode(frame.get_column("sex").cast(pl.Utf8).to_list()))
+        columns.append(tree_codes(h.sex, frame.get_column("sex")))
     cat = np.stack(columns, axis=1) if columns else np.zeros((n, 0), np.int64)
     if h.weight:
         _require(frame, ["wt_min", "wt_max"])
@@ -147,33 +167,19 @@ def encode(
         {"value": list(req.thetas.keys()), "theta": list(req.thetas.values())},
         schema={"value": pl.Utf8, "theta": pl.Float64},
     ).with_row_index("vid")
-    linked = (
-        probabilities.lazy()
-        .select(pl.col("caseid").cast(pl.Int64), pl.col("value").cast(pl.Utf8), pl.col("p").cast(pl.Float64))
-        .join(values.lazy().select("value", "vid"), on="value", how="inner")
-        .select("caseid", pl.col("vid").cast(pl.Int64), "p")
-        .collect()
-    )
+    vid = pl.col("value").cast(pl.Utf8).replace_strict(
+        values.get_column("value"), values.get_column("vid"), default=None, return_dtype=pl.Int64
+    )  # values the model does not protect: null, left out
+    linked = probabilities.select(
+        pl.col("caseid").cast(pl.Int64), vid.alias("vid"), pl.col("p").cast(pl.Float64)
+    ).filter(pl.col("vid").is_not_null())
     link_case = linked.get_column("caseid").to_numpy()
     at = np.minimum(np.searchsorted(caseid, link_case), max(n - 1, 0))
     keep = caseid[at] == link_case if n else np.zeros(link_case.shape[0], np.bool_)
-    links = pl.DataFrame(
-        {
-            "idx": at[keep],
-            "vid": linked.get_column("vid").to_numpy()[keep],
-            "p": linked.get_column("p").to_numpy()[keep],
-        }
-    ).sort("idx", "vid", maintain_order=True)
-    idx = links.get_column("idx").to_numpy()
-    val_ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(idx, minlength=n), out=val_ptr[1:])
-    kernel_cases = build_cases(
-        rows,
-        val_ptr,
-        links.get_column("vid").cast(pl.Int32).to_numpy(),
-        links.get_column("p").to_numpy(),
-        values.get_column("theta").to_numpy(),
+    val_ptr, val_id, val_p = csr_links(
+        at[keep], linked.get_column("vid").to_numpy()[keep], linked.get_column("p").to_numpy()[keep], n
     )
+    kernel_cases = build_cases(rows, val_ptr, val_id, val_p, values.get_column("theta").to_numpy())
     req_arr = np.array(
         [
             req.min_size,
