@@ -44,7 +44,7 @@ from faers_anon.algorithms._merge import Merging, merge_invalid
 from faers_anon.models.base import CONF_TOLERANCE, Requirements
 from hierarchies import Hierarchy
 
-__all__ = ["repair_partition"]
+__all__ = ["FAST_SUM_BOUND", "over_candidates", "repair_partition"]
 
 
 def _codes(tree: Hierarchy | None, names: pl.Series) -> NDArray[np.int64]:
@@ -128,7 +128,7 @@ class _Groups:
         """σ_s per group (rows in group order) over W, the values some group exceeds, and their θ_s.
 
         σ is summed in (group, value, caseid) order so that the totals, and the repair, are the same
-        on every run.
+        on every run; only for the values :func:`over_candidates` may find over (a superset of W).
         """
         req = self.req
         g = self.ids.shape[0]
@@ -137,10 +137,30 @@ class _Groups:
         thetas = pl.DataFrame(
             {"value": list(req.thetas), "theta": list(req.thetas.values())},
             schema={"value": pl.Utf8, "theta": pl.Float64},
-        )
+        ).with_row_index("vid")
         cap = "rows" if req.cap_unit == "rows" else "cases"
-        sums = (
+        vid = pl.col("value").replace_strict(
+            thetas.get_column("value"), thetas.get_column("vid"), default=None, return_dtype=pl.Int64
+        )
+        fast = (
             probabilities.lazy()
+            .select(pl.col("caseid"), vid.alias("vid"), pl.col("p").cast(pl.Float64))
+            .filter(pl.col("vid").is_not_null())
+            .join(per_case.lazy().select("caseid", pl.col("group_id").cast(pl.Int64)), on="caseid")
+            .collect()
+        )
+        group = fast.get_column("group_id").to_numpy()
+        vids = fast.get_column("vid").to_numpy()
+        limit = (
+            thetas.get_column("theta").to_numpy()[vids]
+            * groups.get_column(cap).to_numpy()[np.searchsorted(self.ids, group)]
+            + CONF_TOLERANCE
+        )
+        ids = over_candidates(group, vids, fast.get_column("p").to_numpy(), limit)
+        candidates = thetas.get_column("value").gather(ids)
+        sums = (  # the exact σ of the candidates' pairs, as every run sums them
+            probabilities.lazy()
+            .filter(pl.col("value").is_in(candidates.to_list()))
             .join(thetas.lazy(), on="value")
             .join(per_case.lazy().select("caseid", "group_id"), on="caseid")
             .sort("group_id", "value", "caseid")
@@ -187,6 +207,30 @@ class _Groups:
     @property
     def alive(self) -> NDArray[np.bool_]:
         return np.asarray(self.into < 0)
+
+
+FAST_SUM_BOUND = 4.0 * float(np.finfo(np.float64).eps)
+"""Per term and per unit of Σ |p|: two orders of summing m terms differ by less than
+2 (m − 1) ε Σ |p| (recursive summation; Higham 2002, §4.2), so 4 m ε Σ |p| bounds the difference."""
+
+
+def over_candidates(group: NDArray[np.int64], value: NDArray[np.int64], p: NDArray[np.float64],
+                    limit: NDArray[np.float64]) -> NDArray[np.int64]:  # fmt: skip
+    """The value ids some group may exceed, sorted: per row its group, value id (both ≥ 0), p and the
+    pair's bound θ · cap + CONF_TOLERANCE; σ of a (group, value) pair is summed in any order (numpy,
+    by a sort on the pair), and a pair is kept when σ > bound − FAST_SUM_BOUND · m · σ (m its rows):
+    every pair over the bound in the exact (group, value, caseid) order is kept.
+    """
+    if value.shape[0] == 0:
+        return np.zeros(0, np.int64)
+    key = group * (int(value.max()) + 1) + value
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    sigma = np.add.reduceat(p[order], starts)
+    terms = np.diff(np.r_[starts, key.shape[0]])
+    near = sigma > limit[order][starts] - FAST_SUM_BOUND * terms * sigma
+    return np.unique(value[order][starts][near])
 
 
 def _tables(tree: Hierarchy | None) -> tuple[NDArray[np.int64], NDArray[np.float64]]:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from faers_anon.algorithms import QidHierarchies, greedy_cluster
 from faers_anon.algorithms._merge import Merging, merge_invalid
-from faers_anon.algorithms.repair import repair_partition
+from faers_anon.algorithms.repair import over_candidates, repair_partition
 from faers_anon.models import make_model
 from faers_anon.models.base import Requirements
 from hierarchies import mesh_age_tree, sex_tree
@@ -230,3 +230,19 @@ def test_merge_loop_follows_the_documented_rule(
         0.0, 3, False, False, into,
     )  # fmt: skip
     assert into.tolist() == expected
+
+
+def test_over_candidates_keep_every_pair_the_exact_order_finds_over() -> None:
+    """Group 0 holds value 2 three times: in caseid order 0.1 + 0.2 + 0.3 = 0.6000000000000001 > 0.6,
+    over its bound; summed as the rows come (0.2 + 0.3 + 0.1 = 0.6) it is not, but within 4 · 3 · ε ·
+    0.6 of it, so it stays a candidate. Value 5 (σ 0.3 in group 1, bound 0.4) and value 7 (σ 1.0, bound
+    1.5) are not candidates; value 9 (σ 0.9 > 0.8 in group 1) is."""
+    assert 0.1 + 0.2 + 0.3 > 0.6 and 0.2 + 0.3 + 0.1 == 0.6
+    ids = over_candidates(
+        np.array([0, 1, 0, 1, 0, 1, 1, 1], np.int64),
+        np.array([2, 5, 2, 7, 2, 9, 9, 9], np.int64),
+        np.array([0.2, 0.3, 0.3, 1.0, 0.1, 0.4, 0.4, 0.1]),
+        np.array([0.6, 0.4, 0.6, 1.5, 0.6, 0.8, 0.8, 0.8]),
+    )
+    assert ids.tolist() == [2, 9]
+    assert over_candidates(*(np.zeros(0, t) for t in (np.int64, np.int64, float, float))).shape == (0,)
