@@ -38,7 +38,6 @@ are ``as_dict()["ebgm_prior"]``.
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +50,8 @@ from signals.measures import CRITERIA, CRITERION_RULES
 from signals.panels import panel_by_criterion, panel_comparison
 from signals.sides import RawSide, checked, comparison_panel, raw_side
 from signals.strata import OVERALL
+from signals.summary import correlation as prr_correlation
+from signals.summary import finite, pooled, spearman, worst_stratum
 from signals.table import SignalConfig, SignalTable, readings_of, signal_table, strata_of
 
 __all__ = ["PANEL_CONDITIONS", "CompareConfig", "Comparison", "compare"]
@@ -216,7 +217,7 @@ def compare(
     criteria = {k: c for k, c in raw_table.criteria.items() if k in release_table.criteria}
     pairs = _pairs(raw_table.frame, release_table.frame, combos, criteria)
     survival = _survival(pairs, combos, criteria)
-    correlation = _correlation(pairs, combos)
+    correlation = prr_correlation(pairs, combos)
     new_signals = _new_signals(pairs, criteria)
     panel = panel_comparison(
         raw_prepared,
@@ -287,30 +288,6 @@ def _survival(pairs: pl.DataFrame, combos: pl.DataFrame, criteria: dict[str, str
     )
 
 
-def _spearman(frame: pl.DataFrame | pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
-    rho = pl.corr("prr_raw", "prr_release", method="spearman")
-    return (
-        frame.lazy()
-        .filter(pl.col("prr_raw").is_not_null() & pl.col("prr_release").is_not_null())
-        .group_by(by)
-        .agg(n_common=pl.len(), _rho=rho)
-        .with_columns(
-            prr_spearman=pl.when((pl.col("n_common") >= 3) & pl.col("_rho").is_finite()).then("_rho")
-        )
-        .drop("_rho")
-    )
-
-
-def _correlation(pairs: pl.DataFrame, combos: pl.DataFrame) -> pl.DataFrame:
-    found = _spearman(pairs, ["stratum", "reading"]).collect()
-    return (
-        combos.join(found, on=["stratum", "reading"], how="left")
-        .with_columns(pl.col("n_common").fill_null(0).cast(pl.Int64))
-        .sort("order")
-        .select("stratum", "reading", "n_common", "prr_spearman")
-    )
-
-
 def _new_signals(pairs: pl.DataFrame, criteria: dict[str, str]) -> pl.DataFrame:
     parts = [
         pairs.filter(pl.col(f"{column}_release") & ~pl.col(f"{column}_raw")).select(
@@ -319,38 +296,6 @@ def _new_signals(pairs: pl.DataFrame, criteria: dict[str, str]) -> pl.DataFrame:
         for name, column in criteria.items()
     ]
     return pl.concat(parts)
-
-
-def _pooled(survival: pl.DataFrame) -> dict[str, dict[str, Any]]:
-    sums = survival.group_by("criterion").agg(pl.col("n_raw", "n_survived", "n_release", "n_new").sum())
-    out: dict[str, dict[str, Any]] = {}
-    for row in sums.sort("criterion").iter_rows(named=True):
-        n_raw = int(row["n_raw"])
-        out[row["criterion"]] = {
-            "n_raw": n_raw,
-            "n_survived": int(row["n_survived"]),
-            "share_survived": row["n_survived"] / n_raw if n_raw else None,
-            "n_release": int(row["n_release"]),
-            "n_new": int(row["n_new"]),
-        }
-    return out
-
-
-def _worst(strata: pl.DataFrame) -> dict[str, dict[str, dict[str, Any]]]:
-    """Per criterion and reading, the stratum with raw signals whose survival share is lowest (more
-    raw signals, then the label, break ties): ``as_dict()["worst_stratum"][criterion][reading]``."""
-    ranked = strata.filter(pl.col("n_raw") > 0).sort(
-        "share_survived", "n_raw", "stratum", descending=[False, True, False], maintain_order=True
-    )
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for r in ranked.group_by("criterion", "reading", maintain_order=True).first().iter_rows(named=True):
-        keep = ("stratum", "n_raw", "n_survived", "share_survived", "n_new")
-        out.setdefault(r["criterion"], {})[r["reading"]] = {k: r[k] for k in keep}
-    return out
-
-
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
 
 
 def _overview(
@@ -364,10 +309,10 @@ def _overview(
     is_all = pl.col("stratum") == OVERALL.label
     strata = survival.filter(~is_all)
     readings = strata.get_column("reading").unique(maintain_order=True).to_list()
-    pooled_rho = _spearman(pairs.filter(~is_all), ["reading"]).collect()
-    overall_rho = _spearman(pairs.filter(is_all), ["reading"]).collect()
-    rho = {"overall": _finite(overall_rho.item(0, "prr_spearman")) if overall_rho.height else None}
-    found = {r["reading"]: _finite(r["prr_spearman"]) for r in pooled_rho.iter_rows(named=True)}
+    pooled_rho = spearman(pairs.filter(~is_all), ["reading"]).collect()
+    overall_rho = spearman(pairs.filter(is_all), ["reading"]).collect()
+    rho = {"overall": finite(overall_rho.item(0, "prr_spearman")) if overall_rho.height else None}
+    found = {r["reading"]: finite(r["prr_spearman"]) for r in pooled_rho.iter_rows(named=True)}
     rho.update({r: found[r] for r in readings if r in found})  # in reading order: the group-by's varied
     flagged = panel.filter(pl.col("signal_raw"))
     return {
@@ -389,9 +334,9 @@ def _overview(
         },
         "cases": {"raw": raw.n_cases, "release": release.n_cases},
         "rows": {"raw": raw.frame.height, "release": release.frame.height},
-        "overall": _pooled(survival.filter(is_all)),
-        "strata": {r: _pooled(strata.filter(pl.col("reading") == r)) for r in readings},
-        "worst_stratum": _worst(strata),
+        "overall": pooled(survival.filter(is_all)),
+        "strata": {r: pooled(strata.filter(pl.col("reading") == r)) for r in readings},
+        "worst_stratum": worst_stratum(strata),
         "prr_spearman": rho,
         "panel": {
             "rules": int(panel.select(pl.struct("panel", "drug", "event", "condition").n_unique()).item()),

@@ -41,7 +41,6 @@ DR = dangerous groups / groups, a group being dangerous when some s has conf > �
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -51,12 +50,13 @@ import polars as pl
 
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import default_public_key
-from faers_anon.verify.classes import release_class_rules, released_drug_names
+from faers_anon.verify.classes import release_class_rules
+from faers_anon.verify.conf import confidences, release_table
 from faers_anon.verify.integrity import integrity_violations, read_manifest_json
 from faers_anon.verify.items import release_item_rules
-from faers_anon.verify.methods import check_for_release, release_violations, with_possible_items
+from faers_anon.verify.methods import check_for_release, release_violations
 from faers_anon.verify.outcomes import outcome_rules
-from faers_anon.verify.stated import canonical_column, checked_inputs, policy_violations
+from faers_anon.verify.stated import checked_inputs, policy_violations
 
 __all__ = ["VerifyConfig", "Verdict", "verify_release", "STANDARD_QIDS"]
 
@@ -216,7 +216,8 @@ def verify_release(
     qid_cols = [*STANDARD_QIDS, *(c for c in _expand_qids(extra) if c not in STANDARD_QIDS)]
     check = check_for_release(params)
 
-    demo = _table(release, "demo", ["caseid", "primaryid", *qid_cols]).collect()
+    read = partial(release_table, release)
+    demo = read("demo", ["caseid", "primaryid", *qid_cols]).collect()
     groups = demo.select(qid_cols).unique().sort(qid_cols, nulls_last=True).with_row_index("group")
     groups = groups.with_columns(pl.col("group").cast(pl.Int64), _label(qid_cols))
     reports = demo.join(groups, on=qid_cols, how="left", nulls_equal=True)
@@ -227,21 +228,21 @@ def verify_release(
         release, params, k=config.k, thresholds=config.thresholds, knowledge=config.knowledge
     )
     found = release_violations(
-        check, partial(_table, release), reports=reports, members=members, tables=sorted(tables), k=k_used,
+        check, read, reports=reports, members=members, tables=sorted(tables), k=k_used,
         thresholds=lambda: thetas, tolerance=config.tolerance, params=params, release=release,
     )  # fmt: skip
     found += [stated, policy_violations(release, manifest, config.policy)]
     roles = "roles" in (manifest.get("policy") or {})  # issue 18: DEMO fields, classes, OUTC codes
     found += release_class_rules(
-        release, partial(_table, release), members, k=k_used, tables=sorted(tables),
+        release, read, members, k=k_used, tables=sorted(tables),
         tolerance=config.tolerance, case_groups=check.case_split, theta=check.theta, policy_roles=roles,
     )  # fmt: skip
-    found += outcome_rules(release, partial(_table, release), members, k=k_used, manifest=manifest,
+    found += outcome_rules(release, read, members, k=k_used, manifest=manifest,
                            case_groups=check.case_split)  # fmt: skip
     if check.case_split:
         found.append(_splits(members))
-        found += release_item_rules(release, partial(_table, release), members, k=k_used, params=params)
-    conf, unlisted = _conf(release, members, sizes, tables, thetas, know)
+        found += release_item_rules(release, read, members, k=k_used, params=params)
+    conf, unlisted = confidences(release, members, sizes, tables, thetas, know)
     found.append(unlisted)
     dangerous = conf.filter(pl.col("conf") > pl.col("theta") + config.tolerance)
     if check.theta:
@@ -308,94 +309,6 @@ def _expand_qids(names: Sequence[str]) -> list[str]:
 def _label(qid_cols: Sequence[str]) -> pl.Expr:
     parts = [pl.format(f"{c}={{}}", pl.col(c).cast(pl.String).fill_null("null")) for c in qid_cols]
     return pl.concat_str(parts, separator=", ").alias("qid")
-
-
-@with_possible_items  # DRUG and REAC of a disassociation release: its possible items (_verify_disassociation)
-def _table(
-    release: Path, table: str, columns: Sequence[str], optional: Sequence[str] = ()
-) -> pl.LazyFrame:
-    """One release table (parquet, else the ascii files of every quarter), ``caseid`` as text.
-
-    ``columns`` must be there (InputError naming the field); ``optional`` ones are read when present.
-    """
-    parquet = release / "parquet" / f"{table}.parquet"
-    pattern = re.compile(rf"^{table}\d\dq[1-4]\.txt$", re.IGNORECASE)
-    texts = sorted(p for p in (release / "ascii").glob("*") if pattern.match(p.name)) if (
-        release / "ascii"
-    ).is_dir() else []  # fmt: skip
-    if parquet.is_file():
-        frame, where = pl.scan_parquet(parquet), parquet
-    elif texts:
-        scans = [pl.scan_csv(p, separator="$", quote_char=None, infer_schema=False) for p in texts]
-        frame, where = pl.concat(scans, how="diagonal"), texts[0]
-    else:
-        raise InputError(
-            f"missing table {table} (neither parquet/{table}.parquet nor ascii files)", path=release
-        )
-    present = frame.collect_schema().names()
-    for name in columns:
-        if name not in present:
-            raise InputError("missing column", path=where, field=name)
-    chosen = [*columns, *(name for name in optional if name in present and name not in columns)]
-    return frame.select(chosen).with_columns(pl.col("caseid").cast(pl.String))
-
-
-def _conf(
-    release: Path,
-    members: pl.DataFrame,
-    sizes: pl.DataFrame,
-    tables: frozenset[str],
-    thetas: pl.DataFrame,
-    knowledge: pl.DataFrame,
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """conf(q → s, E) and θ_s for every group q and listed s some case reaches; rule ``unlisted``.
-
-    ``knowledge`` is E as (drug_key, value, weight), canonical; ``thetas`` (value, theta).
-    """
-    # integer codes for the group-bys, fixed once (a lazy unique may number them anew at each use)
-    vocab = thetas.select("value").unique(maintain_order=True).with_row_index("vid").lazy()
-    ids = members.select("caseid").unique(maintain_order=True).with_row_index("cid").lazy()
-    parts = [pl.DataFrame(schema={"cid": pl.UInt32, "vid": pl.UInt32, "p": pl.Float64}).lazy()]
-    unlisted_parts = [pl.DataFrame(schema={"value": pl.String}).lazy()]
-    own = {"indi": "indi_pt", "reac": "pt"}
-    for table in sorted(tables):
-        rows = _table(release, table, ["caseid", own[table]])
-        terms = canonical_column(rows.select(pl.col(own[table]).unique()), own[table], "value")
-        terms = terms.join(vocab, on="value", how="left")  # per distinct term, not per row
-        unlisted_parts.append(terms.filter(pl.col("vid").is_null()).select("value"))
-        found = rows.join(ids, on="caseid").join(terms.drop_nulls("vid"), on=own[table])
-        parts.append(found.select("cid", "vid", pl.lit(1.0).alias("p")))
-    if knowledge.height:
-        names = released_drug_names(partial(_table, release)).rename({"drug_key": "_name"}).unique()
-        reach = (
-            canonical_column(names.select(pl.col("_name").unique()), "_name", "drug_key")
-            .join(knowledge.lazy(), on="drug_key")
-            .join(vocab, on="value", how="left")
-        )
-        unlisted_parts.append(reach.filter(pl.col("vid").is_null()).select("value"))
-        found = names.join(ids, on="caseid").join(reach.drop_nulls("vid"), on="_name")
-        parts.append(found.select("cid", "vid", pl.col("weight").alias("p")))
-    conf_plan = (
-        members.lazy()
-        .join(ids, on="caseid")
-        .join(pl.concat(parts).group_by("cid", "vid").agg(pl.col("p").max()), on="cid")
-        .group_by("group", "vid")
-        .agg(pl.col("p").sum().alias("sigma"))
-        .join(vocab, on="vid")
-        .join(sizes.lazy(), on="group")
-        .join(thetas.lazy(), on="value")
-        .with_columns((pl.col("sigma") / pl.col("cases")).alias("conf"))
-        .drop("vid")
-    )
-    missing_plan = pl.concat(unlisted_parts).drop_nulls().unique().sort("value")
-    conf, missing = pl.collect_all([conf_plan, missing_plan])
-    unlisted = missing.select(
-        pl.lit(None, pl.Int64).alias("group"),
-        pl.lit("unlisted").alias("rule"),
-        pl.format("value {} of a sensitive attribute is not in the thresholds: its decision is not stated",
-                  "value").alias("detail"),
-    )  # fmt: skip
-    return conf, unlisted
 
 
 def _splits(members: pl.DataFrame) -> pl.DataFrame:
