@@ -47,6 +47,7 @@ __all__ = [
     "field_codes",
     "generalize_fields",
     "level_keys",
+    "outcome_texts",
     "value_levels",
     "released_outcome_rows",
     "with_outcome_sets",
@@ -71,11 +72,36 @@ def with_outcome_sets(demo: pl.DataFrame, outc: pl.DataFrame) -> pl.DataFrame:
     demo = demo.drop(OUTCOME_FIELD, strict=False)
     if outc.height == 0 or "outc_cod" not in outc.columns:
         return demo.with_columns(pl.lit(None, pl.String).alias(OUTCOME_FIELD))
-    rank = {code: i for i, code in enumerate(OUTCOME_SEVERITY)}
     code = pl.col("outc_cod").cast(pl.String).str.strip_chars().str.to_uppercase()
-    sets = (
-        outc.select(pl.col("caseid"), code.alias("code"))
-        .filter(pl.col("code").str.len_chars() > 0)
+    sets = outcome_texts(outc.select(pl.col("caseid"), code.alias("code")).filter(pl.col("code") != ""))
+    return demo.join(sets, on="caseid", how="left", maintain_order="left").with_columns(
+        pl.col(OUTCOME_FIELD).fill_null(_NONE)
+    )
+
+
+def outcome_texts(codes: pl.DataFrame) -> pl.DataFrame:
+    """``caseid``, ``outcome``: each case's distinct ``code`` values in :func:`with_outcome_sets` order.
+
+    A case whose codes are all in :data:`OUTCOME_SEVERITY` gets the text of its bit set
+    m(c) = OR over its codes of 2^rank(code) (rank 0 the most severe), texts of the 2^7 sets made once,
+    so its rows are OR-ed in a group_by and never sorted; a case with any other code has its distinct
+    codes sorted by (rank, code), an unknown code ranking last. The rows come in no set order.
+    """
+    bits = {c: 1 << i for i, c in enumerate(OUTCOME_SEVERITY)}
+    flagged = codes.with_columns(
+        pl.col("code").replace_strict(bits, default=0, return_dtype=pl.Int64).alias("b")
+    )
+    odd = flagged.filter(pl.col("b") == 0).select("caseid").unique()
+    masks = (
+        flagged.join(odd, on="caseid", how="anti").group_by("caseid").agg(pl.col("b").bitwise_or().alias("m"))
+    )
+    texts = {m: ",".join(c for c in OUTCOME_SEVERITY if m & bits[c]) for m in range(1, 1 << len(bits))}
+    known = masks.select(
+        "caseid", pl.col("m").replace_strict(texts, return_dtype=pl.String).alias(OUTCOME_FIELD)
+    )
+    rank = {code: i for i, code in enumerate(OUTCOME_SEVERITY)}
+    others = (
+        codes.join(odd, on="caseid", how="semi")
         .unique()
         .with_columns(
             pl.col("code").replace_strict(rank, default=len(rank), return_dtype=pl.Int64).alias("r")
@@ -84,9 +110,7 @@ def with_outcome_sets(demo: pl.DataFrame, outc: pl.DataFrame) -> pl.DataFrame:
         .group_by("caseid", maintain_order=True)
         .agg(pl.col("code").str.join(",").alias(OUTCOME_FIELD))
     )
-    return demo.join(sets, on="caseid", how="left", maintain_order="left").with_columns(
-        pl.col(OUTCOME_FIELD).fill_null(_NONE)
-    )
+    return pl.concat([known, others])
 
 
 def released_outcome_rows(outc: pl.DataFrame, demo: pl.DataFrame, partition: pl.DataFrame) -> pl.DataFrame:

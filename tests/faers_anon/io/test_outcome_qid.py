@@ -11,6 +11,7 @@ from faers_anon.io.qid_fields import (
     certain_codes,
     field_codes,
     generalize_fields,
+    outcome_texts,
     released_outcome_rows,
     with_outcome_sets,
 )
@@ -95,3 +96,18 @@ def test_certain_codes_of_each_level() -> None:
     texts = pl.Series(["DE,HO", "most severe LT", "serious", "non-serious", "none", "*", None])
     got = texts.to_frame("t").select(certain_codes(pl.col("t"))).to_series().to_list()
     assert got == [["DE", "HO"], ["LT"], [], [], [], [], []]
+
+
+def test_outcome_texts_by_bit_set_and_by_sort() -> None:
+    """Case 1: OT, DE, OT, HO -> bits 2^6 | 2^0 | 2^2 = 69 -> "DE,HO,OT"; case 2: CA alone -> 2^4 -> "CA";
+    case 3 has the unknown ZZ and an AB: sorted by (rank, code), DS (rank 3) first, then AB, ZZ (rank 7,
+    alphabetically), duplicates once."""
+    codes = pl.DataFrame(
+        {
+            "caseid": [1, 1, 1, 1, 2, 3, 3, 3, 3],
+            "code": ["OT", "DE", "OT", "HO", "CA", "ZZ", "DS", "AB", "ZZ"],
+        }
+    )
+    got = dict(outcome_texts(codes).iter_rows())
+    assert got == {1: "DE,HO,OT", 2: "CA", 3: "DS,AB,ZZ"}
+    assert outcome_texts(codes.head(0)).height == 0

@@ -11,7 +11,13 @@ import pytest
 
 from faers_anon.errors import InputError
 from faers_anon.keys import AgencyKey
-from faers_anon.release.pseudonyms import SLOTS, case_pseudonyms, hmac_words, pseudonymize_ids
+from faers_anon.release.pseudonyms import (
+    SLOTS,
+    case_pseudonyms,
+    distinct_id_pairs,
+    hmac_words,
+    pseudonymize_ids,
+)
 
 KEY = AgencyKey.from_secret(bytes(range(32))).pseudonym_key
 OTHER = AgencyKey.from_secret(bytes(range(1, 33))).pseudonym_key
@@ -134,3 +140,27 @@ def test_hmac_words_are_the_leading_bytes_of_the_rfc_2104_hmac() -> None:
         ]
         assert [int(w) for w in words] == expected
     assert hmac_words(KEY, b"case:", []).shape == (0,)
+
+
+def _pairs(rows: list[tuple[int | None, int | None]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema={"primaryid": pl.Int64, "caseid": pl.Int64}, orient="row")
+
+
+def _rows(frame: pl.DataFrame) -> list[tuple[int | None, int | None]]:
+    return sorted(frame.rows(), key=lambda r: (r[0] is None, r[0] or 0, r[1] or 0))
+
+
+def test_distinct_id_pairs_packed_and_as_they_are() -> None:
+    """Packed: max caseid 2 has 2 bits, keys 10*4+1 = 41, 11*4+1 = 45, 20*4+2 = 82, three distinct
+    pairs unpacked by // 4 and % 4. As they are: a primaryid of 2^61 leaves no room beside 2 bits of
+    caseid (2^61 >= 2^(63-2)), a negative id, a null id (two null pairs of case 5 are one pair)."""
+    got = distinct_id_pairs([_pairs([(10, 1), (10, 1), (11, 1)]), _pairs([(11, 1), (20, 2)])])
+    assert _rows(got) == [(10, 1), (11, 1), (20, 2)]
+    assert got.schema == pl.Schema({"primaryid": pl.Int64, "caseid": pl.Int64})
+    assert _rows(distinct_id_pairs([_pairs([(7, 0), (7, 0), (8, 0)])])) == [(7, 0), (8, 0)]
+    wide = distinct_id_pairs([_pairs([(2**61, 3), (2**61, 3), (2**61, 2)])])
+    assert _rows(wide) == [(2**61, 2), (2**61, 3)]
+    assert _rows(distinct_id_pairs([_pairs([(-1, 5), (-1, 5), (3, 5)])])) == [(-1, 5), (3, 5)]
+    nulls = distinct_id_pairs([_pairs([(None, 5), (None, 5), (None, 6), (4, 5)])])
+    assert _rows(nulls) == [(4, 5), (None, 5), (None, 6)]
+    assert distinct_id_pairs([_pairs([])]).height == 0
