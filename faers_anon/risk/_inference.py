@@ -14,6 +14,10 @@ uniform θ (manifest ``parameters.theta``); OUTC codes take their θ from the re
 ``outcomes.csv`` when it ships one, else the release's θ. The class file defaults to the release's
 own ``classes.csv`` (the classes it was bounded on), else the bundled level-wise classes. A (group,
 value) pair is *above θ* when conf > θ + 1e-9.
+
+The sums of values and classes are one pass of :func:`._sums.group_key_sums` (each value counts for
+itself and for its classes), each σ summed in case-id order within its group: a fixed order (the
+former max and sum group-bys summed in hash order, which changed with the thread count).
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from faers_anon.errors import InputError
+from faers_anon.risk._sums import group_key_sums
 from faers_anon.risk._view import CaseData, terms
 from knowledge.values import value_key_expr
 
@@ -73,6 +79,13 @@ def coded_probabilities(release: Path, data: CaseData) -> tuple[pl.DataFrame, pl
     Values are numbered once (an Enum of the distinct texts) so that the (case, value) and (group,
     value) group-bys run on integers; texts come back only for the answer.
     """
+    rows, values = _probability_rows(release, data)
+    return _max_per_case_value(rows, values.height), values
+
+
+def _probability_rows(release: Path, data: CaseData) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``caseid``, ``v``, ``p`` before the per-case maximum (a case may hold a value through several
+    drugs, or as its own term and through a drug); and the codes ``v``, ``value``."""
     own = pl.concat([data.reactions, terms(release, "indi", ("indi_pt",))])
     knowledge = _csv(release / "knowledge.csv", ("drug_key", "disease", "weight"))
     e = pl.DataFrame(schema={"term": pl.String, "value": pl.String, "p": pl.Float64})
@@ -89,7 +102,7 @@ def coded_probabilities(release: Path, data: CaseData) -> tuple[pl.DataFrame, pl
     if e.height:
         coded = e.select("term", pl.col("value").cast(code).to_physical().alias("v"), "p")
         parts.append(data.drugs.join(coded, on="term").select("caseid", "v", "p"))
-    return _max_per_case_value(pl.concat(parts), len(names)), values.select("v", "value")
+    return pl.concat(parts), values.select("v", "value")
 
 
 def _max_per_case_value(rows: pl.DataFrame, width: int) -> pl.DataFrame:
@@ -170,6 +183,51 @@ def _conf(members: pl.DataFrame, p: pl.DataFrame, key: str) -> pl.DataFrame:
     return sums.join(sizes, on="group").with_columns((pl.col("sigma") / pl.col("cases")).alias("conf"))
 
 
+def _group_conf(
+    members: pl.DataFrame, rows: pl.DataFrame, keys: tuple[np.ndarray, np.ndarray]
+) -> pl.DataFrame:
+    """``group``, ``key``, ``sigma``, ``cases``, ``conf``: sigma(g, key) = Σ_{c ∈ g} max of the case's
+    p over the rows whose value counts for the key (:func:`._sums.group_key_sums`, the CSR map
+    ``keys``), conf = sigma / |g|."""
+    sizes = members.group_by("group").agg(pl.len().alias("cases"))
+    group, key, sigma = group_key_sums(
+        (members.get_column("caseid").to_numpy(), members.get_column("group").to_numpy()),
+        (
+            rows.get_column("caseid").to_numpy(),
+            rows.get_column("v").to_numpy(),
+            rows.get_column("p").to_numpy(),
+        ),
+        keys,
+    )
+    sums = pl.DataFrame(
+        [
+            pl.Series("group", group).cast(members.schema["group"]),
+            pl.Series("key", key, pl.Int64),
+            pl.Series("sigma", sigma, pl.Float64),
+        ]
+    )
+    return sums.join(sizes, on="group").with_columns((pl.col("sigma") / pl.col("cases")).alias("conf"))
+
+
+def _key_map(
+    width: int, members_of: pl.DataFrame | None, names: pl.DataFrame
+) -> tuple[np.ndarray, np.ndarray, pl.Series]:
+    """The CSR map of :func:`._sums.group_key_sums`: value code v counts for key v (the value itself)
+    and for key ``width`` + i of each class i it belongs to; and the ``class`` names by i."""
+    in_class = pl.DataFrame(schema={"v": pl.Int64, "class": pl.String})
+    if members_of is not None:
+        in_class = names.join(members_of, on="value").select(pl.col("v").cast(pl.Int64), "class").unique()
+    classes = in_class.get_column("class").unique().sort()
+    numbered = in_class.join(classes.to_frame().with_row_index("i"), on="class").select(
+        "v", (pl.col("i").cast(pl.Int64) + width).alias("key")
+    )
+    own = pl.DataFrame({"v": np.arange(width, dtype=np.int64), "key": np.arange(width, dtype=np.int64)})
+    pairs = pl.concat([own, numbered]).sort("v", "key")
+    counts = np.bincount(pairs.get_column("v").to_numpy(), minlength=width)
+    starts = np.concatenate([[0], np.cumsum(counts[:width])]).astype(np.int64)
+    return starts, pairs.get_column("key").to_numpy().astype(np.int64), classes
+
+
 def inference(
     release: Path,
     data: CaseData,
@@ -182,7 +240,7 @@ def inference(
     view = data.view
     groups = view.select(qids).unique().with_row_index("group")
     members = view.join(groups, on=qids, nulls_equal=True).select("caseid", "group")
-    p, names = coded_probabilities(release, data)
+    rows, names = _probability_rows(release, data)
     thresholds = _csv(release / "thresholds.csv", ("value", "theta"))
     thetas = (
         thresholds.select(value_key_expr(pl.col("value")).alias("value"), pl.col("theta").cast(pl.Float64))
@@ -192,8 +250,13 @@ def inference(
         else pl.DataFrame(schema={"value": pl.String, "theta": pl.Float64})
     )
     coded = names.join(thetas, on="value").select("v", "theta")
+    starts, key_of, class_names = _key_map(names.height, None if classes is None else classes[0], names)
+    conf = _group_conf(members, rows, (starts, key_of))
     values = (
-        _conf(members, p, "v").join(coded, on="v", how="left").with_columns(pl.col("theta").fill_null(1.0))
+        conf.filter(pl.col("key") < names.height)
+        .with_columns(pl.col("key").cast(names.schema["v"]).alias("v"))
+        .join(coded, on="v", how="left")
+        .with_columns(pl.col("theta").fill_null(1.0))
     )
     protected = values.join(coded.filter(pl.col("theta") < 1.0), on="v", how="semi")
     result: dict[str, Any] = {
@@ -202,11 +265,11 @@ def inference(
         "protected_values": _summary(protected, "value", names),
     }
     if classes is not None:
-        members_of, class_theta = classes
-        in_class = names.join(members_of, on="value").select("v", "class")
-        p_class = p.join(in_class, on="v").group_by("caseid", "class").agg(pl.col("p").max())
-        conf = _conf(members, p_class, "class").with_columns(
-            pl.col("class").replace_strict(class_theta, default=theta, return_dtype=pl.Float64).alias("theta")
+        numbered = class_names.to_frame().with_row_index("key")
+        conf = conf.join(
+            numbered.with_columns(pl.col("key").cast(pl.Int64) + names.height), on="key"
+        ).with_columns(
+            pl.col("class").replace_strict(classes[1], default=theta, return_dtype=pl.Float64).alias("theta")
         )
         # a class whose θ is 1 (e.g. "non-sensitive") bounds nothing: left out
         result["classes"] = _summary(conf.filter(pl.col("theta") < 1.0), "class")
