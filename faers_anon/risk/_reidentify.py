@@ -30,6 +30,7 @@ from faers_anon.risk._classes import class_sizes, item_pairs, set_ids
 from faers_anon.risk._clock import Clock
 from faers_anon.risk._codes import Codes, encode_fields, key_expr
 from faers_anon.risk._population import Population
+from faers_anon.risk._unique import unique_inverse
 from faers_anon.risk._units import unit_minima
 from faers_anon.risk._view import QIDS, CaseData, encode_items
 
@@ -207,7 +208,7 @@ def _unit_sizes(
     """``caseid``, ``size``: min over the case's units (items or pairs) of the raw cases covering it.
 
     A (tuple, unit) is packed into one UInt64 ``_qu`` = tuple · width + unit; each distinct one is
-    counted once (``numpy.unique`` gives them and, per unit row, which one it is).
+    counted once (:func:`._unique.unique_inverse` gives them and, per unit row, which one it is).
     """
     cases, tuples, exact = built
     case_ids, tuple_of = cases.get_column("caseid").to_numpy(), cases.get_column("_qt").to_numpy()
@@ -218,7 +219,7 @@ def _unit_sizes(
     at = np.minimum(np.searchsorted(case_ids, unit_case), max(len(case_ids) - 1, 0))
     known = case_ids[at] == unit_case if len(case_ids) else np.zeros(len(unit_case), bool)
     packed = tuple_of[at[known]].astype(np.uint64) * np.uint64(width) + unit[known].astype(np.uint64)
-    distinct, which = np.unique(packed, return_inverse=True)
+    distinct, which, _ = unique_inverse(packed)
     wanted = pl.DataFrame(
         [
             pl.Series("_qt", distinct // np.uint64(width), pl.UInt32),

@@ -7,8 +7,8 @@ min_{u ∈ U(c)} n(kt(c), u) (k^m-anonymity's reading, :mod:`._classes`). A case
 none (0 here; the caller falls back to fewer items, then to K alone).
 
 Computation: (kt, u) packed into one UInt64 (kt · unit width + u; two key columns when that could
-overflow), n by one window count, the minimum per case over its run of rows (the item lists are
-sorted by case; a group-by on the case's row otherwise). Shared by the
+overflow), n by one value sort (:func:`._unique.unique_inverse`), the minimum per case over its run
+of rows (the item lists are sorted by case; a group-by on the case's row otherwise). Shared by the
 1- and 2-item knowledge sets of the same K (the 1-item sizes are the 2-item sets' fallback).
 """
 
@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+
+from faers_anon.risk._unique import unique_inverse
 
 __all__ = ["unit_minima"]
 
@@ -37,12 +39,11 @@ def unit_minima(
     row, unit = at[known], unit[known]
     tuple_of = kt[row].astype(np.uint64)
     if (int(kt.max(initial=0)) + 1) * max(width, 1) < 1 << 63:
-        keys = pl.DataFrame([pl.Series("key", tuple_of * np.uint64(max(width, 1)) + unit.astype(np.uint64))])
-        over = ["key"]
+        _, which, counts = unique_inverse(tuple_of * np.uint64(max(width, 1)) + unit.astype(np.uint64))
+        n = counts[which]
     else:  # pragma: no cover - tuple ids and units too large to pack
         keys = pl.DataFrame([pl.Series("kt", tuple_of), pl.Series("unit", unit.astype(np.uint64))])
-        over = ["kt", "unit"]
-    n = keys.select(pl.len().over(over)).to_series().to_numpy()
+        n = keys.select(pl.len().over(["kt", "unit"])).to_series().to_numpy()
     if bool(np.all(row[1:] >= row[:-1])):  # rows in case order (the lists are sorted): runs, no hashing
         firsts = np.flatnonzero(np.concatenate([[True], row[1:] != row[:-1]]))
         out[row[firsts]] = np.minimum.reduceat(n, firsts)

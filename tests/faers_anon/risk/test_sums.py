@@ -2,7 +2,8 @@
 
 * :func:`faers_anon.risk._sums.group_key_sums`: sigma(g, key) = Σ_{c ∈ g} max p over the case's rows
   counting for the key, summed in case-id order whatever the rows' order;
-* :func:`faers_anon.risk._inference._key_map`: value v → key v and key width + i of its classes.
+* :func:`faers_anon.risk._inference._key_map`: value v → key v and key width + i of its classes;
+* :func:`faers_anon.risk._unique.unique_inverse`: ``numpy.unique`` with inverse and counts by one sort.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 from faers_anon._numba_cache import mode
 from faers_anon.risk._inference import _key_map
 from faers_anon.risk._sums import group_key_sums
+from faers_anon.risk._unique import unique_inverse
 
 # cases 30, 40 in group 1, 10, 20 in group 0; values 0, 1, 2 count for keys 0, 1, 2; values 0 and 1
 # also for key 3 (their class). Case 99 is in no group: its row is ignored.
@@ -61,3 +63,18 @@ def test_key_map_by_hand() -> None:
     assert key_of.tolist() == [0, 3, 4, 1, 2, 3]
     starts, key_of, classes = _key_map(3, None, names)
     assert (starts.tolist(), key_of.tolist(), classes.to_list()) == ([0, 1, 2, 3], [0, 1, 2], [])
+
+
+def test_unique_inverse_by_hand() -> None:
+    # keys 5, 3, 5, 0, 3, 3: distinct 0, 3, 5; rows' indices 2, 1, 2, 0, 1, 1; counts 1, 3, 2
+    distinct, which, counts = unique_inverse(np.array([5, 3, 5, 0, 3, 3], np.uint64))
+    assert (distinct.tolist(), which.tolist(), counts.tolist()) == ([0, 3, 5], [2, 1, 2, 0, 1, 1], [1, 3, 2])
+    # a key of 64 bits leaves no room for the row number: numpy.unique's path, same answer
+    distinct, which, counts = unique_inverse(np.array([2**63 + 5, 1, 2**63 + 5], np.uint64))
+    assert (distinct.tolist(), which.tolist(), counts.tolist()) == ([1, 2**63 + 5], [1, 0, 1], [1, 2])
+    assert [len(a) for a in unique_inverse(np.zeros(0, np.uint64))] == [0, 0, 0]
+    keys = np.random.default_rng(1).integers(0, 50, 1_000).astype(np.uint64)
+    for got, want in zip(
+        unique_inverse(keys), np.unique(keys, return_inverse=True, return_counts=True), strict=True
+    ):
+        assert np.array_equal(got, want)
