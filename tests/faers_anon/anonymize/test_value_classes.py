@@ -16,6 +16,7 @@ import pytest
 from faers_anon.anonymize.value_classes import (
     read_classes,
     release_files,
+    sorted_by_case_value,
     with_class_thetas,
     with_classes_and_outcomes,
 )
@@ -154,3 +155,34 @@ def test_a_class_files_theta_applies_when_feasible(tmp_path: Path) -> None:
         ("ALOPECIA", 0.4, "protected"), ("class:cancer", 0.3, "protected"), ("class:hiv", 0.6, "raised"),
     ]  # fmt: skip
     assert out["reason"][2] == "class file theta 0.3 below the share P(C): not met"
+
+
+def _cv(rows: list[tuple[int | None, str | None]]) -> pl.DataFrame:
+    return pl.DataFrame(
+        [(c, v, float(i)) for i, (c, v) in enumerate(rows)],
+        schema={"caseid": pl.Int64, "value": pl.String, "p": pl.Float64},
+        orient="row",
+    )
+
+
+def test_sorted_by_case_value_merges_or_sorts() -> None:
+    """Merged: base in (caseid, value) order, every extra value after "B" ("class:x" > "B" bytewise);
+    sorted: a base out of order, an extra value ("A") before a base one ("B"), a null value; each the
+    rows of concat(base, extra) in (caseid, value) order, p carried along."""
+    base = _cv([(1, "A"), (1, "B"), (2, "A")])
+    extra = _cv([(2, "outc:HO"), (1, "class:x")])
+    got = sorted_by_case_value(base, extra)
+    assert got.rows() == [
+        (1, "A", 0.0),
+        (1, "B", 1.0),
+        (1, "class:x", 1.0),
+        (2, "A", 2.0),
+        (2, "outc:HO", 0.0),
+    ]
+    assert sorted_by_case_value(_cv([(2, "A"), (1, "B")]), extra.head(0)).rows() == [
+        (1, "B", 1.0),
+        (2, "A", 0.0),
+    ]
+    assert sorted_by_case_value(_cv([(1, "B")]), _cv([(1, "A")])).rows() == [(1, "A", 0.0), (1, "B", 0.0)]
+    assert sorted_by_case_value(_cv([(1, "B")]), _cv([(1, None)])).rows() == [(1, None, 0.0), (1, "B", 0.0)]
+    assert sorted_by_case_value(base.head(0), extra).rows() == [(1, "class:x", 1.0), (2, "outc:HO", 0.0)]
