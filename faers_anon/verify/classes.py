@@ -28,8 +28,10 @@ from faers_anon.verify.stated import canonical_column
 
 __all__ = [
     "class_violations",
+    "demo_classes",
     "demo_field_violations",
     "release_class_rules",
+    "released_demo",
     "released_drug_names",
     "split_groups_below_k",
 ]
@@ -60,12 +62,40 @@ def split_groups_below_k(sizes: pl.DataFrame, members: pl.DataFrame, k: int) -> 
     )
 
 
-def demo_field_violations(demo: pl.DataFrame, members: pl.DataFrame, k: int) -> pl.DataFrame:
-    """Rule ``demo_fields`` (module docstring); ``demo`` is every published DEMO column."""
+def demo_classes(demo: pl.DataFrame) -> pl.DataFrame:
+    """The released case view's classes over all its DEMO fields (rule ``demo_fields``, SPEC §11).
+
+    The view is each case's latest row of ``demo`` (highest ``primaryid``, compared as its type); one
+    row per distinct tuple of its fields: the fields, ``size`` (cases), ``caseid`` (the least) and
+    ``members`` (its caseids). Rule ``outcome_set`` (:mod:`faers_anon.verify.outcomes`) shares it.
+    """
     fields = [c for c in demo.columns if c not in _NOT_FIELDS]
     view = demo.sort("primaryid").unique("caseid", keep="last", maintain_order=True).select("caseid", *fields)
-    sizes = view.group_by(fields).agg(pl.len().alias("size"), pl.col("caseid").min().alias("caseid"))
-    small = split_groups_below_k(sizes, members, k)
+    return view.group_by(fields).agg(
+        pl.len().alias("size"), pl.col("caseid").min().alias("caseid"), pl.col("caseid").alias("members")
+    )
+
+
+def released_demo(release: Path, read: TableReader) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """Every published DEMO column (``caseid`` as text) and its :func:`demo_classes`, read once for the
+    rules ``demo_fields``, ``outcome_set`` and ``outcome_versions``; no classes when ``primaryid`` is not
+    Int64 (rule ``outcome_set`` orders versions by the id as Int64: each rule then groups on its own).
+    """
+    names = pl.scan_parquet(release / "parquet" / "demo.parquet").collect_schema().names()
+    demo = read("demo", names).collect()
+    return demo, demo_classes(demo) if demo.schema["primaryid"] == pl.Int64 else None
+
+
+def demo_field_violations(
+    demo: pl.DataFrame, members: pl.DataFrame, k: int, classes: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """Rule ``demo_fields`` (module docstring); ``demo`` is every published DEMO column.
+
+    ``classes``: :func:`demo_classes` of ``demo`` when already computed.
+    """
+    fields = [c for c in demo.columns if c not in _NOT_FIELDS]
+    sizes = demo_classes(demo) if classes is None else classes
+    small = split_groups_below_k(sizes.select("size", "caseid"), members, k)
     return (
         small.sort("group", "caseid")
         .select(
@@ -209,17 +239,18 @@ def release_class_rules(
     case_groups: bool,
     theta: bool,
     policy_roles: bool,
+    demo: Callable[[], tuple[pl.DataFrame, pl.DataFrame | None]] | None = None,
 ) -> list[pl.DataFrame]:
     """The rules this module adds, as the verifier calls them (one hook in ``faers_anon.verify.verifier``).
 
     ``demo_fields`` runs for models whose groups are sets of cases and releases whose manifest
-    declares column roles (written since issue 18); the θ rules for models that bound θ.
+    declares column roles (written since issue 18); the θ rules for models that bound θ. ``demo``:
+    :func:`released_demo` of the release, cached by the caller (default: read here).
     """
     found: list[pl.DataFrame] = []
     if case_groups and policy_roles:
-        names = pl.scan_parquet(release / "parquet" / "demo.parquet").collect_schema().names()
-        demo = read("demo", names).collect()
-        found.append(demo_field_violations(demo, members, k))
+        table, classes = demo() if demo is not None else released_demo(release, read)
+        found.append(demo_field_violations(table, members, k, classes))
     if theta:
         found.append(class_violations(release, read, members, tables=tables, tolerance=tolerance))
     return found

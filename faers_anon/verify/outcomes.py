@@ -27,7 +27,7 @@ from typing import Any
 
 import polars as pl
 
-from faers_anon.verify.classes import split_groups_below_k
+from faers_anon.verify.classes import demo_classes, released_demo, split_groups_below_k
 
 __all__ = ["declares_outcome", "outcome_rules", "outcome_set_violations", "outcome_version_violations"]
 
@@ -49,7 +49,7 @@ def _sets(outc: pl.DataFrame, by: str) -> pl.DataFrame:
 
 
 def outcome_set_violations(
-    demo: pl.DataFrame, outc: pl.DataFrame, members: pl.DataFrame, k: int
+    demo: pl.DataFrame, outc: pl.DataFrame, members: pl.DataFrame, k: int, classes: pl.DataFrame | None = None
 ) -> pl.DataFrame:
     """Rule ``outcome_set`` (module docstring).
 
@@ -58,24 +58,24 @@ def outcome_set_violations(
         outc: the OUTC rows (``caseid``, ``outc_cod``).
         members: (``caseid`` as text, ``group``) of the release's QID-groups.
         k: the k checked.
+        classes: :func:`faers_anon.verify.classes.demo_classes` of ``demo`` with ``caseid`` as text and
+            ``primaryid`` as Int64, when already computed (its classes over the DEMO fields alone).
     """
+    sets = _sets(outc, "caseid")
+    if sets.is_empty():  # every OUTC set empty: the classes are those over the DEMO fields, demo_fields' own
+        return pl.DataFrame(schema=_EMPTY)
     fields = [c for c in demo.columns if c not in _NOT_FIELDS]
-    latest = (
-        demo.with_columns(pl.col("caseid").cast(pl.String), pl.col("primaryid").cast(pl.Int64))
-        .sort("primaryid")
-        .unique("caseid", keep="last", maintain_order=True)
-        .select("caseid", *fields)
-    )
-    view = latest.join(_sets(outc, "caseid"), on="caseid", how="left").with_columns(
-        pl.col("_outc_set").fill_null("")
-    )
+    typed = demo.with_columns(pl.col("caseid").cast(pl.String), pl.col("primaryid").cast(pl.Int64))
+    latest = typed.sort("primaryid").unique("caseid", keep="last", maintain_order=True)
+    latest = latest.select("caseid", *fields)
+    view = latest.join(sets, on="caseid", how="left").with_columns(pl.col("_outc_set").fill_null(""))
     keys = [*fields, "_outc_set"]
     sizes = view.group_by(keys, maintain_order=True).agg(
         pl.len().alias("size"), pl.col("caseid").min().alias("caseid")
     )
     # a case already below k on the DEMO fields alone is rule demo_fields' (verify.classes)
-    alone = view.group_by(fields).agg(pl.len().alias("demo_size"), pl.col("caseid"))
-    below = alone.filter(pl.col("demo_size") < k).explode("caseid").get_column("caseid")
+    alone = demo_classes(typed) if classes is None else classes
+    below = alone.filter(pl.col("size") < k).explode("members").get_column("members")
     sizes = sizes.filter(~pl.col("caseid").is_in(below.implode()))
     small = split_groups_below_k(sizes, members.with_columns(pl.col("caseid").cast(pl.String)), k)
     detail = pl.format(
@@ -95,8 +95,11 @@ def outcome_set_violations(
 
 def outcome_version_violations(demo: pl.DataFrame, outc: pl.DataFrame, members: pl.DataFrame) -> pl.DataFrame:
     """Rule ``outcome_versions`` (module docstring): one row per case whose reports' OUTC sets differ."""
+    sets = _sets(outc, "primaryid")
+    if sets.is_empty():  # every report carries the empty set
+        return pl.DataFrame(schema=_EMPTY)
     reports = demo.select(pl.col("primaryid").cast(pl.String), pl.col("caseid").cast(pl.String))
-    per_report = reports.join(_sets(outc, "primaryid"), on="primaryid", how="left").with_columns(
+    per_report = reports.join(sets, on="primaryid", how="left").with_columns(
         pl.col("_outc_set").fill_null("")
     )
     split = (
@@ -128,16 +131,19 @@ def outcome_rules(
     k: int,
     manifest: dict[str, Any],
     case_groups: bool,
+    demo: Callable[[], tuple[pl.DataFrame, pl.DataFrame | None]] | None = None,
 ) -> list[pl.DataFrame]:
     """The rules of this module, as the verifier calls them (one hook in ``faers_anon.verify.verifier``).
 
     They run for models whose groups are sets of cases and releases that declare the OUTC set a qid.
+    ``demo``: :func:`faers_anon.verify.classes.released_demo` of the release, cached by the caller
+    (default: read here).
     """
     if not (case_groups and declares_outcome(manifest)):
         return []
-    names = pl.scan_parquet(release / "parquet" / "demo.parquet").collect_schema().names()
-    demo, outc = pl.collect_all([read("demo", names), read("outc", ["caseid", "primaryid", "outc_cod"])])
+    table, classes = demo() if demo is not None else released_demo(release, read)
+    outc = read("outc", ["caseid", "primaryid", "outc_cod"]).collect()
     return [
-        outcome_set_violations(demo, outc, members, k),
-        outcome_version_violations(demo, outc, members),
+        outcome_set_violations(table, outc, members, k, classes),
+        outcome_version_violations(table, outc, members),
     ]

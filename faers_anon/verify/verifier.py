@@ -43,14 +43,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
 import polars as pl
 
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import default_public_key
-from faers_anon.verify.classes import release_class_rules
+from faers_anon.verify.classes import release_class_rules, released_demo
 from faers_anon.verify.conf import confidences, release_table
 from faers_anon.verify.integrity import integrity_violations, read_manifest_json
 from faers_anon.verify.items import release_item_rules
@@ -233,12 +233,13 @@ def verify_release(
     )  # fmt: skip
     found += [stated, policy_violations(release, manifest, config.policy)]
     roles = "roles" in (manifest.get("policy") or {})  # issue 18: DEMO fields, classes, OUTC codes
+    demo_view = cache(partial(released_demo, release, read))  # read and grouped once for both hooks
     found += release_class_rules(
-        release, read, members, k=k_used, tables=sorted(tables),
-        tolerance=config.tolerance, case_groups=check.case_split, theta=check.theta, policy_roles=roles,
+        release, read, members, k=k_used, tables=sorted(tables), tolerance=config.tolerance,
+        case_groups=check.case_split, theta=check.theta, policy_roles=roles, demo=demo_view,
     )  # fmt: skip
     found += outcome_rules(release, read, members, k=k_used, manifest=manifest,
-                           case_groups=check.case_split)  # fmt: skip
+                           case_groups=check.case_split, demo=demo_view)  # fmt: skip
     if check.case_split:
         found.append(_splits(members))
         found += release_item_rules(release, read, members, k=k_used, params=params)

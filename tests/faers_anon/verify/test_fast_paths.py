@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
-from faers_anon.verify.integrity import _agreement, _rendered, _separators
+from faers_anon.verify.integrity import _agreement, _is_rendering, _separators
 from faers_anon.verify.stated import canonical, canonical_column
 
 
@@ -38,7 +38,7 @@ def test_agreement_reads_a_dollar_as_the_space_the_ascii_holds(tmp_path: Path) -
     assert len(found) == 1 and "line 3" in found[0] and "route" in found[0]
 
 
-def test_rendered_text_is_what_the_ascii_rule_accepts(tmp_path: Path) -> None:
+def test_rendering_is_what_the_ascii_rule_accepts(tmp_path: Path) -> None:
     """The bytes of the fast path parse back to the Parquet values, and a changed byte is still found."""
     parquet = pl.DataFrame(
         {
@@ -46,16 +46,36 @@ def test_rendered_text_is_what_the_ascii_rule_accepts(tmp_path: Path) -> None:
             "age": [65.0, 0.1, None],
             "fda_dt": [date(2025, 1, 2), None, date(2024, 12, 31)],
             "flag": [True, False, None],
-            "pt": ["A$B", "", "C"],
+            "pt": ["A B", "", "C"],
             "quarter": "2025Q1",
         }
     )
-    text = _rendered(parquet.drop("quarter"))
-    assert text == b"caseid$age$fda_dt$flag$pt\n1$65$20250102$Y$A B\n2$0.1$$N$\n3$$20241231$$C\n"
+    text = b"caseid$age$fda_dt$flag$pt\n1$65$20250102$Y$A B\n2$0.1$$N$\n3$$20241231$$C\n"
+    assert _is_rendering(parquet.drop("quarter"), text)
     path = tmp_path / "DEMO25Q1.txt"
     path.write_bytes(text)
     assert _agreement("demo", parquet, {"2025Q1": path}) == []
     path.write_bytes(text.replace(b"0.1", b"0.2"))
+    assert not _is_rendering(parquet.drop("quarter"), text.replace(b"0.1", b"0.2"))
     assert "line 3 differs" in _agreement("demo", parquet, {"2025Q1": path})[0]
-    assert _rendered(pl.DataFrame({"x": [1.0, float("nan")], "y": ["a", "b"]})) is None  # NaN: parse it
-    assert _rendered(pl.DataFrame({"only": ["a"]})) is None
+    nan = pl.DataFrame({"x": [1.0, float("nan")], "y": ["a", "b"]})
+    assert not _is_rendering(nan, b"x$y\n1$a\nNaN$b\n")  # NaN: parse it
+    assert not _is_rendering(pl.DataFrame({"only": ["a"]}), b"only\na\n")
+
+
+def test_rendering_declines_values_holding_separators(tmp_path: Path) -> None:
+    """A '$' (or CR/LF) inside a value: 9 '$' where 4 lines of 3 fields lay out 8 (the same bytes without
+    the check would pass); the file is parsed instead, and the space the ascii holds for it is accepted."""
+    parquet = pl.DataFrame(
+        {"caseid": [1, 2, 3], "pt": ["A$B", "C", "D"], "x": [7, 8, 9], "quarter": "2025Q1"}
+    )
+    raw = b"caseid$pt$x\n1$A$B$7\n2$C$8\n3$D$9\n"
+    assert raw.count(b"$") == 9
+    assert not _is_rendering(parquet.drop("quarter"), raw)
+    path = tmp_path / "REAC25Q1.txt"
+    path.write_bytes(raw)
+    assert _agreement("reac", parquet, {"2025Q1": path}) != []  # the raw '$' splits the field
+    path.write_bytes(b"caseid$pt$x\n1$A B$7\n2$C$8\n3$D$9\n")
+    assert not _is_rendering(parquet.drop("quarter"), path.read_bytes())  # 'A$B' is not 'A B'
+    assert _agreement("reac", parquet, {"2025Q1": path}) == []
+    assert not _is_rendering(pl.DataFrame({"a": ["x\ry"], "b": [1]}), b"a$b\nx\ry$1\n")

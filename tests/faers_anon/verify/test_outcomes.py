@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from faers_anon.verify.classes import demo_classes, demo_field_violations
 from faers_anon.verify.outcomes import declares_outcome, outcome_set_violations, outcome_version_violations
 
 # one QID-group (0) of 4 cases, k = 2; every DEMO field equal; reports 11, 12 are versions of case 1
@@ -56,3 +57,54 @@ def test_the_rules_run_when_the_policy_declares_the_outc_set_a_qid() -> None:
     assert declares_outcome({"policy": {"columns": {"demo": {"outcome": "qid"}}}})
     assert not declares_outcome({"policy": {"columns": {"demo": {"outcome": "drop"}}}})
     assert not declares_outcome({})
+
+
+def test_demo_classes_group_each_cases_latest_row_and_serve_both_rules() -> None:
+    """Case 1's latest report is 12 (sex F), case 2's 21 (F), case 3's 31 (M): classes {1, 2} and {3}."""
+    demo = pl.DataFrame(
+        {
+            "primaryid": [12, 11, 21, 31],
+            "caseid": ["1", "1", "2", "3"],
+            "sex": ["F", "M", "F", "M"],
+            "quarter": ["2025Q1"] * 4,
+        }
+    )
+    classes = demo_classes(demo).sort("size")
+    assert classes.select("sex", "size", "caseid").rows() == [("M", 1, "3"), ("F", 2, "1")]
+    assert [sorted(m) for m in classes["members"]] == [["3"], ["1", "2"]]
+    members = pl.DataFrame({"caseid": ["1", "2", "3"], "group": [0, 0, 0]})
+    found = demo_field_violations(demo, members, 2, classes)
+    assert found["detail"].to_list() == ["1 case(s) share all 1 released DEMO fields of case 3 (k = 2)"]
+    assert found.equals(demo_field_violations(demo, members, 2))
+    outc = _outc([("12", "1", "HO")]).with_columns(pl.col("primaryid").cast(pl.Int64))
+    # case 3 is below k on sex alone (rule demo_fields'); cases 1 {HO} and 2 {} split the F class
+    shared = outcome_set_violations(demo, outc, members, 2, classes)
+    assert shared["detail"].to_list() == [
+        "1 case(s) share all 1 released DEMO fields and the OUTC set of case 1 (k = 2)"
+    ]
+    assert shared.equals(outcome_set_violations(demo, outc, members, 2))
+
+
+def test_no_outc_code_leaves_both_outc_rules_nothing_to_add() -> None:
+    """OUTC rows with blank codes only: every set is empty, so case 3's class {3} (sex M) below k = 2 is
+    rule demo_fields' alone and no report's set differs from another's."""
+    demo = pl.DataFrame(
+        {"primaryid": [11, 12, 21, 31], "caseid": ["1", "1", "2", "3"], "sex": ["F", "F", "F", "M"]}
+    )
+    members = pl.DataFrame({"caseid": ["1", "2", "3"], "group": [0, 0, 0]})
+    blank = _outc([("11", "1", "  ")])
+    assert demo_field_violations(demo, members, 2).height == 1
+    for outc in (blank, blank.clear()):
+        found = outcome_set_violations(demo, outc, members, 2)
+        assert found.is_empty() and found.schema == {
+            "group": pl.Int64,
+            "rule": pl.String,
+            "detail": pl.String,
+        }
+        assert outcome_version_violations(demo, outc, members).is_empty()
+    # one code on one of case 1's two reports: both rules have something again
+    coded = _outc([("11", "1", "HO")])
+    assert outcome_version_violations(demo, coded, members)["group"].to_list() == [0]
+    assert outcome_set_violations(demo, coded, members, 2)["detail"].to_list() == [
+        "1 case(s) share all 1 released DEMO fields and the OUTC set of case 1 (k = 2)"
+    ]
