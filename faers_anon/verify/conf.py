@@ -20,6 +20,8 @@ from faers_anon.verify.stated import canonical_column
 
 __all__ = ["confidences", "release_table"]
 
+_SHIFT = 1 << 32
+
 
 @with_possible_items  # DRUG and REAC of a disassociation release: its possible items (_verify_disassociation)
 def release_table(
@@ -51,6 +53,16 @@ def release_table(
     return frame.select(chosen).with_columns(pl.col("caseid").cast(pl.String))
 
 
+def _pair(high: str, low: str) -> pl.Expr:
+    """Two UInt32 codes as one UInt64 key, high · 2^32 + low (one integer column to group on)."""
+    return (pl.col(high).cast(pl.UInt64) * _SHIFT + pl.col(low).cast(pl.UInt64)).alias("key")
+
+
+def _low(key: str, alias: str) -> pl.Expr:
+    """The low code of a :func:`_pair` key (key mod 2^32)."""
+    return (pl.col(key) % _SHIFT).cast(pl.UInt32).alias(alias)
+
+
 def confidences(
     release: Path,
     members: pl.DataFrame,
@@ -66,7 +78,7 @@ def confidences(
     # integer codes for the group-bys, fixed once (a lazy unique may number them anew at each use)
     vocab = thetas.select("value").unique(maintain_order=True).with_row_index("vid").lazy()
     ids = members.select("caseid").unique(maintain_order=True).with_row_index("cid").lazy()
-    parts = [pl.DataFrame(schema={"cid": pl.UInt32, "vid": pl.UInt32, "p": pl.Float64}).lazy()]
+    parts = [pl.DataFrame(schema={"key": pl.UInt64, "p": pl.Float64}).lazy()]
     unlisted_parts = [pl.DataFrame(schema={"value": pl.String}).lazy()]
     own = {"indi": "indi_pt", "reac": "pt"}
     for table in sorted(tables):
@@ -75,21 +87,23 @@ def confidences(
         terms = terms.join(vocab, on="value", how="left")  # per distinct term, not per row
         unlisted_parts.append(terms.filter(pl.col("vid").is_null()).select("value"))
         found = rows.join(ids, on="caseid").join(terms.drop_nulls("vid"), on=own[table])
-        parts.append(found.select("cid", "vid", pl.lit(1.0).alias("p")))
+        parts.append(found.select(_pair("cid", "vid"), pl.lit(1.0).alias("p")))
     if knowledge.height:
-        names = released_drug_names(partial(release_table, release)).rename({"drug_key": "_name"}).unique()
-        reach = (
-            canonical_column(names.select(pl.col("_name").unique()), "_name", "drug_key")
-            .join(knowledge.lazy(), on="drug_key")
-            .join(vocab, on="value", how="left")
-        )
+        names = released_drug_names(partial(release_table, release)).rename({"drug_key": "_name"})
+        canon = canonical_column(names.select(pl.col("_name").unique()), "_name", "drug_key")
+        reach = canon.join(knowledge.lazy(), on="drug_key").join(vocab, on="value", how="left")
         unlisted_parts.append(reach.filter(pl.col("vid").is_null()).select("value"))
-        found = names.join(ids, on="caseid").join(reach.drop_nulls("vid"), on="_name")
-        parts.append(found.select("cid", "vid", pl.col("weight").alias("p")))
+        # max over a case's drug names of w(d, s) = max over their distinct canonical keys d
+        keys = names.join(ids, on="caseid").join(canon.drop_nulls("drug_key"), on="_name")
+        weights = knowledge.lazy().join(vocab, on="value").select("drug_key", "vid", "weight")
+        found = keys.select("cid", "drug_key").unique().join(weights, on="drug_key")
+        parts.append(found.select(_pair("cid", "vid"), pl.col("weight").alias("p")))
+    maxima = pl.concat(parts).group_by("key").agg(pl.col("p").max())  # P(s | c), one integer key
+    maxima = maxima.select((pl.col("key") // _SHIFT).cast(pl.UInt32).alias("cid"), _low("key", "vid"), "p")
     conf_plan = (
         members.lazy()
         .join(ids, on="caseid")
-        .join(pl.concat(parts).group_by("cid", "vid").agg(pl.col("p").max()), on="cid")
+        .join(maxima, on="cid")
         .group_by("group", "vid")
         .agg(pl.col("p").sum().alias("sigma"))
         .join(vocab, on="vid")

@@ -1,0 +1,44 @@
+"""conf(q → s, E) of the verifier (verify.conf) on a hand-built release (SPEC §5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from faers_anon.verify.conf import _low, _pair, confidences
+
+
+def test_pair_packs_two_codes_into_one_key_and_back() -> None:
+    codes = pl.DataFrame(
+        {"cid": [0, 1, 4294967295], "vid": [7, 0, 4294967295]},
+        schema=[("cid", pl.UInt32), ("vid", pl.UInt32)],
+    )
+    keys = codes.select(_pair("cid", "vid"))
+    assert keys["key"].to_list() == [7, 4294967296, 18446744073709551615]
+    back = keys.select((pl.col("key") // (1 << 32)).cast(pl.UInt32).alias("cid"), _low("key", "vid"))
+    assert back.equals(codes)
+
+
+def test_conf_takes_each_cases_largest_weight_over_its_drug_names(tmp_path: Path) -> None:
+    """Group 0 = cases 1, 2; group 1 = case 3. E: ASPIRIN → PAIN 0.5, IBUPROFEN → PAIN 0.25.
+    Case 1: drug_key ' aspirin ' and drugname 'ASPIRIN' (one canonical key) and IBUPROFEN: P = max(0.5,
+    0.25) = 0.5; case 2: reaction 'pain' → P = 1; case 3: IBUPROFEN → 0.25, reaction NAUSEA (unlisted).
+    conf(0 → PAIN) = (0.5 + 1) / 2 = 0.75; conf(1 → PAIN) = 0.25 / 1."""
+    folder = tmp_path / "parquet"
+    folder.mkdir()
+    pl.DataFrame({"caseid": [1, 1, 3], "drug_key": [" aspirin ", "IBUPROFEN", "ibuprofen"],
+                  "drugname": ["ASPIRIN", None, None]}).write_parquet(folder / "drug.parquet")  # fmt: skip
+    pl.DataFrame({"caseid": [2, 3], "pt": ["pain", "NAUSEA"]}).write_parquet(folder / "reac.parquet")
+    members = pl.DataFrame({"caseid": ["1", "2", "3"], "group": [0, 0, 1]})
+    sizes = pl.DataFrame({"group": [0, 1], "cases": [2, 1]})
+    thetas = pl.DataFrame({"value": ["PAIN"], "theta": [0.3]})
+    know = pl.DataFrame(
+        {"drug_key": ["ASPIRIN", "IBUPROFEN"], "value": ["PAIN", "PAIN"], "weight": [0.5, 0.25]}
+    )
+    conf, unlisted = confidences(tmp_path, members, sizes, frozenset({"reac"}), thetas, know)
+    assert conf.sort("group").select("group", "value", "sigma", "conf").rows() == [
+        (0, "PAIN", 1.5, 0.75),
+        (1, "PAIN", 0.25, 0.25),
+    ]
+    assert unlisted["detail"].str.starts_with("value NAUSEA ").to_list() == [True]
