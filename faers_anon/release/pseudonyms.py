@@ -58,6 +58,7 @@ __all__ = [
     "SLOTS",
     "IdMap",
     "case_pseudonyms",
+    "case_table",
     "distinct_id_pairs",
     "pseudonymize_ids",
     "release_id_map",
@@ -147,6 +148,25 @@ def case_pseudonyms(
     return mapping, len(losers)
 
 
+def case_table(caseids: pl.Series, key: bytes, *, bits: int = CASE_BITS) -> tuple[pl.DataFrame, int]:
+    """:func:`case_pseudonyms` as a frame: (``caseid``, ``case_pseudo``) Int64, one row per distinct
+    caseid in increasing order, and the number of collisions resolved.
+
+    Without a collision (the usual case) the pseudonyms are taken from the HMAC words as an array,
+    never through a dict of Python ints; otherwise :func:`case_pseudonyms` resolves them.
+    """
+    ids = caseids.cast(pl.Int64).unique().sort()
+    schema = {"caseid": pl.Int64, "case_pseudo": pl.Int64}
+    if ids.null_count() == 0 and 0 < ids.len() <= 1 << bits:
+        top = hmac_words(key, b"case:", ids.to_list()) >> np.uint64(64 - bits)
+        if np.unique(top).shape[0] == ids.len():
+            values = (top + np.uint64(1 << bits)).astype(np.int64)
+            return pl.DataFrame({"caseid": ids, "case_pseudo": values}, schema=schema), 0
+    mapping, collisions = case_pseudonyms(ids.to_list(), key, bits=bits)
+    table = pl.DataFrame({"caseid": list(mapping), "case_pseudo": list(mapping.values())}, schema=schema)
+    return table, collisions
+
+
 @dataclass(frozen=True, slots=True)
 class IdMap:
     """Raw ids → pseudonyms of one release. Held in memory only: never written, logged or returned
@@ -214,7 +234,7 @@ def pseudonymize_ids(reports: pl.DataFrame, key: bytes, *, bits: int = CASE_BITS
         key: the pseudonym key.
         bits: random bits of a case pseudonym.
     """
-    mapping, collisions = case_pseudonyms(reports["caseid"].to_list(), key, bits=bits)
+    cases, collisions = case_table(reports["caseid"], key, bits=bits)
     frame = reports.with_columns(
         pl.col("caseversion").cast(pl.Int64, strict=False).alias("caseversion")
         if "caseversion" in reports.columns
@@ -222,7 +242,10 @@ def pseudonymize_ids(reports: pl.DataFrame, key: bytes, *, bits: int = CASE_BITS
         pl.col("fda_dt") if "fda_dt" in reports.columns else pl.lit(None, pl.Date).alias("fda_dt"),
     )
     offsets = pl.DataFrame(
-        {"caseid": list(mapping), "_off": (hmac_words(key, b"slot:", list(mapping)) % np.uint64(OFFSETS))},
+        {
+            "caseid": cases["caseid"],
+            "_off": hmac_words(key, b"slot:", cases["caseid"].to_list()) % np.uint64(OFFSETS),
+        },
         schema={"caseid": pl.Int64, "_off": pl.Int64},
     )
     version = pl.when(pl.col("caseversion").is_between(0, OFFSETS - 1)).then("caseversion").otherwise(0)
@@ -251,10 +274,6 @@ def pseudonymize_ids(reports: pl.DataFrame, key: bytes, *, bits: int = CASE_BITS
     if frame.height and frame["slot"].max() >= SLOTS:  # type: ignore[operator]
         raise InputError(f"a case has more than {SLOTS} reports (its report pseudonyms would overflow)")
     conflicts = frame.filter(pl.col("slot") != pl.col("want")).height
-    cases = pl.DataFrame(
-        {"caseid": list(mapping), "case_pseudo": list(mapping.values())},
-        schema={"caseid": pl.Int64, "case_pseudo": pl.Int64},
-    )
     out = frame.join(cases, on="caseid").select(
         pl.col("primaryid").cast(pl.Int64),
         pl.col("caseid").cast(pl.Int64),

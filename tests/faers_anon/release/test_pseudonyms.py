@@ -14,6 +14,7 @@ from faers_anon.keys import AgencyKey
 from faers_anon.release.pseudonyms import (
     SLOTS,
     case_pseudonyms,
+    case_table,
     distinct_id_pairs,
     hmac_words,
     pseudonymize_ids,
@@ -164,3 +165,18 @@ def test_distinct_id_pairs_packed_and_as_they_are() -> None:
     nulls = distinct_id_pairs([_pairs([(None, 5), (None, 5), (None, 6), (4, 5)])])
     assert _rows(nulls) == [(4, 5), (None, 5), (None, 6)]
     assert distinct_id_pairs([_pairs([])]).height == 0
+
+
+def test_case_table_is_the_pseudonym_map_as_a_frame() -> None:
+    """Distinct caseids in increasing order with the formula's pseudonym (duplicates once); at 4 bits the
+    17 caseids below cannot fit, and 0..9 collide: the same map and count as case_pseudonyms."""
+    table, collisions = case_table(pl.Series([30, 10, 30, 20]), KEY)
+    assert table.rows() == [(10, _by_hand(10)), (20, _by_hand(20)), (30, _by_hand(30))]
+    assert table.schema == pl.Schema({"caseid": pl.Int64, "case_pseudo": pl.Int64}) and collisions == 0
+    small, collided = case_table(pl.Series(range(10)), KEY, bits=4)
+    mapping, count = case_pseudonyms(range(10), KEY, bits=4)
+    assert dict(small.iter_rows()) == mapping and collided == count > 0
+    with pytest.raises(InputError, match="17 cases"):
+        case_table(pl.Series(range(17)), KEY, bits=4)
+    empty, none = case_table(pl.Series([], dtype=pl.Int64), KEY)
+    assert empty.height == 0 and empty.schema == table.schema and none == 0
