@@ -30,6 +30,8 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Final, Generic, TypeVar
 
+from faers_anon.errors import ConfigError
+
 __all__ = ["STAGES_ENV", "Cancelled", "Stages", "Task", "concurrent_stages"]
 
 #: ``concurrent`` (default) or ``sequential``: how :class:`Stages` runs the release's stages.
@@ -48,11 +50,12 @@ def concurrent_stages() -> bool:
     """Whether stages run on threads beside each other (:data:`STAGES_ENV`, default ``concurrent``).
 
     Raises:
-        ValueError: any other value (a programming or environment mistake, not a user option).
+        ConfigError: any other value (one ``Error:`` line naming the variable).
     """
     chosen = os.environ.get(STAGES_ENV, "concurrent")
     if chosen not in _MODES:
-        raise ValueError(f"{STAGES_ENV} must be one of {', '.join(_MODES)}; got {chosen!r}")
+        choices = ", ".join(_MODES)
+        raise ConfigError(f"environment variable {STAGES_ENV} must be one of {choices}; got {chosen!r}")
     return chosen == "concurrent"
 
 

@@ -229,3 +229,16 @@ def test_a_thread_sees_the_callers_context_and_is_stopped_at_its_next_python_ste
     assert len(steps) == counted  # the loop ended before the block did
     with pytest.raises(Cancelled):
         loop.result()
+
+
+def test_a_wrong_stages_setting_is_one_error_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FAERS_ANON_STAGES=parallel is the user's mistake: one Error: line naming the variable, no traceback."""
+    monkeypatch.setenv(STAGES_ENV, "parallel")
+    result = CliRunner().invoke(
+        cli, ["release", "--demo", "-o", str(tmp_path / "rel"), "--key-file", str(tmp_path / "k.key")]
+    )
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(lines) == 1 and "FAERS_ANON_STAGES" in lines[0] and "parallel" in lines[0]
+    assert not (tmp_path / "rel").exists()
