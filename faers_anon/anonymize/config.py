@@ -13,7 +13,7 @@ from pathlib import Path
 
 from faers_anon.algorithms.types import QIDS, QidHierarchies
 from faers_anon.anonymize.items import ITEM_STRATEGIES, MAX_ITEMS_M, ItemProtection
-from faers_anon.anonymize.thresholds import ON_INFEASIBLE, THETA_RULES
+from faers_anon.anonymize.thresholds import ON_INFEASIBLE, OUTCOME_RULES, THETA_RULES
 from faers_anon.anonymize.units import model_unit
 from faers_anon.errors import ConfigError
 from faers_anon.methods import METHODS
@@ -59,6 +59,9 @@ class AnonymizeConfig:
         classes: a value-class file (None: the bundled default); classes and OUTC codes are bounded by
             θ like single values (:mod:`.value_classes`) and travel as classes.csv, outcomes.csv.
         protect_outcomes: bound the OUTC codes by θ (default; False: they are published unbounded).
+        outcome_theta: θ of the OUTC codes: ``same`` (the run's θ* rule) or ``frequency``
+            (θ_o = min(1, θ + P(o)); :func:`faers_anon.anonymize.thresholds.outcome_thetas`); recorded
+            in the manifest only when not ``same``.
         items_m: m of k^m-anonymity of the drug and reaction sets inside each group (0: off, 1 or 2;
             :mod:`faers_anon.anonymize.items`); items_strategy: ``suppress`` or ``disassociate``.
     """
@@ -83,6 +86,7 @@ class AnonymizeConfig:
     column_policy: Path | None = None
     classes: Path | None = None
     protect_outcomes: bool = True
+    outcome_theta: str = "same"
     items_m: int = 0
     items_strategy: str = "suppress"
 
@@ -119,6 +123,10 @@ class AnonymizeConfig:
                 f"qids: got {list(self.qids)!r} (expected a non-empty subset of {', '.join(QIDS)})"
             )
         _check_items(self)
+        if self.outcome_theta not in OUTCOME_RULES:
+            raise ConfigError(
+                f"outcome theta: unknown {self.outcome_theta!r} (expected one of {', '.join(OUTCOME_RULES)})"
+            )
         if self.candidates < 1 or self.scan_limit < self.candidates:
             raise ConfigError(
                 "candidates must be >= 1 and scan_limit >= candidates; "
@@ -140,7 +148,9 @@ class AnonymizeConfig:
                 str(value) if isinstance(value, Path) else list(value) if isinstance(value, tuple) else value
             )
             for key, value in asdict(self).items()
-            if key not in ("force", "key_file", "frozen") and not (key == "method" and value is None)
+            if key not in ("force", "key_file", "frozen")
+            and not (key == "method" and value is None)
+            and not (key == "outcome_theta" and value == "same")  # manifests before the option: unchanged
         }
         if self.method is not None:
             out.pop("model")  # the method replaces the model

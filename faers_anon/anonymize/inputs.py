@@ -179,6 +179,7 @@ def sensitive_thresholds(
         slope=config.frequency_slope,
         on_infeasible=config.on_infeasible,  # type: ignore[arg-type]
         k=config.k,
+        outcome_rule=config.outcome_theta,
     )
     thresholds = replace(thresholds, frame=with_class_thetas(thresholds.frame, classes))
     # thresholds.csv lists every value of the sensitive attributes, fillers with the reason (issue 17)

@@ -15,6 +15,10 @@ Rules:
 
 A value with θ_s ≥ 1 is unprotected (conf ≤ 1 always) and is not passed to the model.
 
+OUTC codes (pseudo-values ``outc:<o>``, :mod:`.value_classes`) follow the run's rule (``same``), or with
+``outcome_rule = "frequency"`` get θ_o = min(1, θ + P(o)) whatever the rule: the attacker's gain over the
+base rate, conf(q → o) − P(o), is at most θ for every code (docs/outcomes.md; feasible by construction).
+
 Every value of every sensitive attribute is listed (:func:`with_declared_values`), so that a verifier
 sees each decision instead of inferring it from an absence: values that no case reaches through
 P(s | c) get θ 1 and action ``not-sensitive`` (filler terms such as "Product used for unknown
@@ -60,16 +64,19 @@ from typing import Literal
 
 import polars as pl
 
+from faers_anon.anonymize.value_classes import OUTC_PREFIX
 from faers_anon.errors import ConfigError, InfeasibleThetaError, InputError
 from knowledge import FILLER_TERMS, value_key_expr
 
 __all__ = [
     "THETA_RULES",
+    "OUTCOME_RULES",
     "ON_INFEASIBLE",
     "Thresholds",
     "build_thresholds",
     "frequency_thetas",
     "level_thetas",
+    "outcome_thetas",
     "load_level_file",
     "uniform_thetas",
     "value_shares",
@@ -79,6 +86,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 THETA_RULES = ("uniform", "level", "frequency")
+OUTCOME_RULES = ("same", "frequency")
 ON_INFEASIBLE = ("error", "raise-theta", "suppress")
 ThetaRule = Literal["uniform", "level", "frequency"]
 OnInfeasible = Literal["error", "raise-theta", "suppress"]
@@ -146,6 +154,18 @@ def frequency_thetas(shares: pl.DataFrame, *, theta: float, slope: float = 1.0) 
     return shares.with_columns((base + slope * pl.col("share")).clip(upper_bound=1.0).alias("theta")).select(
         "value", "theta", "share"
     )
+
+
+def outcome_thetas(table: pl.DataFrame, *, theta: float) -> pl.DataFrame:
+    """θ_o = min(1, θ + P(o)) for the OUTC codes (``outc:`` values) of ``table`` (module docstring).
+
+    The bound on the attacker's gain over the base rate: conf(q → o) ≤ θ_o gives
+    conf(q → o) − P(o) ≤ θ. Other rows keep their θ. Example: P(OT) = 0.34, θ = 0.4 → θ_OT = 0.74.
+    """
+    base = _check_theta(theta)
+    code = pl.col("value").str.starts_with(OUTC_PREFIX)
+    raised = (base + pl.col("share")).clip(upper_bound=1.0)
+    return table.with_columns(pl.when(code).then(raised).otherwise(pl.col("theta")).alias("theta"))
 
 
 def load_level_file(path: Path) -> pl.DataFrame:
@@ -239,11 +259,13 @@ def build_thresholds(
     slope: float = 1.0,
     on_infeasible: OnInfeasible = "error",
     k: int | None = None,
+    outcome_rule: str = "same",
 ) -> Thresholds:
     """θ* for the values of ``probabilities`` under a rule, with the infeasible values handled.
 
     ``k`` sets the margin of ``raise-theta``: a raised θ_s is min(1, P(s) + 1/k) (see the module
-    docstring); None raises to P(s) exactly.
+    docstring); None raises to P(s) exactly. ``outcome_rule`` ``frequency`` gives the OUTC codes
+    θ_o = min(1, θ + P(o)) before feasibility is checked (:func:`outcome_thetas`).
 
     Raises:
         ConfigError: unknown rule or option, θ out of range, ``level`` without a file.
@@ -265,6 +287,12 @@ def build_thresholds(
         if theta_file is None:
             raise ConfigError("theta rule 'level' needs a theta file (--theta-file)")
         table = level_thetas(shares, load_level_file(theta_file), theta=theta)
+    if outcome_rule not in OUTCOME_RULES:
+        raise ConfigError(
+            f"outcome theta: unknown {outcome_rule!r} (expected one of {', '.join(OUTCOME_RULES)})"
+        )
+    if outcome_rule == "frequency":
+        table = outcome_thetas(table, theta=theta)
     infeasible = pl.col("theta") < pl.col("share") - _FEASIBLE_SLACK
     bad = table.filter(infeasible)
     if bad.height and on_infeasible == "error":
@@ -344,9 +372,10 @@ def with_declared_values(
         "value",
         pl.lit(1.0).alias("theta"),
         "share",
-        pl.when(pl.col("value").is_in(_FILLER_KEYS)).then(pl.lit("not-sensitive")).otherwise(
-            pl.lit("unreached")
-        ).alias("action"),
+        pl.when(pl.col("value").is_in(_FILLER_KEYS))
+        .then(pl.lit("not-sensitive"))
+        .otherwise(pl.lit("unreached"))
+        .alias("action"),
         pl.when(pl.col("value").is_in(_FILLER_KEYS))
         .then(pl.lit("filler term: names no condition"))
         .otherwise(pl.lit("no case reaches it (P(s) = 0)"))

@@ -23,12 +23,24 @@ from typing import Any
 from faers_anon._paths import bundled
 from faers_anon.errors import InputError
 
-__all__ = ["ROLES", "BUILTIN_HIERARCHIES", "DEFAULT_POLICY_FILE", "Entry", "PolicyFile", "read_policy_file"]
+__all__ = [
+    "ROLES",
+    "BUILTIN_HIERARCHIES",
+    "OUTCOME_HIERARCHIES",
+    "DEFAULT_POLICY_FILE",
+    "Entry",
+    "PolicyFile",
+    "read_policy_file",
+]
 
 ROLES: tuple[str, ...] = ("id", "qid", "sensitive", "keep", "drop", "restricted")
 """Roles of a column (the bundled file's header explains each)."""
 
-BUILTIN_HIERARCHIES: tuple[str, ...] = ("engine", "date", "value", "outcome")
+OUTCOME_HIERARCHIES: tuple[str, ...] = ("outcome", "seriousness", "death")
+"""Hierarchies of the derived DEMO column ``outcome`` only
+(:mod:`faers_anon.io.qid_fields`, docs/outcomes.md)."""
+
+BUILTIN_HIERARCHIES: tuple[str, ...] = ("engine", "date", "value", *OUTCOME_HIERARCHIES)
 """Hierarchies every policy may name; ``[hierarchies.<name>]`` trees add to them."""
 
 DEFAULT_POLICY_FILE = bundled("column_policy.toml")

@@ -41,7 +41,13 @@ import polars as pl
 
 from faers_anon.anonymize.partition import PARTITION_SCHEMA, QID_COLUMNS
 from faers_anon.errors import ConfigError, InputError
-from faers_anon.io._policy_file import BUILTIN_HIERARCHIES, DEFAULT_POLICY_FILE, PolicyFile, read_policy_file
+from faers_anon.io._policy_file import (
+    BUILTIN_HIERARCHIES,
+    DEFAULT_POLICY_FILE,
+    OUTCOME_HIERARCHIES,
+    PolicyFile,
+    read_policy_file,
+)
 
 __all__ = [
     "Action",
@@ -198,8 +204,12 @@ class ColumnPolicy:
             raise ConfigError(f"{where}: unknown hierarchy {hierarchy!r} (expected one of {known})")
         if (hierarchy == "engine") != (name in QID_REPLACED):
             raise ConfigError(f"{where}: hierarchy engine is for age, sex and wt only")
-        if (hierarchy == "outcome") != (name == "outcome"):
-            raise ConfigError(f"{where}: hierarchy outcome is for the derived column outcome only")
+        if (hierarchy in OUTCOME_HIERARCHIES) != (name == "outcome"):
+            raise ConfigError(
+                f"{where}: hierarchy {hierarchy} is for the derived column outcome only"
+                if name != "outcome"
+                else f"{where}: the derived column outcome takes hierarchy {', '.join(OUTCOME_HIERARCHIES)}"
+            )
 
     def action(self, table: str, column: str) -> Action:
         """The action for ``table.column``; ``drop`` when the policy does not list the column."""

@@ -18,6 +18,11 @@ Hierarchies (level 0 = the value, the top level ``*``):
   the exact set (codes in severity order DE > LT > HO > DS > CA > RI > OT, comma-joined; ``none`` when
   the case has no code) → ``most severe X`` → ``serious`` / ``non-serious`` → ``*`` (height 3). Every
   version of a case carries the case's set (the union over its reports), so all versions agree.
+* ``seriousness`` (the same column, docs/outcomes.md): ``serious`` / ``non-serious`` → ``*`` (height 1);
+  ``death`` (the same column): ``death`` / ``other serious`` / ``non-serious`` → ``serious`` /
+  ``non-serious`` → ``*`` (height 2). With θ-bounded OUTC codes an exact set or ``most severe X``
+  makes its codes certain for the whole group (conf 1 > θ_o), so only these coarser levels can be
+  released: the shorter hierarchies give the engine's loss the levels that can.
 
 Released value of a group g for field f: the value at the lowest level where every non-missing value
 of g agrees; missing values follow SPEC §5: a group whose reports are all missing stays missing
@@ -58,7 +63,7 @@ OUTCOME_FIELD = "outcome"
 OUTCOME_SEVERITY: tuple[str, ...] = ("DE", "LT", "HO", "DS", "CA", "RI", "OT")
 """FAERS OUTC codes, most severe first: death, life-threatening, hospitalization, disability,
 congenital anomaly, required intervention, other serious."""
-_NONE, _MOST = "none", "most severe "
+_NONE, _MOST, _DEATH = "none", "most severe ", "death"
 
 
 def with_outcome_sets(demo: pl.DataFrame, outc: pl.DataFrame) -> pl.DataFrame:
@@ -140,13 +145,16 @@ def released_outcome_rows(outc: pl.DataFrame, demo: pl.DataFrame, partition: pl.
 def certain_codes(released: pl.Expr) -> pl.Expr:
     """The OUTC codes a released ``outcome`` value makes certain, as a list (empty when none).
 
-    Exact set → its codes; ``most severe X`` → [X]; ``none``, ``serious``, ``non-serious``, ``*``, null → [].
+    Exact set → its codes; ``most severe X`` and ``death`` → [X], [DE]; ``none``, ``serious``,
+    ``non-serious``, ``other serious``, ``*``, null → [].
     """
     text = released.cast(pl.String)
-    vague = text.is_null() | text.is_in([_NONE, "serious", "non-serious", ROOT])
+    vague = text.is_null() | text.is_in([_NONE, "serious", "non-serious", "other serious", ROOT])
     return (
         pl.when(vague)
         .then(pl.lit([], pl.List(pl.String)))
+        .when(text == _DEATH)
+        .then(pl.lit(["DE"], pl.List(pl.String)))
         .when(text.str.starts_with(_MOST))
         .then(pl.concat_list(text.str.strip_prefix(_MOST)))
         .otherwise(text.str.split(","))
@@ -178,13 +186,17 @@ def level_keys(name: str, hierarchy: str, trees: Mapping[str, Mapping[str, str]]
     text = col.cast(pl.String)
     if hierarchy == "value":
         return [text]
-    if hierarchy == "outcome":
+    if hierarchy in ("outcome", "seriousness", "death"):
         none = text == _NONE
-        return [
-            text,
-            pl.when(none).then(pl.lit(_NONE)).otherwise(pl.lit(_MOST) + text.str.split(",").list.first()),
-            pl.when(none).then(pl.lit("non-serious")).otherwise(pl.lit("serious")),
-        ]
+        serious = pl.when(none).then(pl.lit("non-serious")).otherwise(pl.lit("serious"))
+        if hierarchy == "seriousness":
+            return [serious]
+        if hierarchy == "death":
+            died = text.str.split(",").list.first() == "DE"
+            return [pl.when(none).then(pl.lit("non-serious")).when(died).then(pl.lit(_DEATH)).otherwise(
+                pl.lit("other serious")), serious]  # fmt: skip
+        most = pl.when(none).then(pl.lit(_NONE)).otherwise(pl.lit(_MOST) + text.str.split(",").list.first())
+        return [text, most, serious]
     tree = trees[hierarchy]
     chains = {value: _chain(value, tree) for value in tree}
     height = max((len(c) for c in chains.values()), default=1)

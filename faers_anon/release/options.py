@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from faers_anon.anonymize.config import RELEASE_METHODS
 from faers_anon.anonymize.items import ITEM_STRATEGIES
-from faers_anon.anonymize.thresholds import ON_INFEASIBLE, THETA_RULES
+from faers_anon.anonymize.thresholds import ON_INFEASIBLE, OUTCOME_RULES, THETA_RULES
 from faers_anon.models import MODELS
 from signals import CRITERIA
 
@@ -121,6 +121,13 @@ _TABLE = (
         "protect_outcomes",
         "bool",
         "Bound the OUTC codes by θ like sensitive values (--no-protect-outcomes publishes them unbounded).",
+    ),  # fmt: skip
+    _anonymize(
+        "outcome_theta",
+        "str",
+        "θ of the OUTC codes: same as the other values, or frequency: θ_o = min(1, θ + P(o)), "
+        "the gain over the base rate P(o) at most θ (docs/outcomes.md).",
+        choices=OUTCOME_RULES,
     ),  # fmt: skip
     _anonymize(
         "items_m",

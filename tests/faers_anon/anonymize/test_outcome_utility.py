@@ -1,0 +1,152 @@
+"""Outcome utility options (issue 18, docs/outcomes.md): θ_o = min(1, θ + P(o)) and the short
+outcome hierarchies ``seriousness`` and ``death``, with hand-worked answers."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from faers_anon.anonymize.config import AnonymizeConfig
+from faers_anon.anonymize.thresholds import build_thresholds, outcome_thetas
+from faers_anon.errors import ConfigError, InfeasibleThetaError
+from faers_anon.io.column_policy import DEFAULT_POLICY, ColumnPolicy
+from faers_anon.io.qid_fields import OUTCOME_FIELD, certain_codes, field_codes, generalize_fields
+
+# 100 cases: OT on cases 0-33 (P = 0.34), HO on 0-28 (0.29), DE on 0-4 (0.05), reaction NAUSEA on 0-9
+N = 100
+PROBABILITIES = pl.DataFrame(
+    {
+        "caseid": [*range(34), *range(29), *range(5), *range(10)],
+        "value": ["outc:OT"] * 34 + ["outc:HO"] * 29 + ["outc:DE"] * 5 + ["NAUSEA"] * 10,
+        "p": [1.0] * 78,
+    }
+)
+
+
+def _thetas(**options: object) -> dict[str, float]:
+    frame = build_thresholds(PROBABILITIES, N, **options).frame  # type: ignore[arg-type]
+    return dict(frame.select("value", "theta").iter_rows())
+
+
+def test_frequency_outcome_theta_is_theta_plus_the_code_share() -> None:
+    # θ 0.4: OT 0.4 + 0.34 = 0.74, HO 0.4 + 0.29 = 0.69, DE 0.4 + 0.05 = 0.45; NAUSEA keeps θ 0.4
+    got = _thetas(rule="uniform", theta=0.4, outcome_rule="frequency")
+    assert got == pytest.approx({"outc:OT": 0.74, "outc:HO": 0.69, "outc:DE": 0.45, "NAUSEA": 0.4})
+    # "same": every value under the run's rule, as before the option
+    assert _thetas(rule="uniform", theta=0.4) == pytest.approx(dict.fromkeys(got, 0.4))
+    # θ 0.7: OT 1.04 -> 1 (unprotected), the others below 1
+    high = build_thresholds(PROBABILITIES, N, theta=0.7, outcome_rule="frequency").frame
+    assert dict(high.select("value", "action").iter_rows())["outc:OT"] == "unprotected"
+    assert dict(high.select("value", "theta").iter_rows())["outc:OT"] == 1.0
+
+
+def test_frequency_outcome_theta_is_feasible_where_the_uniform_theta_is_not() -> None:
+    # θ 0.3 < P(OT) 0.34: the uniform rule cannot be met; θ_OT = 0.3 + 0.34 = 0.64 can
+    with pytest.raises(InfeasibleThetaError, match="outc:OT"):
+        build_thresholds(PROBABILITIES, N, theta=0.3)
+    got = _thetas(theta=0.3, outcome_rule="frequency")
+    assert got["outc:OT"] == pytest.approx(0.64) and got["NAUSEA"] == pytest.approx(0.3)
+
+
+def test_frequency_outcome_theta_overrides_the_level_rule_for_codes_only() -> None:
+    table = pl.DataFrame({"value": ["outc:DE", "NAUSEA"], "theta": [0.1, 0.2], "share": [0.05, 0.1]})
+    got = outcome_thetas(table, theta=0.4)
+    assert got["theta"].to_list() == pytest.approx([0.45, 0.2])
+
+
+def test_unknown_outcome_rule_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="outcome theta: unknown 'x'"):
+        build_thresholds(PROBABILITIES, N, outcome_rule="x")
+    with pytest.raises(ConfigError, match="outcome theta: unknown 'x'"):
+        AnonymizeConfig(outcome_theta="x")
+
+
+def test_the_manifest_records_the_outcome_rule_only_when_not_same() -> None:
+    assert "outcome_theta" not in AnonymizeConfig().parameters()
+    assert AnonymizeConfig(outcome_theta="frequency").parameters()["outcome_theta"] == "frequency"
+
+
+# case outcome sets (DEMO rows, one per case): 1 DE,HO; 2 HO,OT; 3 OT; 4 none; 5 DE; 6 none
+DEMO = pl.DataFrame(
+    {
+        "primaryid": [11, 21, 31, 41, 51, 61],
+        "caseid": [1, 2, 3, 4, 5, 6],
+        OUTCOME_FIELD: ["DE,HO", "HO,OT", "OT", "none", "DE", "none"],
+    }
+)
+
+
+def _policy(hierarchy: str) -> ColumnPolicy:
+    """Only ``outcome`` as a field qid (besides age, sex, weight), with ``hierarchy``."""
+    demo = {
+        c: a for c, a in DEFAULT_POLICY.columns["demo"].items() if a != "qid" or c in ("age", "sex", "wt")
+    }
+    return ColumnPolicy(
+        columns={**DEFAULT_POLICY.columns, "demo": demo | {OUTCOME_FIELD: "qid"}},
+        qids={**DEFAULT_POLICY.qids, OUTCOME_FIELD: hierarchy},
+        trees=DEFAULT_POLICY.trees,
+    )
+
+
+@pytest.mark.parametrize(
+    ("hierarchy", "groups", "released", "nil"),
+    [
+        # seriousness (height 1): {1, 2, 3} serious (loss 0), {4, 6} non-serious (0), {5} serious (0)
+        ("seriousness", [0, 0, 0, 1, 2, 1], ["serious"] * 3 + ["non-serious", "serious", "non-serious"], 0.0),
+        # {1, 4} and {5, 6}: serious and non-serious -> * (loss 1, 4 cases); {2, 3}: serious (0)
+        ("seriousness", [0, 1, 1, 0, 2, 2], ["*", "serious", "serious", "*", "*", "*"], 4 / 6),
+        # death (height 2): {2, 3} other serious (level 0, loss 0); {1, 5} death (0); {4, 6} non-serious
+        (
+            "death",
+            [0, 1, 1, 2, 0, 2],
+            ["death", "other serious", "other serious", "non-serious", "death", "non-serious"],
+            0.0,
+        ),  # fmt: skip
+        # {1, 2}: death and other serious -> serious (level 1 of 2: loss 1/2 each); {3, 4, 5, 6} -> *
+        ("death", [0, 0, 1, 1, 1, 1], ["serious", "serious", "*", "*", "*", "*"], (2 * 0.5 + 4 * 1.0) / 6),
+    ],
+)
+def test_a_group_releases_its_lowest_common_level(
+    hierarchy: str, groups: list[int], released: list[str], nil: float
+) -> None:
+    partition = pl.DataFrame({"caseid": [1, 2, 3, 4, 5, 6], "group_id": groups})
+    out, losses = generalize_fields(partition, DEMO, _policy(hierarchy))
+    assert out[OUTCOME_FIELD].to_list() == released
+    assert losses[OUTCOME_FIELD] == pytest.approx(nil)
+
+
+def test_engine_codes_of_the_short_hierarchies() -> None:
+    codes, specs = field_codes(DEMO, _policy("seriousness"))
+    assert [(s.name, s.height) for s in specs] == [(OUTCOME_FIELD, 1)]
+    # dense ranks from 1: non-serious < serious
+    assert dict(codes.select("caseid", OUTCOME_FIELD).iter_rows()) == {
+        1: [2], 2: [2], 3: [2], 4: [1], 5: [2], 6: [1]
+    }  # fmt: skip
+    codes, specs = field_codes(DEMO, _policy("death"))
+    assert [(s.name, s.height) for s in specs] == [(OUTCOME_FIELD, 2)]
+    # level 0: death < non-serious < other serious; level 1: non-serious < serious
+    assert dict(codes.select("caseid", OUTCOME_FIELD).iter_rows()) == {
+        1: [1, 2], 2: [3, 2], 3: [3, 2], 4: [2, 1], 5: [1, 2], 6: [2, 1]
+    }  # fmt: skip
+
+
+def test_a_death_group_makes_de_certain_and_other_serious_makes_nothing_certain() -> None:
+    texts = pl.Series(["death", "other serious", "serious", "non-serious", "*"])
+    got = texts.to_frame("t").select(certain_codes(pl.col("t"))).to_series().to_list()
+    assert got == [["DE"], [], [], [], []]
+
+
+@pytest.mark.parametrize("hierarchy", ["seriousness", "death"])
+def test_the_outcome_hierarchies_are_for_the_outcome_column_only(hierarchy: str) -> None:
+    with pytest.raises(ConfigError, match=f"hierarchy {hierarchy} is for the derived column outcome only"):
+        ColumnPolicy(
+            columns={**DEFAULT_POLICY.columns},
+            qids={**DEFAULT_POLICY.qids, "fda_dt": hierarchy},
+            trees=DEFAULT_POLICY.trees,
+        )
+    with pytest.raises(ConfigError, match="the derived column outcome takes hierarchy outcome, seriousness"):
+        ColumnPolicy(
+            columns={**DEFAULT_POLICY.columns},
+            qids={**DEFAULT_POLICY.qids, OUTCOME_FIELD: "value"},
+            trees=DEFAULT_POLICY.trees,
+        )
