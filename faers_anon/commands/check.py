@@ -1,4 +1,7 @@
-"""``faers-anon verify`` and ``faers-anon risk``: check a release, measure what an attacker learns."""
+"""``faers-anon verify`` and ``faers-anon risk``: check a release, measure what an attacker learns.
+
+The verifier and the risk modules are imported when the command runs, not for its ``--help``.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +14,6 @@ from faers_anon import api
 from faers_anon.commands.options import comma_list
 from faers_anon.errors import VerificationError
 from faers_anon.keys import load_key, read_public_key
-from faers_anon.risk import RiskConfig
-from faers_anon.risk import parse_items as risk_items
-from faers_anon.verify.series import verify_series
-from faers_anon.verify.verifier import VerifyConfig
 
 __all__ = ["risk_command", "verify_command"]
 
@@ -74,6 +73,9 @@ def verify_command(
     Example: faers-anon verify out/release-24Q1 --public-key agency.key.pub --k 5
     (a series: faers-anon verify --series release-24Q1 release-24Q2 release-24Q3 --public-key agency.key.pub)
     """
+    from faers_anon.verify.series import verify_series
+    from faers_anon.verify.verifier import VerifyConfig
+
     if len(release) > 1 and not series:
         raise click.UsageError("several releases need --series")
     trusted = (
@@ -117,6 +119,9 @@ def risk_command(release: Path, output: Path, knows: tuple[str, ...], knows_item
 
     Example: faers-anon risk release-24Q1 --raw out/24Q1 --series release-23Q4 -o risk.json
     """
+    from faers_anon.risk import RiskConfig
+    from faers_anon.risk import parse_items as risk_items
+
     config = RiskConfig(
         knows=knows or None, knows_items=risk_items(knows_items), series=tuple(series), **options
     )

@@ -9,19 +9,22 @@ options (``stratify``, ``conditions``, ``min_a``, ``role``; ``compare`` also ``c
 config supplies its default (``signals`` and ``compare`` differ: ``min_a`` 1 and 3);
 :func:`signal_options` adds the few options of :class:`signals.SignalConfig` a release does not take
 (``--age-bands``, ``--measures``, ``--ebgm-prior``).
+
+The option table and the config dataclasses are imported when a command's options are made, not on
+import: ``verify`` and ``risk`` use :func:`comma_list` alone and need neither (:mod:`faers_anon.cli`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from faers_anon.release.config import default_of
-from faers_anon.release.options import OPTIONS, Option
-from signals import GammaMixture
+if TYPE_CHECKING:
+    from faers_anon.release.options import Option
+    from signals import GammaMixture
 
 __all__ = ["SIGNAL_OPTIONS", "comma_list", "signal_options", "table_options"]
 
@@ -45,6 +48,8 @@ def _numbers(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 def _prior(ctx: click.Context, param: click.Parameter, value: str | None) -> GammaMixture | None:
     if value is None:
         return None
+    from signals import GammaMixture
+
     return GammaMixture.parse(value)  # a SignalsError: the group prints it as one Error line
 
 
@@ -60,6 +65,8 @@ def _type(option: Option) -> Any:
 
 def _click_option(option: Option, *, unset: bool = False) -> Decorator:
     """One click option for one table entry (module docstring); ``unset``: no default (None)."""
+    from faers_anon.release.config import default_of
+
     flags, dest = list(option.flag_names), option.field
     default = default_of(option)
     if unset and not option.repeat:  # the command's own config supplies the default
@@ -89,6 +96,8 @@ def table_options(names: Iterable[str], *, unset: bool = False) -> Decorator:
 
     ``unset``: the options default to None (shown without a default): the command fills in its own.
     """
+    from faers_anon.release.options import OPTIONS
+
     options = [_click_option(OPTIONS[name], unset=unset) for name in names]
 
     def apply(command: Callable[..., Any]) -> Callable[..., Any]:
