@@ -30,13 +30,17 @@ next. Whole counts (raw data, the stratum ``all``, ``certain``/``possible``) are
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from signals.errors import SignalsError
 from signals.strata import Stratum, memberships
+
+if TYPE_CHECKING:
+    from signals.profiles import Profiles
 
 __all__ = [
     "weight_sum",
@@ -156,6 +160,7 @@ class Prepared:
     case_drugs: pl.DataFrame
     case_events: pl.DataFrame
     _members: dict[tuple[object, ...], pl.DataFrame] = field(default_factory=dict, repr=False)
+    _profiles: dict[frozenset[str], Profiles] = field(default_factory=dict, repr=False)
 
     def members(
         self, strata: Sequence[Stratum], /, *, reading: str, first_id: int = 0, caps: Mapping[str, float]
@@ -166,6 +171,15 @@ class Prepared:
             self._members[key] = memberships(self.cases, strata, reading=reading, caps=caps)
         found = self._members[key]
         return found if first_id == 0 else found.with_columns(pl.col("stratum_id") + first_id)
+
+    def profiles(self, variables: Collection[str], /) -> Profiles:
+        """:func:`signals.profiles.profiles` of ``cases`` over ``variables``, made once per set."""
+        key = frozenset(variables)
+        if key not in self._profiles:
+            from signals.profiles import profiles  # noqa: PLC0415 - signals.profiles imports this module
+
+            self._profiles[key] = profiles(self.cases, key)
+        return self._profiles[key]
 
 
 def prepared(tables: CaseTables | Prepared, /, *, role: str) -> Prepared:

@@ -25,19 +25,21 @@ key of :func:`signals.counts.event_key`.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 import polars as pl
 
 from signals.battery import add_ebgm, add_fisher, intersect
-from signals.counts import CaseTables, CoReports, Prepared, co_reports, count_2x2, event_key, prepared
+from signals.counts import CaseTables, CoReports, Prepared, co_reports, event_key, prepared
 from signals.ebgm import GammaMixture
 from signals.errors import SignalsError
 from signals.mantel_haenszel import MH_COLUMNS, mantel_haenszel
 from signals.measures import disproportionality
+from signals.profiles import Incidence, Profiles, count_profiles, incidence, strata_variables, weights
 from signals.strata import OVERALL, Stratum, band_strata, has_ranges, parse_condition
-from signals.table import SignalConfig, readings_of
+from signals.table import SignalConfig, readings_of, side_variables
 
 __all__ = [
     "PANEL_COLUMNS",
@@ -227,14 +229,22 @@ def panel_table(
     wanted = rules.select("drug", pl.col("_event").alias("event"))
     co = co_reports(_map_drugs(case_drugs, panel), _map_events(case_events, panel), wanted=wanted)
     caps = {"age": config.age_cap, "weight": config.weight_cap}
+    conditions = rules.get_column("condition").unique(maintain_order=True).to_list()
+    strata = [OVERALL if condition is None else parse_condition(condition) for condition in conditions]
+    # counts summed over the side's profiles (signals.profiles), shared with its signal table
+    found = side.profiles(side_variables(config) | strata_variables(strata))
+    shared = Counted(co, incidence(co, found), found)
     parts = []
-    for condition in rules.get_column("condition").unique(maintain_order=True):
-        stratum = OVERALL if condition is None else parse_condition(condition)
+    for condition, stratum in zip(conditions, strata, strict=True):
         chosen = rules.filter(pl.col("condition").eq_missing(condition))
         for reading in readings_of(stratum, ranges=ranges):
-            members = side.members((stratum,), reading=reading, caps=caps)
-            counts = count_2x2(
-                co, members, min_a=0.0, wanted=chosen.select("drug", pl.col("_event").alias("event"))
+            w = weights(found, (stratum,), reading=reading, caps=caps)
+            counts = count_profiles(
+                co,
+                shared.incidence,
+                w,
+                min_a=0.0,
+                wanted=chosen.select("drug", pl.col("_event").alias("event")),
             )
             part = (
                 chosen.select("_rule", "drug", "_event")
@@ -242,7 +252,7 @@ def panel_table(
                 .with_columns(pl.lit(reading).alias("reading"), pl.col("a", "b", "c", "d").fill_null(0.0))
             )
             if config.measures == "all" and config.stratify:
-                part = _with_adjusted(part, co, side, stratum, chosen, config=config, reading=reading)
+                part = _with_adjusted(part, shared, stratum, chosen, config=config, reading=reading)
             parts.append(part)
     extra = [c for c in MH_COLUMNS if c in parts[0].columns]
     counted = pl.concat(parts).select("_rule", "reading", "a", "b", "c", "d", *extra)
@@ -256,10 +266,18 @@ def panel_table(
         "ebgm", "eb05", "eb95", "fisher_p", "fisher_q", "signal_eb", *extra)  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """A panel's coded incidence, its counts per profile and the side's profiles."""
+
+    co: CoReports
+    incidence: Incidence
+    profiles: Profiles
+
+
 def _with_adjusted(
     part: pl.DataFrame,
-    co: CoReports,
-    side: Prepared,
+    counted: Counted,
     condition: Stratum,
     chosen: pl.DataFrame,
     *,
@@ -273,11 +291,13 @@ def _with_adjusted(
     """
     bands = [intersect(condition, band) for band in band_strata(config.stratify, age_bands=config.age_bands)]
     caps = {"age": config.age_cap, "weight": config.weight_cap}
-    if reading == "exact" and has_ranges(side.cases):
+    if reading == "exact" and counted.profiles.ranges:
         reading = "expected"
-    members = side.members(bands, reading=reading, caps=caps)
+    w = weights(counted.profiles, bands, reading=reading, caps=caps)
     wanted = chosen.select("drug", pl.col("_event").alias("event"))
-    adjusted = mantel_haenszel(count_2x2(co, members, min_a=0.0, wanted=wanted), by=["drug", "event"])
+    adjusted = mantel_haenszel(
+        count_profiles(counted.co, counted.incidence, w, min_a=0.0, wanted=wanted), by=["drug", "event"]
+    )
     return part.join(
         adjusted.select("drug", pl.col("event").alias("_event"), *MH_COLUMNS),
         on=["drug", "_event"],

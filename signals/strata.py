@@ -308,6 +308,7 @@ def memberships(
     reading: str,
     first_id: int = 0,
     caps: Mapping[str, float] | None = None,
+    ranges: bool | None = None,
 ) -> pl.DataFrame:
     """The weight of every case in every stratum under one reading.
 
@@ -318,6 +319,8 @@ def memberships(
         reading: ``exact`` for raw data, or ``certain``, ``possible``, ``expected`` for ranges.
         first_id: id of the first stratum.
         caps: upper ends used for open ranges under ``expected`` (default 120 years, 650 kg).
+        ranges: whether the data holds released ranges; default :func:`has_ranges` of ``cases`` (a
+            frame of some of the cases' columns, such as :mod:`signals.profiles`', gives its side's).
 
     Returns:
         ``caseid``, ``stratum_id`` (UInt32), ``w`` (Float64 in (0, 1]); rows with w = 0 are left out.
@@ -325,7 +328,7 @@ def memberships(
     Raises:
         SignalsError: a column a stratum needs is absent, or the reading does not fit the data.
     """
-    ranges = has_ranges(cases)
+    ranges = has_ranges(cases) if ranges is None else ranges
     allowed = RANGE_READINGS if ranges else EXACT_READINGS
     trivial = all(not s.predicates for s in strata)  # e.g. the stratum ``all``: exact on any data
     if reading not in allowed and not (trivial and reading == "exact"):

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from signals.battery import MEASURE_SETS, add_ebgm, add_fisher, adjusted_ror, table_prior
-from signals.counts import CaseTables, CoReports, Prepared, co_reports, count_2x2, prepared
+from signals.counts import CaseTables, CoReports, Prepared, co_reports, prepared
 from signals.ebgm import GammaMixture
 from signals.errors import SignalsError
 from signals.mantel_haenszel import MH_COLUMNS
 from signals.measures import CRITERIA, CRITERION_RULES, disproportionality
+from signals.profiles import count_profiles, incidence, strata_variables, weights
 from signals.strata import (
     EXACT_READINGS,
     OVERALL,
@@ -33,7 +34,15 @@ from signals.strata import (
     parse_condition,
 )
 
-__all__ = ["SignalConfig", "SignalTable", "signal_table", "strata_of", "readings_of", "KEY_COLUMNS"]
+__all__ = [
+    "SignalConfig",
+    "SignalTable",
+    "signal_table",
+    "strata_of",
+    "readings_of",
+    "side_variables",
+    "KEY_COLUMNS",
+]
 
 KEY_COLUMNS = ("stratum", "reading", "drug", "event")
 _STRATUM_COLUMNS = ("age_band", "sex", "condition")
@@ -102,6 +111,13 @@ def strata_of(config: SignalConfig) -> list[tuple[Stratum, ...]]:
         groups.append(band_strata(config.stratify, age_bands=config.age_bands))
     groups.extend((parse_condition(text),) for text in dict.fromkeys(config.conditions))
     return groups
+
+
+def side_variables(config: SignalConfig) -> frozenset[str]:
+    """The QID variables a side's strata read: those of the table's strata, the panel's conditions
+    (:data:`signals.compare.PANEL_CONDITIONS` among them) and bands, so that both share one set of
+    profiles (:meth:`signals.counts.Prepared.profiles`)."""
+    return strata_variables(s for group in strata_of(config) for s in group) | {"age", "sex"}
 
 
 def readings_of(stratum: Stratum, *, ranges: bool) -> tuple[str, ...]:
@@ -208,11 +224,13 @@ def signal_table(
     labels: list[pl.DataFrame] = []
     first = 0
     groups = strata_of(config)
+    found = side.profiles(side_variables(config))  # counts summed over profiles (signals.profiles)
+    counted = incidence(co, found)
     for group in groups:
         labels.append(_labels(group, first))
         for reading in readings_of(group[0], ranges=ranges):
-            members = side.members(group, reading=reading, first_id=first, caps=caps)
-            counts = count_2x2(co, members, min_a=config.min_a)
+            w = weights(found, group, reading=reading, caps=caps)
+            counts = count_profiles(co, counted, w, first_id=first, min_a=config.min_a)
             parts.append(counts.with_columns(pl.lit(reading).alias("reading")))
         first += len(group)
     frame = disproportionality(_assemble(parts, labels))
