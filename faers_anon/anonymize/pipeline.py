@@ -28,7 +28,9 @@ does not cover what E reveals, and an empty knowledge.csv tells a re-verifier th
 from __future__ import annotations
 
 import logging
+import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -55,8 +57,11 @@ from faers_anon.io.column_policy import ColumnPolicy, load_policy
 from faers_anon.io.qid_fields import generalize_fields
 from faers_anon.io.workspace import publish_release, signals_raise, work_folder
 from faers_anon.keys import load_key
+from faers_anon.methods import MethodResult
 from faers_anon.models import make_model
-from faers_anon.release.writer import write_release
+from faers_anon.release.stages import Stages, Task
+from faers_anon.release.writer import SealedRelease, place_release, seal_release
+from faers_anon.release.writer_draft import ReleaseDraft, discard_draft, prepare_release
 
 __all__ = [
     "AnonymizeConfig",  # re-exported: defined in .config
@@ -105,6 +110,7 @@ def partition_cases(
     *,
     config: AnonymizeConfig,
     inputs: RunInputs = NO_INPUTS,
+    beside: Callable[[], object] | None = None,
 ) -> tuple[Partition, Thresholds, pl.DataFrame]:
     """P(s | c), θ* and the partition of one cases frame (no files); returns (partition, θ*, P(s | c)).
 
@@ -112,19 +118,30 @@ def partition_cases(
     need ``inputs.reports`` (:func:`.units.report_records`), and their partition frame has one row
     per report (``primaryid``, ``caseid``). θ* and P(s | c) are always those of the cases.
     With ``inputs.demo`` (the DEMO rows) and ``inputs.policy``, the engine also clusters on the
-    policy's other DEMO qids (:func:`.units.engine_fields`). ``inputs.drug_names``: the other
-    published drug columns, which P(s | c) reads through E like ``drug_key``.
+    policy's other DEMO qids (:func:`.units.engine_fields`, coded on a thread beside P(s | c) and θ*:
+    :class:`~faers_anon.release.stages.Stages`). ``inputs.drug_names``: the other published drug
+    columns, which P(s | c) reads through E like ``drug_key``. ``beside`` is called once the engine's
+    inputs are ready, right before it runs (to start work that needs no partition).
     """
-    probabilities, thresholds = sensitive_thresholds(
-        with_drug_names(cases, inputs.drug_names), knowledge, config=config, classes=inputs.classes,
-        outcomes=inputs.outcomes,
-    )  # fmt: skip
-    model = make_model(config.model, k=config.k, thetas=thresholds.thetas)
-    hierarchies, codes = config.hierarchies(), None
-    if inputs.demo is not None and inputs.policy is not None:
-        codes, hierarchies = engine_fields(
-            inputs.demo, inputs.policy, hierarchies, unit=model_unit(config.model)
-        )
+    with Stages() as stages:
+        fields = None
+        if inputs.demo is not None and inputs.policy is not None:
+            demo, policy, unit = inputs.demo, inputs.policy, model_unit(config.model)
+            fields = stages.start(
+                "engine fields",
+                lambda: engine_fields(demo, policy, config.hierarchies(), unit=unit),
+                announce=False,
+            )
+        probabilities, thresholds = sensitive_thresholds(
+            with_drug_names(cases, inputs.drug_names), knowledge, config=config, classes=inputs.classes,
+            outcomes=inputs.outcomes,
+        )  # fmt: skip
+        model = make_model(config.model, k=config.k, thetas=thresholds.thetas)
+        hierarchies, codes = config.hierarchies(), None
+        if fields is not None:
+            codes, hierarchies = fields.result()
+    if beside is not None:
+        beside()
 
     def run(engine_cases: pl.DataFrame) -> Partition:
         return partition_model(
@@ -157,6 +174,79 @@ def partition_cases(
     return partition, thresholds, probabilities
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Partitioned:
+    """A run before its metrics: the algorithm's frame, the frame to write (field QIDs generalized) and
+    NIL per field, θ*, P(s | c), the engine's or the method's outcome, and the seconds it took."""
+
+    frame: pl.DataFrame
+    written: pl.DataFrame
+    field_nil: dict[str, float]
+    thresholds: Thresholds
+    probabilities: pl.DataFrame
+    partition: Partition | None
+    method: MethodResult | None
+    seconds: float
+
+
+def _partitioned(
+    cases: pl.DataFrame,
+    knowledge: pl.DataFrame,
+    config: AnonymizeConfig,
+    inputs: RunInputs,
+    beside: Callable[[], object] | None,
+) -> _Partitioned:
+    """The partition half of :func:`run` (``beside``: as :func:`partition_cases`)."""
+    clock = time.perf_counter()
+    partition, result = None, None
+    if config.method is None:
+        partition, thresholds, probabilities = partition_cases(
+            cases, knowledge, config=config, inputs=inputs, beside=beside
+        )
+        frame = partition.frame
+    else:
+        if beside is not None:
+            beside()
+        frame, result = method_partition(
+            config.method, cases, k=config.k, seed=config.seed, sensitive=config.sensitive
+        )
+        probabilities, thresholds = sensitive_thresholds(
+            with_drug_names(cases, inputs.drug_names), knowledge, config=config
+        )
+    demo, policy = inputs.demo, inputs.policy
+    written, field_nil = (
+        (frame, {}) if demo is None or policy is None else generalize_fields(frame, demo, policy)
+    )
+    return _Partitioned(
+        frame=frame, written=written, field_nil=field_nil, thresholds=thresholds, probabilities=probabilities,
+        partition=partition, method=result, seconds=time.perf_counter() - clock,
+    )  # fmt: skip
+
+
+def _measured(
+    done: _Partitioned, cases: pl.DataFrame, config: AnonymizeConfig, inputs: RunInputs
+) -> AnonymizeResult:
+    """The metrics half of :func:`run`: the result, measured once."""
+    clock = time.perf_counter()
+    # NIL on the algorithm's own units (reports or cases), DR on the cases an attacker finds in each group
+    raw = cases if inputs.reports is None or done.partition is None else unit_view(inputs.reports)
+    measures = metrics.measure(
+        done.frame, raw, done.probabilities, done.thresholds.frame, hierarchies=config.hierarchies(),
+        k=config.k, field_nil=done.field_nil,
+    )  # fmt: skip
+    return AnonymizeResult(
+        release=None,
+        frame=done.written,
+        thresholds=done.thresholds,
+        k=config.k,
+        cases=cases.height,
+        measures=measures,
+        partition=done.partition,
+        method=done.method,
+        seconds={"anonymize": done.seconds, "metrics": time.perf_counter() - clock},
+    )
+
+
 def run(
     cases: pl.DataFrame,
     knowledge: pl.DataFrame,
@@ -178,52 +268,52 @@ def run(
         generalized), ``partition`` the engine's output (None for a method), ``method`` the method's
         result (None for a model).
     """
-    clock = time.perf_counter()
-    partition, result = None, None
-    if config.method is None:
-        partition, thresholds, probabilities = partition_cases(cases, knowledge, config=config, inputs=inputs)
-        frame = partition.frame
-    else:
-        frame, result = method_partition(
-            config.method, cases, k=config.k, seed=config.seed, sensitive=config.sensitive
-        )
-        probabilities, thresholds = sensitive_thresholds(
-            with_drug_names(cases, inputs.drug_names), knowledge, config=config
-        )
-    demo, policy = inputs.demo, inputs.policy
-    written, field_nil = (
-        (frame, {}) if demo is None or policy is None else generalize_fields(frame, demo, policy)
-    )
-    seconds = {"anonymize": time.perf_counter() - clock}
-    clock = time.perf_counter()
-    # NIL on the algorithm's own units (reports or cases), DR on the cases an attacker finds in each group
-    raw = cases if inputs.reports is None or partition is None else unit_view(inputs.reports)
-    measures = metrics.measure(
-        frame, raw, probabilities, thresholds.frame, hierarchies=config.hierarchies(), k=config.k,
-        field_nil=field_nil,
-    )  # fmt: skip
-    seconds["metrics"] = time.perf_counter() - clock
-    return AnonymizeResult(
-        release=None,
-        frame=written,
-        thresholds=thresholds,
-        k=config.k,
-        cases=cases.height,
-        measures=measures,
-        partition=partition,
-        method=result,
-        seconds=seconds,
-    )
+    return _measured(_partitioned(cases, knowledge, config, inputs, None), cases, config, inputs)
 
 
-def anonymize_folder(ingested: Path, out: Path | None, /, *, config: AnonymizeConfig) -> AnonymizeResult:
+def anonymize_folder(
+    ingested: Path,
+    out: Path | None,
+    /,
+    *,
+    config: AnonymizeConfig,
+    beside: Callable[[], object] | None = None,
+) -> AnonymizeResult:
     """Anonymize an ingested folder (:func:`run`) and write the release to ``out`` (None: compute only).
+
+    Beside the engine (threads of :class:`~faers_anon.release.stages.Stages`; issue 18 item 6): the
+    release's partition-independent half (:func:`~faers_anon.release.writer_draft.prepare_release`)
+    is written while the engine runs, and the metrics are computed while the release is completed
+    (:func:`~faers_anon.release.writer.seal_release`); it is renamed into place once they are known
+    (:func:`~faers_anon.release.writer.place_release`). ``FAERS_ANON_STAGES=sequential`` runs each
+    where it ran before: the metrics after the engine, then the whole release. A failure stops the
+    threads, removes the draft and surfaces as it would alone. ``beside``: called once right before
+    the engine (or the method) runs, e.g. to start other work that needs no partition.
 
     Raises:
         InputError: a missing or unreadable ingested table or knowledge file.
         ConfigError: ``out`` exists without ``force``, or an invalid option.
         InfeasibleThetaError: some θ_s < P(s) with ``on_infeasible = "error"``.
     """
+    pid = os.getpid()
+    try:
+        with Stages() as stages:
+            return _anonymize_folder(ingested, out, config, stages, pid, beside)
+    except BaseException:
+        if out is not None:
+            discard_draft(out, pid)  # after every thread has ended (the block above waits for them)
+        raise
+
+
+def _anonymize_folder(
+    ingested: Path,
+    out: Path | None,
+    config: AnonymizeConfig,
+    stages: Stages,
+    pid: int,
+    beside: Callable[[], object] | None,
+) -> AnonymizeResult:
+    """:func:`anonymize_folder` inside its block of stages."""
     clock = time.perf_counter()
     model = config.method is None
     cases = read_table(ingested / "cases.parquet")
@@ -238,29 +328,40 @@ def anonymize_folder(ingested: Path, out: Path | None, /, *, config: AnonymizeCo
         reports=reports, classes=classes, outcomes=outcomes, demo=demo, policy=policy,
         drug_names=published_drug_names(ingested, policy),
     )  # fmt: skip
-    result = run(cases, knowledge, config=config, inputs=inputs)
-    seconds = {"read": read, **result.seconds}
+    drafts: list[Task[ReleaseDraft]] = []
+
+    def start_draft() -> None:  # the release's partition-independent half, beside the engine
+        if out is not None and not drafts:
+            drafts.append(stages.start("release draft", lambda: prepare_release(
+                ingested, out, policy=policy, key=load_key(config.key_file), force=config.force,
+                items=items_protection(config), pid=pid), announce=False))  # fmt: skip
+        if beside is not None:
+            beside()
+
+    done = _partitioned(cases, knowledge, config, inputs, start_draft)
     if out is None:
-        return replace(result, seconds=seconds)
-    clock = time.perf_counter()
-    key = load_key(config.key_file)
-    singles, class_files = release_files(result.thresholds.frame, classes)
-    written = write_release(
-        ingested,
-        result.frame,
-        out,
-        policy=policy,
-        knowledge=knowledge,
-        thresholds=singles,
-        parameters=config.parameters() if result.method is None else method_parameters(result.method, config),
-        extra_files=class_files,
-        force=config.force,
-        key=key,
-        items=items_protection(config),
-    )
+        result = _measured(done, cases, config, inputs)
+        return replace(result, seconds={"read": read, **result.seconds})
+    start_draft()  # started already, unless the run called no hook
+
+    def finish() -> SealedRelease:
+        singles, class_files = release_files(done.thresholds.frame, classes)
+        return seal_release(
+            drafts[0].result(),
+            done.written,
+            knowledge=knowledge,
+            thresholds=singles,
+            parameters=config.parameters() if done.method is None else method_parameters(done.method, config),
+            extra_files=class_files,
+            items=items_protection(config),
+        )
+
+    write = stages.start("write", finish, announce=False)  # sequentially: when asked, after the metrics
+    result = _measured(done, cases, config, inputs)
+    written = place_release(write.result())  # only once the metrics are known, as before
     if result.method is not None:
-        publish_item_form(out, result.method, written.ids.apply, key)
-    seconds["write"] = time.perf_counter() - clock
+        publish_item_form(out, result.method, written.ids.apply, load_key(config.key_file))
+    seconds = {"read": read, **result.seconds, "write": write.seconds}
     items = written.manifest["counts"].get("items")
     return replace(result, release=out, items=items, seconds=seconds)
 

@@ -47,7 +47,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -57,19 +56,17 @@ from typing import Any
 import polars as pl
 
 from faers_anon.anonymize.items import ItemProtection, protect_items
-from faers_anon.errors import ConfigError, InputError
+from faers_anon.errors import InputError
 from faers_anon.io.column_policy import (
     DEFAULT_POLICY,
-    INGESTED_FILES,
     QID_COLUMNS,
     TABLES,
     ColumnPolicy,
     ShapedTable,
     shape_table,
 )
-from faers_anon.io.qid_fields import generalize_fields, released_outcome_rows, with_outcome_sets
-from faers_anon.io.rejects import write_rejects_csv
-from faers_anon.keys import AgencyKey, load_key
+from faers_anon.io.qid_fields import generalize_fields, released_outcome_rows
+from faers_anon.keys import AgencyKey
 from faers_anon.release.certificate import seal
 from faers_anon.release.manifest import (
     CERTIFICATE_NAME,
@@ -77,25 +74,32 @@ from faers_anon.release.manifest import (
     build_manifest,
     dump_manifest,
     hash_tree,
+    sha256_file,
 )
-from faers_anon.release.pseudonyms import IdMap, release_id_map
+from faers_anon.release.pseudonyms import IdMap
 from faers_anon.release.writer_checks import KNOWLEDGE, THRESHOLDS, check_extras, check_frame, check_partition
-from faers_anon.release.writer_tables import (
-    published,
-    published_columns,
-    released_rows,
-    write_parquet,
-    write_tables,
+from faers_anon.release.writer_draft import (
+    ReleaseDraft,
+    check_target,
+    cleanup,
+    prepare_release,
+    restricted_path,
 )
+from faers_anon.release.writer_tables import write_parquet, write_table
 
-__all__ = ["ReleaseWritten", "write_release", "restricted_path"]
+__all__ = [
+    "ReleaseWritten",
+    "SealedRelease",
+    "finish_release",
+    "place_release",
+    "restricted_path",
+    "seal_release",
+    "write_release",
+]
 
 _RESERVED = frozenset(
     {"ascii", "parquet", "rejects", "knowledge.csv", "thresholds.csv", MANIFEST_NAME, CERTIFICATE_NAME}
 )
-_RAW_IDS = frozenset({"primaryid", "caseid", "isr", "case"})
-_REJECT_PUBLIC = ("quarter", "source_file", "line", "reason")
-_QUARTER = re.compile(r"^\d{4}Q[1-4]$")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -124,11 +128,6 @@ class ReleaseWritten:
         return "\n".join(lines)
 
 
-def restricted_path(out: Path) -> Path:
-    """The restricted folder beside a release: ``<parent>/<name>-restricted``."""
-    return out.parent / f"{out.name}-restricted"
-
-
 def write_release(
     ingested: Path,
     partition: pl.DataFrame,
@@ -143,7 +142,8 @@ def write_release(
     key: AgencyKey | None = None,
     items: ItemProtection | None = None,
 ) -> ReleaseWritten:
-    """Write the release folder ``out`` (layout in the module docstring; SPEC §10).
+    """Write the release folder ``out`` (layout in the module docstring; SPEC §10): its partition-independent
+    half (:func:`~faers_anon.release.writer_draft.prepare_release`), then :func:`finish_release`.
 
     Args:
         ingested: the ingested folder (``reports.parquet`` … ``rpsr.parquet``, optional ``rejects/``).
@@ -170,81 +170,168 @@ def write_release(
         ConfigError: ``out`` exists without ``force``; a partition that is not one row per ingested case;
             malformed knowledge, thresholds, parameters or extra file names.
     """
-    _check_target(out, force)
-    agency = key if key is not None else load_key(None)
-    raw = {table: _read_table(ingested / INGESTED_FILES[table], table, policy) for table in TABLES}
-    part = check_partition(partition, raw["demo"])
-    ids = release_id_map(raw, agency.pseudonym_key)
-    tables = {t: released_rows(f, ids) for t, f in raw.items()}
-    part = ids.apply(part)
-    tables["demo"] = with_outcome_sets(tables["demo"], tables["outc"])  # the case's OUTC set, a qid
+    draft = prepare_release(ingested, out, policy=policy, key=key, force=force, items=items, pid=os.getpid())
+    return finish_release(
+        draft, partition, knowledge=knowledge, thresholds=thresholds, parameters=parameters,
+        extra_files=extra_files, items=items,
+    )  # fmt: skip
+
+
+def finish_release(
+    draft: ReleaseDraft,
+    partition: pl.DataFrame,
+    *,
+    knowledge: pl.DataFrame,
+    thresholds: pl.DataFrame,
+    parameters: Mapping[str, object],
+    extra_files: Mapping[str, bytes] | None = None,
+    items: ItemProtection | None = None,
+) -> ReleaseWritten:
+    """Complete ``draft`` (:func:`~faers_anon.release.writer_draft.prepare_release`) with ``partition``
+    (:func:`seal_release`) and rename it to the release folder (:func:`place_release`); arguments and
+    errors: :func:`write_release`."""
+    sealed = seal_release(
+        draft, partition, knowledge=knowledge, thresholds=thresholds, parameters=parameters,
+        extra_files=extra_files, items=items,
+    )  # fmt: skip
+    return place_release(sealed)
+
+
+@dataclass(frozen=True, slots=True)
+class SealedRelease:
+    """A release complete and signed in its draft folders, not yet renamed into place."""
+
+    draft: ReleaseDraft
+    written: ReleaseWritten
+
+
+def seal_release(
+    draft: ReleaseDraft,
+    partition: pl.DataFrame,
+    *,
+    knowledge: pl.DataFrame,
+    thresholds: pl.DataFrame,
+    parameters: Mapping[str, object],
+    extra_files: Mapping[str, bytes] | None = None,
+    items: ItemProtection | None = None,
+) -> SealedRelease:
+    """Write the rest of ``draft`` with ``partition``, its manifest and certificate, in the draft folders
+    (nothing beside them changes); they are removed when this fails or is interrupted."""
+    try:
+        return _seal(draft, partition, knowledge, thresholds, parameters, extra_files or {}, items)
+    except OSError as exc:
+        cleanup(draft.tmp, draft.tmp_r)
+        raise InputError(f"cannot write the release ({exc.strerror or exc})", path=draft.out) from exc
+    except BaseException:
+        cleanup(draft.tmp, draft.tmp_r)
+        raise
+
+
+def place_release(sealed: SealedRelease) -> ReleaseWritten:
+    """Rename a sealed release into place: the restricted folder first, then the release (an existing
+    one moved aside and removed after); the draft folders are removed when this fails."""
+    draft, written = sealed.draft, sealed.written
+    restricted = restricted_path(draft.out)
+    placed: list[Path] = []  # a restricted folder already renamed, removed if the public rename fails
+    try:
+        if written.restricted is not None:
+            _replace(draft.tmp_r, restricted)
+            placed.append(restricted)
+        elif draft.force and restricted.exists():
+            shutil.rmtree(restricted)
+        _replace(draft.tmp, draft.out)
+    except OSError as exc:
+        cleanup(draft.tmp, draft.tmp_r, *placed)
+        raise InputError(f"cannot write the release ({exc.strerror or exc})", path=draft.out) from exc
+    except BaseException:
+        cleanup(draft.tmp, draft.tmp_r, *placed)
+        raise
+    return written
+
+
+def _seal(
+    draft: ReleaseDraft,
+    partition: pl.DataFrame,
+    knowledge: pl.DataFrame,
+    thresholds: pl.DataFrame,
+    parameters: Mapping[str, object],
+    extra_files: Mapping[str, bytes],
+    items: ItemProtection | None,
+) -> SealedRelease:
+    """:func:`seal_release` without its clean-up."""
+    policy, tables, ids, out, tmp, tmp_r = (
+        draft.policy,
+        draft.tables,
+        draft.ids,
+        draft.out,
+        draft.tmp,
+        draft.tmp_r,
+    )
+    part = ids.apply(check_partition(partition, draft.reports))
     part, _ = generalize_fields(part, tables["demo"], policy)  # the policy's other DEMO qids (qid_fields)
     shown = {**tables, "outc": released_outcome_rows(tables["outc"], tables["demo"], part)}
-    del raw
     know = check_frame(knowledge, "knowledge", KNOWLEDGE, 3)
     thetas = check_frame(thresholds, "thresholds", THRESHOLDS, 2)
-    extras = check_extras(extra_files or {}, _RESERVED)
-    rejects = sorted((ingested / "rejects").glob("*.parquet")) if (ingested / "rejects").is_dir() else []
-    shaped = {t: shape_table(t, f, part, policy) for t, f in shown.items()}
+    extras = check_extras(extra_files, _RESERVED)
+    shaped = {
+        t: draft.shaped[t] if t in draft.shaped else shape_table(t, f, part, policy) for t, f in shown.items()
+    }
     item_counts = None if items is None else _protect_items(shaped, tables, part, items)
     needs_restricted = policy.rejects == "restricted" or any(
         s.restricted is not None for s in shaped.values()
     )
     restricted = restricted_path(out)
     if needs_restricted:
-        _check_target(restricted, force)
-
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
-    tmp_r = out.parent / f".{restricted.name}.tmp-{os.getpid()}"
-    placed: list[Path] = []  # a restricted folder already renamed, removed if the public rename fails
-    try:
-        _fresh_dir(tmp)
-        counts = write_tables(tmp, shaped, tables)
-        counts["groups"] = part.select(QID_COLUMNS).unique().height
-        counts["cases"] = tables["demo"]["caseid"].n_unique()
-        if item_counts is not None:
-            counts["items"] = item_counts
-        counts["rejects"] = _write_rejects(tmp, tmp_r if needs_restricted else None, rejects, policy)
-        _write_csv(know, tmp / "knowledge.csv")
-        _write_csv(thetas, tmp / "thresholds.csv")
-        for name, payload in extras.items():
-            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
-            (tmp / name).write_bytes(payload)
-        restricted_info: dict[str, object] | None = None
-        if needs_restricted:
-            (tmp_r / "parquet").mkdir(parents=True, exist_ok=True)
-            for table, shape in shaped.items():
-                if shape.restricted is not None:
-                    write_parquet(shape.restricted, tmp_r / "parquet" / f"{table}.parquet")
-            restricted_info = {"folder": restricted.name, "files": hash_tree(tmp_r)}
-        manifest = build_manifest(
-            parameters=parameters,
-            inputs=hash_tree(ingested),
-            outputs=hash_tree(tmp),
-            counts=counts,
-            columns={t: s.columns for t, s in shaped.items()},
-            policy=policy.describe(),
-            restricted=restricted_info,
-            pseudonyms=ids.describe(),
-        )
-        (tmp / MANIFEST_NAME).write_bytes(dump_manifest(manifest))
-        seal(tmp, agency)
-        manifest = json.loads((tmp / MANIFEST_NAME).read_text(encoding="utf-8"))
-        if needs_restricted:
-            _replace(tmp_r, restricted)
-            placed.append(restricted)
-        elif force and restricted.exists():
-            shutil.rmtree(restricted)
-        _replace(tmp, out)
-    except OSError as exc:
-        _cleanup(tmp, tmp_r, *placed)
-        raise InputError(f"cannot write the release ({exc.strerror or exc})", path=out) from exc
-    except BaseException:
-        _cleanup(tmp, tmp_r, *placed)
-        raise
-    return ReleaseWritten(
+        check_target(restricted, draft.force)
+    counts: dict[str, Any] = {
+        t: draft.counts[t] if t in draft.shaped else write_table(tmp, t, s, tables[t], draft.quarters)
+        for t, s in shaped.items()
+    }
+    counts["groups"] = part.select(QID_COLUMNS).unique().height
+    counts["cases"] = tables["demo"]["caseid"].n_unique()
+    if item_counts is not None:
+        counts["items"] = item_counts
+    counts["rejects"] = draft.counts["rejects"]
+    _write_csv(know, tmp / "knowledge.csv")
+    _write_csv(thetas, tmp / "thresholds.csv")
+    for name, payload in extras.items():
+        (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / name).write_bytes(payload)
+    restricted_info: dict[str, object] | None = None
+    if needs_restricted:
+        (tmp_r / "parquet").mkdir(parents=True, exist_ok=True)
+        for table, shape in shaped.items():
+            if shape.restricted is not None:
+                write_parquet(shape.restricted, tmp_r / "parquet" / f"{table}.parquet")
+        restricted_info = {"folder": restricted.name, "files": hash_tree(tmp_r)}
+    manifest = build_manifest(
+        parameters=parameters,
+        inputs=draft.inputs,
+        outputs=_hashes(tmp, draft.written),
+        counts=counts,
+        columns={t: s.columns for t, s in shaped.items()},
+        policy=policy.describe(),
+        restricted=restricted_info,
+        pseudonyms=ids.describe(),
+    )
+    (tmp / MANIFEST_NAME).write_bytes(dump_manifest(manifest))
+    seal(tmp, draft.agency)
+    manifest = json.loads((tmp / MANIFEST_NAME).read_text(encoding="utf-8"))
+    written = ReleaseWritten(
         path=out, restricted=restricted if needs_restricted else None, manifest=manifest, ids=ids
     )
+    return SealedRelease(draft, written)
+
+
+def _hashes(root: Path, known: Mapping[str, str]) -> dict[str, str]:
+    """:func:`~faers_anon.release.manifest.hash_tree` of ``root``, the files of ``known`` (relative path →
+    SHA-256, hashed when the draft was written and not changed since) not read again."""
+    hashes: dict[str, str] = {}
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = path.relative_to(root).as_posix()
+        if rel != CERTIFICATE_NAME:
+            hashes[rel] = known[rel] if rel in known else sha256_file(path)
+    return hashes
 
 
 def _protect_items(
@@ -266,72 +353,11 @@ def _protect_items(
     return done.counts
 
 
-def _read_table(path: Path, table: str, policy: ColumnPolicy) -> pl.DataFrame:
-    """An ingested table, the columns the policy drops as empty stand-ins (:func:`published_columns`)."""
-    if not path.is_file():
-        raise InputError("missing ingested table (run `faers-anon ingest` first)", path=path)
-    try:
-        names = list(pl.read_parquet_schema(path))
-        read = pl.read_parquet(path, columns=published(table, names, policy))
-        frame = published_columns(table, names, policy, read)
-    except (OSError, pl.exceptions.PolarsError) as exc:
-        raise InputError(f"unreadable parquet ({str(exc).splitlines()[0]})", path=path) from exc
-    for name in ("primaryid", "caseid", "quarter"):
-        if name not in frame.columns:
-            raise InputError("missing column", path=path, field=name)
-    bad = frame.filter(~pl.col("quarter").cast(pl.String).str.contains(_QUARTER.pattern).fill_null(False))
-    if bad.height:
-        raise InputError(
-            f"bad quarter {bad['quarter'][0]!r} (expected e.g. 2024Q1)", path=path, field="quarter"
-        )
-    return frame
-
-
-def _check_target(path: Path, force: bool) -> None:
-    if path.exists() and not force:
-        raise ConfigError(f"{path}: already exists (use --force to replace it)")
-    if path.exists() and not path.is_dir():
-        raise ConfigError(f"{path}: exists and is not a folder")
-
-
-def _write_rejects(
-    root: Path, restricted: Path | None, files: list[Path], policy: ColumnPolicy
-) -> dict[str, int]:
-    (root / "rejects").mkdir()
-    counts: dict[str, int] = {}
-    for path in files:
-        try:
-            frame = pl.read_parquet(path)
-        except pl.exceptions.PolarsError as exc:
-            raise InputError(f"unreadable parquet ({str(exc).splitlines()[0]})", path=path) from exc
-        counts[path.name] = frame.height
-        if policy.rejects == "keep":
-            write_parquet(frame.select(c for c in frame.columns if c.lower() not in _RAW_IDS),
-                           root / "rejects" / path.name)  # fmt: skip
-            continue
-        for name in ("source_file", "line", "reason"):
-            if name not in frame.columns:
-                raise InputError("missing column", path=path, field=name)
-        write_parquet(
-            frame.select(c for c in _REJECT_PUBLIC if c in frame.columns), root / "rejects" / path.name
-        )
-        if restricted is not None and policy.rejects == "restricted":
-            (restricted / "rejects").mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, restricted / "rejects" / path.name)
-    write_rejects_csv(root / "rejects")  # file, line, table, reason in words; no field of the rows
-    return counts
-
-
 def _write_csv(frame: pl.DataFrame, path: Path) -> None:
     frame.select(
         pl.col(c).cast(pl.String).str.replace(r"\.0$", "") if frame.schema[c].is_float() else pl.col(c)
         for c in frame.columns
     ).write_csv(path, null_value="", line_terminator="\n")
-
-
-def _fresh_dir(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
 
 
 def _replace(tmp: Path, target: Path) -> None:
@@ -346,8 +372,3 @@ def _replace(tmp: Path, target: Path) -> None:
             old.rename(target)
         raise
     shutil.rmtree(old, ignore_errors=True)
-
-
-def _cleanup(*paths: Path) -> None:
-    for path in paths:
-        shutil.rmtree(path, ignore_errors=True)  # a missing path is fine

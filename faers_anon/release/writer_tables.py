@@ -27,9 +27,11 @@ __all__ = [
     "PACKED_BITS",
     "published",
     "published_columns",
+    "release_quarters",
     "released_rows",
     "sort_key",
     "write_parquet",
+    "write_table",
     "write_tables",
 ]
 
@@ -130,6 +132,45 @@ def _ascii_frame(shown: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     return text, int(sum(counts))
 
 
+def release_quarters(tables: Mapping[str, pl.DataFrame]) -> list[str]:
+    """Every quarter of any table, sorted: each gets all seven ascii files (header only when empty)."""
+    return sorted(set().union(*(set(f["quarter"].cast(pl.String).unique()) for f in tables.values())))
+
+
+def write_table(
+    root: Path, table: str, shape: ShapedTable, rows: pl.DataFrame, quarters: Sequence[str]
+) -> dict[str, Any]:
+    """Write ``parquet/<table>.parquet`` and the table's ascii file of each of ``quarters`` under ``root``
+    (folders ``ascii`` and ``parquet`` exist); returns its manifest counts (rows in, from ``rows``, and out,
+    per quarter too, replaced ascii cells)."""
+    shown = shape.public
+    write_parquet(shown, root / "parquet" / f"{table}.parquet")
+    text, replaced = _ascii_frame(shown)
+    rows_in = dict(rows.group_by(pl.col("quarter").cast(pl.String)).len().iter_rows())
+    rows_out = dict(text.group_by("quarter").len().iter_rows())
+    per_quarter = {}
+    for quarter in quarters:
+        chunk = (
+            text.drop("quarter")
+            if rows_out.get(quarter) == text.height
+            else (text.filter(pl.col("quarter") == quarter).drop("quarter"))
+        )
+        chunk.write_csv(
+            root / "ascii" / f"{ASCII_NAMES[table]}{quarter[2:]}.txt",
+            separator="$",
+            quote_style="never",
+            null_value="",
+            line_terminator="\n",
+        )
+        per_quarter[quarter] = {"rows_in": rows_in.get(quarter, 0), "rows_out": rows_out.get(quarter, 0)}
+    return {
+        "rows_in": rows.height,
+        "rows_out": shown.height,
+        "quarters": per_quarter,
+        "ascii_replaced_cells": replaced,
+    }
+
+
 def write_tables(
     root: Path, shaped: Mapping[str, ShapedTable], tables: Mapping[str, pl.DataFrame]
 ) -> dict[str, Any]:
@@ -137,33 +178,7 @@ def write_tables(
     the manifest's counts per table (rows in and out, per quarter too, replaced ascii cells)."""
     (root / "ascii").mkdir()
     (root / "parquet").mkdir()
-    quarters = sorted(set().union(*(set(f["quarter"].cast(pl.String).unique()) for f in tables.values())))
-    counts: dict[str, Any] = {}
-    for table, shape in shaped.items():
-        shown = shape.public
-        write_parquet(shown, root / "parquet" / f"{table}.parquet")
-        text, replaced = _ascii_frame(shown)
-        rows_in = dict(tables[table].group_by(pl.col("quarter").cast(pl.String)).len().iter_rows())
-        rows_out = dict(text.group_by("quarter").len().iter_rows())
-        per_quarter = {}
-        for quarter in quarters:
-            chunk = (
-                text.drop("quarter")
-                if rows_out.get(quarter) == text.height
-                else (text.filter(pl.col("quarter") == quarter).drop("quarter"))
-            )
-            chunk.write_csv(
-                root / "ascii" / f"{ASCII_NAMES[table]}{quarter[2:]}.txt",
-                separator="$",
-                quote_style="never",
-                null_value="",
-                line_terminator="\n",
-            )
-            per_quarter[quarter] = {"rows_in": rows_in.get(quarter, 0), "rows_out": rows_out.get(quarter, 0)}
-        counts[table] = {
-            "rows_in": tables[table].height,
-            "rows_out": shown.height,
-            "quarters": per_quarter,
-            "ascii_replaced_cells": replaced,
-        }
-    return counts
+    quarters = release_quarters(tables)
+    return {
+        table: write_table(root, table, shape, tables[table], quarters) for table, shape in shaped.items()
+    }
