@@ -3,6 +3,8 @@ outcome hierarchies ``seriousness`` and ``death``, with hand-worked answers."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import polars as pl
 import pytest
 
@@ -166,11 +168,10 @@ def test_the_demo_release_with_death_and_frequency_shows_more_outcomes_and_verif
     policy = root / "death.toml"
     policy.write_text('[demo]\noutcome = { role = "qid", hierarchy = "death", why = "seriousness" }\n')
     shares = {}
-    for name, options in {
-        "default": {},
-        "death": {"outcome_theta": "frequency", "column_policy": policy},
-    }.items():
-        api.anonymize(ingested, root / name, config=AnonymizeConfig(k=5, theta=0.4, seed=0, **options))
+    base = AnonymizeConfig(k=5, theta=0.4, seed=0)
+    configs = {"default": base, "death": replace(base, outcome_theta="frequency", column_policy=policy)}
+    for name, config in configs.items():
+        api.anonymize(ingested, root / name, config=config)
         latest = pl.read_parquet(root / name / "parquet" / "demo.parquet").filter(pl.col("is_latest"))
         shares[name] = latest.get_column("outcome").value_counts(normalize=True)
         assert verify_release(root / name).ok
