@@ -142,17 +142,27 @@ def _ranked(distinct: pl.DataFrame, set_items: pl.DataFrame) -> pl.DataFrame:
     return distinct.join(items, on="sid").select("qs", "kt", "order", "rarest")
 
 
-def _over_budget(distinct: pl.DataFrame, set_items: pl.DataFrame) -> bool:
-    """Σ over distinct (kt, set) of several items of df(rarest item) > :data:`CANDIDATE_BUDGET`.
+def _rarest_total(sets: pl.DataFrame, t_items: pl.DataFrame, p_items: pl.DataFrame) -> int:
+    """Σ over distinct (kt, set) of several items of df(rarest item), df its population holders.
 
     A pair's holders are at most its rarer item's, so the sum bounds the first candidate list of
-    :func:`_whole`; checked before any list is ordered (an item never held counts 0).
+    :func:`_whole`; checked before any list is ordered (an item never held counts 0). Computed per
+    target case from its sorted item rows (numpy), the sets' ids standing for their items.
     """
-    per_set = set_items.group_by("sid").agg(
-        pl.col("df").fill_null(0).min().alias("rarest"), pl.len().alias("n")
+    case, item = sorted_rows(t_items, "caseid")
+    held = p_items.get_column("item").to_numpy()
+    width = max(int(item.max(initial=0)), int(held.max(initial=0))) + 1
+    starts = np.flatnonzero(np.concatenate([[len(case) > 0], case[1:] != case[:-1]]))
+    per_case = pl.DataFrame(
+        [
+            pl.Series("caseid", case[starts], sets.schema["caseid"]),
+            pl.Series("rarest", np.minimum.reduceat(np.bincount(held, minlength=width)[item], starts)
+                      if len(starts) else np.zeros(0, np.int64)),  # fmt: skip
+            pl.Series("n", np.diff(np.append(starts, len(case)))),
+        ]
     )
-    chosen = distinct.join(per_set.filter(pl.col("n") > 1), on="sid")
-    return (chosen.select(pl.col("rarest").sum()).item() or 0) > CANDIDATE_BUDGET
+    chosen = sets.join(per_case.filter(pl.col("n") > 1), on="caseid").unique(["kt", "sid"])
+    return int(chosen.get_column("rarest").sum())
 
 
 def _holding_all(candidates: pl.DataFrame, multi: pl.DataFrame, p_items: pl.DataFrame) -> pl.DataFrame:
@@ -217,11 +227,11 @@ def _whole(
         before any candidate list is built.
     """
     sets = targets.join(t_sets.lazy().select("caseid", "sid"), on="caseid").collect()
+    if _rarest_total(sets, t_items.collect(), p_items.collect()) > CANDIDATE_BUDGET:
+        return None
     distinct = sets.select("kt", "sid").unique().with_row_index("qs")  # (K-tuple, item set)
     frequency = p_items.group_by("item").agg(pl.len().alias("df")).collect()
     set_items = _set_items(set_members(t_items, t_sets), frequency)
-    if _over_budget(distinct, set_items):
-        return None
     ranked = _ranked(distinct, set_items)
     multi = ranked.filter(pl.col("order").list.len() > 1)
     single = (

@@ -307,11 +307,19 @@ def _prosecutor(codes: Codes, ks: KnowledgeSet, lists: dict[str, _Lists]) -> tup
 
 
 def _upper_bounds(codes: Codes, ks: KnowledgeSet, lists: dict[str, _Lists]) -> pl.Series:
-    """An upper bound of each "all" class: the cases agreeing on K that hold the target's rarest item."""
+    """An upper bound of each "all" class: the cases agreeing on K that hold the target's rarest item
+    (its class on K + 1 item, :func:`._units.unit_minima`; a case without items: its class on K)."""
     key = key_expr(ks.knows, codes.widths)
-    targets = codes.view.select("caseid", key.rank("dense").cast(pl.UInt32).alias("kt"))
-    sizes, _ = class_sizes(targets, items=1, target_items=lists[str(ks.items)].released)
-    return sizes.sort("caseid").get_column("size")
+    frame = codes.view.select(pl.len().over(key).cast(pl.Int64).alias("size"), key.rank("dense").alias("kt"))
+    units = lists[str(ks.items)].released
+    single = unit_minima(
+        frame.get_column("kt").to_numpy(),
+        codes.view.get_column("caseid").to_numpy(),
+        units.get_column("caseid").to_numpy(),
+        units.get_column("item").to_numpy(),
+        lists[str(ks.items)].width,
+    )
+    return pl.Series("size", np.where(single > 0, single, frame.get_column("size").to_numpy()), pl.Int64)
 
 
 def reidentify(
