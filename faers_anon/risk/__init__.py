@@ -33,6 +33,7 @@ from faers_anon.risk._clock import Clock
 from faers_anon.risk._composition import composition
 from faers_anon.risk._inference import inference, read_classes
 from faers_anon.risk._linkage import linkage
+from faers_anon.risk._raw import RawCases, raw_cases, restricted
 from faers_anon.risk._reidentify import KnowledgeSet, default_knowledge, reidentify
 from faers_anon.risk._view import QIDS, read_cases
 from knowledge.values import value_key_expr
@@ -41,9 +42,11 @@ __all__ = [
     "RiskConfig",
     "RiskResult",
     "KnowledgeSet",
+    "RawCases",
     "assess_risk",
     "default_knowledge",
     "parse_items",
+    "raw_cases",
     "write_risk",
 ]
 
@@ -159,8 +162,13 @@ def _thetas(release: Path) -> pl.DataFrame:
     )
 
 
-def assess_risk(release: Path, /, *, config: RiskConfig | None = None) -> RiskResult:
+def assess_risk(
+    release: Path, /, *, config: RiskConfig | None = None, raw_side: RawCases | None = None
+) -> RiskResult:
     """Measure every attack of SPEC §11 on ``release`` (module docstring).
+
+    ``raw_side``: the raw data already read (:func:`raw_cases`, e.g. beside the engine), used when
+    it was read from ``config.raw``; the figures are those of reading ``config.raw`` here.
 
     Raises:
         InputError: a folder without a DEMO table, a malformed class, knowledge or thresholds file.
@@ -189,9 +197,11 @@ def assess_risk(release: Path, /, *, config: RiskConfig | None = None) -> RiskRe
     clock.lap("read")
     raw = None
     if cfg.raw is not None:
-        raw = read_cases(
-            cfg.raw, keep=(*data.fields, "age_years", "weight_kg"), drug_columns=data.drug_columns
-        )
+        keep = (*data.fields, "age_years", "weight_kg")
+        if raw_side is not None and raw_side.folder == cfg.raw:
+            raw = restricted(raw_side, keep, data.drug_columns)
+        else:
+            raw = read_cases(cfg.raw, keep=keep, drug_columns=data.drug_columns)
         clock.lap("read raw")
     qids = _release_qids(release, data.fields)  # the groups' columns: inference and composition
     shipped = release / "classes.csv"  # the classes the release was bounded on, when it ships them

@@ -153,11 +153,12 @@ def _rarest_total(sets: pl.DataFrame, t_items: pl.DataFrame, p_items: pl.DataFra
     held = p_items.get_column("item").to_numpy()
     width = max(int(item.max(initial=0)), int(held.max(initial=0))) + 1
     starts = np.flatnonzero(np.concatenate([[len(case) > 0], case[1:] != case[:-1]]))
+    df = np.bincount(held, minlength=width)[item]
+    rarest = np.minimum.reduceat(df, starts) if len(starts) else np.zeros(0, np.int64)
     per_case = pl.DataFrame(
         [
             pl.Series("caseid", case[starts], sets.schema["caseid"]),
-            pl.Series("rarest", np.minimum.reduceat(np.bincount(held, minlength=width)[item], starts)
-                      if len(starts) else np.zeros(0, np.int64)),  # fmt: skip
+            pl.Series("rarest", rarest),
             pl.Series("n", np.diff(np.append(starts, len(case)))),
         ]
     )

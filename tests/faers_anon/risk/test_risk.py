@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from faers_anon.cli import cli
-from faers_anon.risk import RiskConfig, assess_risk
+from faers_anon.risk import RiskConfig, assess_risk, raw_cases
 from faers_anon.risk._classes import class_sizes
 from faers_anon.risk._codes import encode_fields
 from faers_anon.risk._population import Population
@@ -312,3 +312,17 @@ def test_cli_mistakes_are_one_error_line(
 def test_cli_help() -> None:
     result = CliRunner().invoke(cli, ["risk", "--help"])
     assert result.exit_code == 0 and "--knows-items" in result.output and "Example:" in result.output
+
+
+@pytest.mark.parametrize("columns", [("drug_key", "drugname"), ("drug_key",)])
+def test_raw_side_read_first_gives_the_same_figures(
+    release_a: Path, raw_a: Path, columns: tuple[str, ...]
+) -> None:
+    side = raw_cases(raw_a, drug_columns=columns)  # before the release exists: every DEMO field
+    assert "age_years" in side.data.fields and "caseversion" in side.data.fields
+    figures = assess_risk(release_a, config=RiskConfig(k=5, raw=raw_a), raw_side=side).figures
+    # the drug columns the release publishes (both) are read again when the side holds others
+    assert figures == assess_risk(release_a, config=RiskConfig(k=5, raw=raw_a)).figures
+    one = _record(figures, QIDS, {"drugs": 1})  # test_journalist_risk_with_one_and_two_known_drugs
+    assert one["journalist_mean"] == pytest.approx((4 * 0.2 + 1 + 1 / 3 + 0.5 + 0.25 + 1 / 3 + 0.5) / 10)
+    assert figures["linkage"]["by_fields"] == pytest.approx(2 / 11)
