@@ -139,11 +139,10 @@ def _class_probabilities(
         names = released_drug_names(read).select(
             pl.col("caseid").cast(pl.Int64), pl.col("drug_key").alias("_name")
         )
-        names = names.unique()
         reach = canonical_column(names.select(pl.col("_name").unique()), "_name", "drug_key").join(
             e, on="drug_key"
         )
-        found = names.join(reach.join(classes, on="value"), on="_name")
+        found = names.join(reach.join(classes, on="value"), on="_name")  # repeats change no maximum
         parts.append(found.select("caseid", "name", "p"))
     return pl.concat(parts).group_by("caseid", "name").agg(pl.col("p").max())
 
@@ -240,17 +239,20 @@ def release_class_rules(
     theta: bool,
     policy_roles: bool,
     demo: Callable[[], tuple[pl.DataFrame, pl.DataFrame | None]] | None = None,
+    rows: TableReader | None = None,
 ) -> list[pl.DataFrame]:
     """The rules this module adds, as the verifier calls them (one hook in ``faers_anon.verify.verifier``).
 
     ``demo_fields`` runs for models whose groups are sets of cases and releases whose manifest
     declares column roles (written since issue 18); the θ rules for models that bound θ. ``demo``:
-    :func:`released_demo` of the release, cached by the caller (default: read here).
+    :func:`released_demo` of the release, cached by the caller (default: read here). ``rows``: a
+    reader of the tables with ``caseid`` as stored (the θ rules turn it into Int64 themselves, so
+    it need not become text first; default ``read``).
     """
     found: list[pl.DataFrame] = []
     if case_groups and policy_roles:
         table, classes = demo() if demo is not None else released_demo(release, read)
         found.append(demo_field_violations(table, members, k, classes))
     if theta:
-        found.append(class_violations(release, read, members, tables=tables, tolerance=tolerance))
+        found.append(class_violations(release, rows or read, members, tables=tables, tolerance=tolerance))
     return found

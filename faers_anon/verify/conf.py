@@ -18,16 +18,16 @@ from faers_anon.verify.classes import released_drug_names
 from faers_anon.verify.methods import with_possible_items
 from faers_anon.verify.stated import canonical_column
 
-__all__ = ["confidences", "release_table"]
+__all__ = ["case_codes", "confidences", "release_rows", "release_table", "with_case_codes"]
 
 _SHIFT = 1 << 32
 
 
 @with_possible_items  # DRUG and REAC of a disassociation release: its possible items (_verify_disassociation)
-def release_table(
+def release_rows(
     release: Path, table: str, columns: Sequence[str], optional: Sequence[str] = ()
 ) -> pl.LazyFrame:
-    """One release table (parquet, else the ascii files of every quarter), ``caseid`` as text.
+    """One release table (parquet, else the ascii files of every quarter), ``caseid`` as stored.
 
     ``columns`` must be there (InputError naming the field); ``optional`` ones are read when present.
     """
@@ -49,8 +49,36 @@ def release_table(
     for name in columns:
         if name not in present:
             raise InputError("missing column", path=where, field=name)
-    chosen = [*columns, *(name for name in optional if name in present and name not in columns)]
-    return frame.select(chosen).with_columns(pl.col("caseid").cast(pl.String))
+    return frame.select(*columns, *(name for name in optional if name in present and name not in columns))
+
+
+def release_table(
+    release: Path, table: str, columns: Sequence[str], optional: Sequence[str] = ()
+) -> pl.LazyFrame:
+    """:func:`release_rows` with ``caseid`` as text (the verifier's one type of case id)."""
+    return release_rows(release, table, columns, optional).with_columns(pl.col("caseid").cast(pl.String))
+
+
+def with_case_codes(rows: pl.LazyFrame, ids: pl.LazyFrame) -> pl.LazyFrame:
+    """``rows`` (``caseid`` as stored) joined to ``ids`` (``caseid`` as text, ``cid``) on the case id as text.
+
+    An Int64 ``caseid`` meets the text ids through their integer value, which is the same join
+    without turning every row's id into text: str(v) = s exactly when s is the decimal form of an
+    integer v (``ids`` carry it as ``_int`` when ``str(int(s)) == s``, :func:`case_codes`).
+    """
+    if rows.collect_schema()["caseid"] == pl.Int64:
+        return rows.join(ids.select(pl.col("_int").alias("caseid"), "cid"), on="caseid")
+    return rows.with_columns(pl.col("caseid").cast(pl.String)).join(ids.select("caseid", "cid"), on="caseid")
+
+
+def case_codes(members: pl.DataFrame) -> pl.LazyFrame:
+    """The distinct ``caseid`` (text) of ``members`` numbered ``cid``, with ``_int`` (module helper
+    :func:`with_case_codes`): the Int64 whose decimal form is the id, null when there is none."""
+    ids = members.select("caseid").unique(maintain_order=True).with_row_index("cid")
+    as_int = pl.col("caseid").cast(pl.Int64, strict=False)
+    return ids.with_columns(
+        pl.when(as_int.cast(pl.String) == pl.col("caseid")).then(as_int).alias("_int")
+    ).lazy()
 
 
 def _pair(high: str, low: str) -> pl.Expr:
@@ -77,32 +105,36 @@ def confidences(
     """
     # integer codes for the group-bys, fixed once (a lazy unique may number them anew at each use)
     vocab = thetas.select("value").unique(maintain_order=True).with_row_index("vid").lazy()
-    ids = members.select("caseid").unique(maintain_order=True).with_row_index("cid").lazy()
+    ids = case_codes(members)
     parts = [pl.DataFrame(schema={"key": pl.UInt64, "p": pl.Float64}).lazy()]
     unlisted_parts = [pl.DataFrame(schema={"value": pl.String}).lazy()]
     own = {"indi": "indi_pt", "reac": "pt"}
     for table in sorted(tables):
-        rows = release_table(release, table, ["caseid", own[table]])
+        rows = release_rows(release, table, ["caseid", own[table]])
         terms = canonical_column(rows.select(pl.col(own[table]).unique()), own[table], "value")
         terms = terms.join(vocab, on="value", how="left")  # per distinct term, not per row
         unlisted_parts.append(terms.filter(pl.col("vid").is_null()).select("value"))
-        found = rows.join(ids, on="caseid").join(terms.drop_nulls("vid"), on=own[table])
+        found = with_case_codes(rows, ids).join(terms.drop_nulls("vid"), on=own[table])
         parts.append(found.select(_pair("cid", "vid"), pl.lit(1.0).alias("p")))
     if knowledge.height:
-        names = released_drug_names(partial(release_table, release)).rename({"drug_key": "_name"})
-        canon = canonical_column(names.select(pl.col("_name").unique()), "_name", "drug_key")
+        names = released_drug_names(partial(release_rows, release)).rename({"drug_key": "_name"})
+        # the distinct names and their canonical keys d, numbered once (did): the rows meet them as integers
+        distinct = canonical_column(names.select(pl.col("_name").unique()), "_name", "drug_key").collect()
+        codes = distinct.select(pl.col("drug_key").drop_nulls().unique().sort()).with_row_index("did").lazy()
+        canon = distinct.lazy()
         reach = canon.join(knowledge.lazy(), on="drug_key").join(vocab, on="value", how="left")
         unlisted_parts.append(reach.filter(pl.col("vid").is_null()).select("value"))
         # max over a case's drug names of w(d, s) = max over their distinct canonical keys d
-        keys = names.join(ids, on="caseid").join(canon.drop_nulls("drug_key"), on="_name")
-        weights = knowledge.lazy().join(vocab, on="value").select("drug_key", "vid", "weight")
-        found = keys.select("cid", "drug_key").unique().join(weights, on="drug_key")
+        named = canon.join(codes, on="drug_key").select("_name", "did")
+        keys = with_case_codes(names, ids).join(named, on="_name")
+        weights = knowledge.lazy().join(vocab, on="value").join(codes, on="drug_key")
+        found = keys.select("cid", "did").unique().join(weights.select("did", "vid", "weight"), on="did")
         parts.append(found.select(_pair("cid", "vid"), pl.col("weight").alias("p")))
     maxima = pl.concat(parts).group_by("key").agg(pl.col("p").max())  # P(s | c), one integer key
     maxima = maxima.select((pl.col("key") // _SHIFT).cast(pl.UInt32).alias("cid"), _low("key", "vid"), "p")
     conf_plan = (
         members.lazy()
-        .join(ids, on="caseid")
+        .join(ids.select("caseid", "cid"), on="caseid")
         .join(maxima, on="cid")
         .group_by("group", "vid")
         .agg(pl.col("p").sum().alias("sigma"))

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -42,6 +43,7 @@ __all__ = ["integrity_violations", "read_manifest_json"]
 
 _UNLISTED_OK = frozenset({"manifest.json", "certificate.json"})
 _PARQUET_ONLY = ("quarter", "is_latest")
+_CHUNK = 1 << 23  # bytes counted at a time (:func:`_count`)
 _ASCII_NAME = re.compile(r"^([A-Za-z]+)(\d\d)[qQ]([1-4])\.txt$")
 
 
@@ -88,14 +90,16 @@ def _certificate(release: Path, data: bytes, manifest: Mapping[str, Any], truste
     return found
 
 
-def _files(release: Path, manifest: Mapping[str, Any]) -> list[str]:
+def _files(release: Path, manifest: Mapping[str, Any], known: Mapping[str, str]) -> list[str]:
+    """Rule ``integrity``; ``known``: the SHA-256 of files already read whole (path relative to the
+    release → hex digest), not read again."""
     outputs = manifest.get("outputs") or {}
     found = []
     for rel, digest in sorted(outputs.items()):
         path = release / rel
         if not path.is_file():
             found.append(f"{rel}: listed in manifest.json but missing")
-        elif _sha256(path) != digest:
+        elif (known[rel] if rel in known else _sha256(path)) != digest:
             found.append(f"{rel}: SHA-256 differs from manifest.json")
     present = sorted(p.relative_to(release).as_posix() for p in release.rglob("*") if p.is_file())
     found.extend(f"{rel}: not listed in manifest.json" for rel in present
@@ -164,7 +168,7 @@ def _is_rendering(side: pl.DataFrame, data: bytes) -> bool:
     if len(columns) < 2 or any(("$" in c or "\n" in c or "\r" in c) for c in columns):
         return False  # a one-column file may hold empty lines, which a reader skips
     lines = side.height + 1
-    if data.count(b"$") != lines * (len(columns) - 1) or data.count(b"\n") != lines or b"\r" in data:
+    if b"\r" in data or _count(data, b"\n") != lines or _count(data, b"$") != lines * (len(columns) - 1):
         return False
     shown = []
     for name, dtype in side.schema.items():
@@ -184,17 +188,35 @@ def _is_rendering(side: pl.DataFrame, data: bytes) -> bool:
         else:
             return False
     text = side.select(e.alias(c) for e, c in zip(shown, columns, strict=True))
-    rendered = text.write_csv(
-        separator="$", quote_style="never", null_value="", line_terminator="\n", date_format="%Y%m%d"
+    rendered = io.BytesIO()  # bytes as written: no decoding to str and encoding back
+    text.write_csv(
+        rendered,
+        separator="$",
+        quote_style="never",
+        null_value="",
+        line_terminator="\n",
+        date_format="%Y%m%d",
     )
-    return rendered.encode() == data
+    return rendered.getvalue() == data
 
 
-def _agreement(table: str, parquet: pl.DataFrame, files: Mapping[str, Path]) -> list[str]:
+def _count(data: bytes, byte: bytes) -> int:
+    """How many times ``byte`` occurs in ``data`` (numpy, a few MB at a time: no large temporary)."""
+    values, code = np.frombuffer(data, dtype=np.uint8), ord(byte)
+    return sum(int(np.count_nonzero(values[i : i + _CHUNK] == code)) for i in range(0, len(values), _CHUNK))
+
+
+def _agreement(
+    table: str, parquet: pl.DataFrame, files: Mapping[str, Path], digests: dict[str, str] | None = None
+) -> list[str]:
+    """Rule ``ascii`` for one table; each file is read once, its SHA-256 kept in ``digests`` (by its
+    path relative to the release) for rule ``integrity``."""
     columns = [c for c in parquet.columns if c not in _PARQUET_ONLY]
     found = []
     for quarter, path in sorted(files.items()):
         data = path.read_bytes()
+        if digests is not None:
+            digests[f"ascii/{path.name}"] = hashlib.sha256(data).hexdigest()
         side = parquet.filter(pl.col("quarter").cast(pl.String) == quarter)
         if _is_rendering(side.select(columns), data):  # the bytes the rule accepts: nothing to parse
             continue
@@ -241,7 +263,10 @@ def _rows(path: Path) -> int | str:
         return "unreadable"
 
 
-def _counts(release: Path, manifest: Mapping[str, Any], n_cases: int) -> tuple[list[str], list[str]]:
+def _counts(
+    release: Path, manifest: Mapping[str, Any], n_cases: int, digests: dict[str, str]
+) -> tuple[list[str], list[str]]:
+    """Rules ``counts`` and ``ascii``; the SHA-256 of each ascii file read go into ``digests``."""
     counts = manifest.get("counts") or {}
     found: list[str] = []
     agreement: list[str] = []
@@ -271,7 +296,7 @@ def _counts(release: Path, manifest: Mapping[str, Any], n_cases: int) -> tuple[l
             if got != want:
                 found.append(f"{table} {quarter}: {got} ascii rows, manifest.json says {want}")
         if parquet is not None and files:
-            agreement.extend(_agreement(table, parquet, files))
+            agreement.extend(_agreement(table, parquet, files, digests))
     if counts.get("cases") != n_cases:
         found.append(f"{n_cases} distinct cases in DEMO, manifest.json says {counts.get('cases')}")
     return found, agreement
@@ -307,8 +332,9 @@ def integrity_violations(release: Path, *, trusted: bytes | None, n_cases: int) 
         data = path.read_bytes()
         manifest = json.loads(data)
         rows.extend(("certificate", d) for d in _certificate(release, data, manifest, trusted))
-        rows.extend(("integrity", d) for d in _files(release, manifest))
-        counts, agreement = _counts(release, manifest, n_cases)
+        digests: dict[str, str] = {}  # every ascii file is read once, for rules ascii and integrity
+        counts, agreement = _counts(release, manifest, n_cases, digests)
+        rows.extend(("integrity", d) for d in _files(release, manifest, digests))
         rows.extend(("counts", d) for d in counts)
         rows.extend(("ascii", d) for d in agreement)
     return pl.DataFrame(

@@ -51,7 +51,7 @@ import polars as pl
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import default_public_key
 from faers_anon.verify.classes import release_class_rules, released_demo
-from faers_anon.verify.conf import confidences, release_table
+from faers_anon.verify.conf import confidences, release_rows, release_table
 from faers_anon.verify.integrity import integrity_violations, read_manifest_json
 from faers_anon.verify.items import release_item_rules
 from faers_anon.verify.methods import check_for_release, release_violations
@@ -237,6 +237,7 @@ def verify_release(
     found += release_class_rules(
         release, read, members, k=k_used, tables=sorted(tables), tolerance=config.tolerance,
         case_groups=check.case_split, theta=check.theta, policy_roles=roles, demo=demo_view,
+        rows=partial(release_rows, release),
     )  # fmt: skip
     found += outcome_rules(release, read, members, k=k_used, manifest=manifest,
                            case_groups=check.case_split, demo=demo_view)  # fmt: skip
@@ -261,9 +262,11 @@ def verify_release(
     if config.check_hashes:
         trusted = config.public_key if config.public_key is not None else default_public_key()
         found.append(integrity_violations(release, trusted=trusted, n_cases=n_cases))
-        integrity = "integrity checked: certificate under " + (
-            f"the trusted key {hashlib.sha256(trusted).hexdigest()[:16]}" if trusted else "no trusted key"
-        ) + ", SHA-256 of every file, counts, ascii = parquet"
+        integrity = (
+            "integrity checked: certificate under "
+            + (f"the trusted key {hashlib.sha256(trusted).hexdigest()[:16]}" if trusted else "no trusted key")
+            + ", SHA-256 of every file, counts, ascii = parquet"
+        )
     violations = (
         pl.concat(found)
         .join(groups.select("group", "qid"), on="group", how="left")
@@ -314,6 +317,8 @@ def _label(qid_cols: Sequence[str]) -> pl.Expr:
 
 def _splits(members: pl.DataFrame) -> pl.DataFrame:
     """One row per case whose reports carry more than one QID tuple, blamed on its first group."""
+    if members.height == members.get_column("caseid").n_unique():  # (caseid, group) distinct: no split
+        return pl.DataFrame(schema={"group": pl.Int64, "rule": pl.String, "detail": pl.String})
     return (
         members.group_by("caseid")
         .agg(pl.col("group").sort())

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from faers_anon.verify.conf import _low, _pair, confidences
+from faers_anon.verify.conf import _low, _pair, case_codes, confidences, with_case_codes
 
 
 def test_pair_packs_two_codes_into_one_key_and_back() -> None:
@@ -42,3 +42,16 @@ def test_conf_takes_each_cases_largest_weight_over_its_drug_names(tmp_path: Path
         (1, "PAIN", 0.25, 0.25),
     ]
     assert unlisted["detail"].str.starts_with("value NAUSEA ").to_list() == [True]
+
+
+def test_integer_case_ids_meet_text_ids_as_their_decimal_form() -> None:
+    # the join on integers is the join on text: str(7) = "7"; "007" and "+7" are no decimal form of 7
+    members = pl.DataFrame({"caseid": ["7", "007", "+7", "-3", "x"], "group": [0, 1, 2, 3, 4]})
+    ids = case_codes(members)
+    assert ids.collect().get_column("_int").to_list() == [7, None, None, -3, None]
+    rows = pl.LazyFrame({"caseid": [7, -3, 8], "pt": ["A", "B", "C"]})
+    joined = with_case_codes(rows, ids).collect().sort("pt")
+    assert joined.select("pt", "cid").rows() == [("A", 0), ("B", 3)]
+    as_text = pl.LazyFrame({"caseid": ["007", "7"], "pt": ["A", "B"]})
+    found = with_case_codes(as_text, ids).collect().sort("pt")
+    assert found.select("pt", "cid").rows() == [("A", 1), ("B", 0)]

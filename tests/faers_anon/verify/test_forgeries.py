@@ -18,6 +18,7 @@ from faers_anon.cli import cli
 from faers_anon.io.ingest import demo_source, ingest_quarters
 from faers_anon.keys import AgencyKey, load_key
 from faers_anon.release.certificate import seal
+from faers_anon.verify import integrity
 from faers_anon.verify.verifier import Verdict, verify_release
 
 
@@ -218,3 +219,31 @@ def test_a_ragged_ascii_file_is_a_violation_not_a_crash(copy: Path, made: tuple[
     verdict = _verify(copy, made)
     details = verdict.violations.filter(pl.col("rule").is_in(["ascii", "counts"]))["detail"].to_list()
     assert not verdict.ok and any(f"ascii/{path.name}: unreadable" in d for d in details), details
+
+
+def test_each_ascii_file_is_read_once_and_a_changed_byte_still_fails(
+    copy: Path, made: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # rules integrity and ascii share one read of each ascii file: its SHA-256 is taken from the
+    # bytes rule ascii compares, not from a second read
+    hashed: list[str] = []
+    real = integrity._sha256
+
+    def recorded(path: Path) -> str:
+        hashed.append(path.parent.name)
+        return real(path)
+
+    monkeypatch.setattr(integrity, "_sha256", recorded)
+    assert _verify(copy, made).ok
+    assert "parquet" in hashed
+    assert "ascii" not in hashed
+    path = copy / "ascii" / "REAC25Q1.txt"
+    lines = path.read_bytes().split(b"\n")
+    lines[1] = lines[1][:-1] + (b"X" if lines[1][-1:] != b"X" else b"Y")  # one byte of one term
+    path.write_bytes(b"\n".join(lines))
+    verdict = _verify(copy, made)
+    found = verdict.violations.select("rule", "detail").rows()
+    assert ("integrity", "ascii/REAC25Q1.txt: SHA-256 differs from manifest.json") in found
+    assert [d for r, d in found if r == "ascii"] == [
+        "ascii/REAC25Q1.txt: line 2 differs from parquet/reac.parquet (pt); 1 row(s) in all"
+    ]
