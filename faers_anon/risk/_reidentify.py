@@ -21,7 +21,7 @@ never ask for it).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -29,6 +29,7 @@ import polars as pl
 from faers_anon.risk._classes import class_sizes, item_pairs, set_ids
 from faers_anon.risk._clock import Clock
 from faers_anon.risk._codes import Codes, encode_fields, key_expr
+from faers_anon.risk._own import own_minima
 from faers_anon.risk._population import Population
 from faers_anon.risk._unique import unique_inverse
 from faers_anon.risk._units import unit_minima
@@ -261,8 +262,8 @@ def _journalist(pop: Population, ks: KnowledgeSet, lists: dict[str, _Lists]) -> 
 def _prosecutor(codes: Codes, ks: KnowledgeSet, lists: dict[str, _Lists]) -> tuple[pl.Series, bool]:
     """Class sizes (release as population) of every case, in ``caseid`` order, and whether exact.
 
-    K + 1 or 2 items: :func:`._units.unit_minima` over the items, then the pairs (the released pairs
-    journalist risk uses too); a case without a pair is known by its item, one without items by K.
+    K + 1 or 2 items: :func:`._own.own_minima` over the items, then over the pairs (one sort of
+    packed words each); a case without a pair is known by its item, one without items by K.
     The 1-item minima of a K are computed once for both sets.
     """
     key = key_expr(ks.knows, codes.widths)
@@ -282,26 +283,17 @@ def _prosecutor(codes: Codes, ks: KnowledgeSet, lists: dict[str, _Lists]) -> tup
         )
         return wholes.sort("caseid").get_column("size"), exact
     case_ids, kt = targets.get_column("caseid").to_numpy(), targets.get_column("kt").to_numpy()
+    units = own.released.get_column("caseid").to_numpy(), own.released.get_column("item").to_numpy()
     if ks.knows not in own.own_singles:
-        units = own.released
-        own.own_singles[ks.knows] = unit_minima(
-            kt,
-            case_ids,
-            units.get_column("caseid").to_numpy(),
-            units.get_column("item").to_numpy(),
-            own.width,
-        )
+        own.own_singles[ks.knows] = cast(np.ndarray, own_minima(kt, case_ids, *units, own.width, pairs=False))
     single = own.own_singles[ks.knows]
     result = np.where(single > 0, single, sizes.to_numpy())
     if ks.count == 2:
-        pairs = own.released_pairs()
-        double = unit_minima(
-            kt,
-            case_ids,
-            pairs.get_column("caseid").to_numpy(),
-            pairs.get_column("item").to_numpy(),
-            own.width**2,
-        )
+        double = own_minima(kt, case_ids, *units, own.width, pairs=True)
+        if double is None:  # pragma: no cover - codes too large for one word: a table of the pairs
+            pairs = own.released_pairs()
+            double = unit_minima(kt, case_ids, pairs.get_column("caseid").to_numpy(),
+                                 pairs.get_column("item").to_numpy(), own.width**2)  # fmt: skip
         result = np.where(double > 0, double, result)
     return pl.Series("size", result, pl.Int64), True
 
