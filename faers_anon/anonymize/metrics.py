@@ -21,7 +21,7 @@ and P(s | c). They recompute everything from the frames, independently of the cl
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 
@@ -40,6 +40,7 @@ __all__ = [
     "nil",
     "nil_by_qid",
     "share_exactly_k",
+    "with_field_nil",
 ]
 
 
@@ -247,17 +248,13 @@ def measure(
     units = unit_view(frame)
     losses = information_loss(units, raw_units, hierarchies=hierarchies)
     names = tuple(q for q in QIDS if q in hierarchies.names)
-    overall = nil(losses, qids=len(names))
-    fields = dict(field_nil or {})
-    if fields:
-        overall = (overall * len(names) + sum(fields.values())) / (len(names) + len(fields))
     released = released_groups(frame)
     sizes = unit_view(released).group_by("group_id").len().get_column("len")
     groups = int(sizes.len())
     dangerous = dangerous_groups(case_members(released), probabilities, thresholds)
-    return Measures(
-        nil=overall,
-        nil_by_qid={q: v for q, v in nil_by_qid(losses).items() if q in names} | fields,
+    measured = Measures(
+        nil=nil(losses, qids=len(names)),
+        nil_by_qid={q: v for q, v in nil_by_qid(losses).items() if q in names},
         dr=dangerous / groups if groups else 0.0,
         dangerous_groups=dangerous,
         groups=groups,
@@ -266,3 +263,15 @@ def measure(
         group_sizes=group_sizes(units),
         share_k=share_exactly_k(units, k=k),
     )
+    return with_field_nil(measured, field_nil or {})
+
+
+def with_field_nil(measured: Measures, field_nil: Mapping[str, float], /) -> Measures:
+    """``measured`` (of the QIDs in its ``nil_by_qid``, n of them) with the NIL of the field QIDs:
+    NIL = (NIL · n + Σ field NIL) / (n + fields), and each field's NIL listed (:func:`measure`)."""
+    fields = dict(field_nil)
+    if not fields:
+        return measured
+    n = len(measured.nil_by_qid)
+    overall = (measured.nil * n + sum(fields.values())) / (n + len(fields))
+    return replace(measured, nil=overall, nil_by_qid=measured.nil_by_qid | fields)

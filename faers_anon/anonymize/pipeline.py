@@ -118,20 +118,16 @@ def partition_cases(
     need ``inputs.reports`` (:func:`.units.report_records`), and their partition frame has one row
     per report (``primaryid``, ``caseid``). θ* and P(s | c) are always those of the cases.
     With ``inputs.demo`` (the DEMO rows) and ``inputs.policy``, the engine also clusters on the
-    policy's other DEMO qids (:func:`.units.engine_fields`, coded on a thread beside P(s | c) and θ*:
-    :class:`~faers_anon.release.stages.Stages`). ``inputs.drug_names``: the other published drug
-    columns, which P(s | c) reads through E like ``drug_key``. ``beside`` is called once the engine's
-    inputs are ready, right before it runs (to start work that needs no partition).
+    policy's other DEMO qids (:func:`.units.engine_fields`, on a thread beside P(s | c) and θ*).
+    ``inputs.drug_names``: the other published drug columns, which P(s | c) reads through E like
+    ``drug_key``. ``beside`` is called right before the engine runs (to start work needing no partition).
     """
     with Stages() as stages:
         fields = None
         if inputs.demo is not None and inputs.policy is not None:
             demo, policy, unit = inputs.demo, inputs.policy, model_unit(config.model)
-            fields = stages.start(
-                "engine fields",
-                lambda: engine_fields(demo, policy, config.hierarchies(), unit=unit),
-                announce=False,
-            )
+            coded = lambda: engine_fields(demo, policy, config.hierarchies(), unit=unit)  # noqa: E731
+            fields = stages.start("engine fields", coded, announce=False)
         probabilities, thresholds = sensitive_thresholds(
             with_drug_names(cases, inputs.drug_names), knowledge, config=config, classes=inputs.classes,
             outcomes=inputs.outcomes,
@@ -165,23 +161,17 @@ def partition_cases(
 
         partition = with_frozen(cases, config.frozen, run)
     if partition.invalid_groups:
-        log.warning(
-            "%d groups do not satisfy %s (%d leftovers forced)",
-            partition.invalid_groups,
-            config.model,
-            partition.forced,
-        )
+        log.warning("%d groups do not satisfy %s (%d leftovers forced)", partition.invalid_groups,
+                    config.model, partition.forced)  # fmt: skip
     return partition, thresholds, probabilities
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class _Partitioned:
-    """A run before its metrics: the algorithm's frame, the frame to write (field QIDs generalized) and
-    NIL per field, θ*, P(s | c), the engine's or the method's outcome, and the seconds it took."""
+    """A run before its metrics and field QIDs: the algorithm's frame, θ*, P(s | c), the engine's or
+    the method's outcome, and the seconds it took."""
 
     frame: pl.DataFrame
-    written: pl.DataFrame
-    field_nil: dict[str, float]
     thresholds: Thresholds
     probabilities: pl.DataFrame
     partition: Partition | None
@@ -190,12 +180,9 @@ class _Partitioned:
 
 
 def _partitioned(
-    cases: pl.DataFrame,
-    knowledge: pl.DataFrame,
-    config: AnonymizeConfig,
-    inputs: RunInputs,
+    cases: pl.DataFrame, knowledge: pl.DataFrame, config: AnonymizeConfig, inputs: RunInputs,
     beside: Callable[[], object] | None,
-) -> _Partitioned:
+) -> _Partitioned:  # fmt: skip
     """The partition half of :func:`run` (``beside``: as :func:`partition_cases`)."""
     clock = time.perf_counter()
     partition, result = None, None
@@ -213,34 +200,40 @@ def _partitioned(
         probabilities, thresholds = sensitive_thresholds(
             with_drug_names(cases, inputs.drug_names), knowledge, config=config
         )
-    demo, policy = inputs.demo, inputs.policy
-    written, field_nil = (
-        (frame, {}) if demo is None or policy is None else generalize_fields(frame, demo, policy)
-    )
     return _Partitioned(
-        frame=frame, written=written, field_nil=field_nil, thresholds=thresholds, probabilities=probabilities,
-        partition=partition, method=result, seconds=time.perf_counter() - clock,
+        frame=frame, thresholds=thresholds, probabilities=probabilities, partition=partition, method=result,
+        seconds=time.perf_counter() - clock,
     )  # fmt: skip
+
+
+def _generalized(frame: pl.DataFrame, inputs: RunInputs) -> tuple[pl.DataFrame, dict[str, float]]:
+    """The frame to write (the policy's field QIDs generalized over the groups) and NIL per field."""
+    demo, policy = inputs.demo, inputs.policy
+    return (frame, {}) if demo is None or policy is None else generalize_fields(frame, demo, policy)
 
 
 def _measured(
-    done: _Partitioned, cases: pl.DataFrame, config: AnonymizeConfig, inputs: RunInputs
+    done: _Partitioned,
+    generalized: Callable[[], tuple[pl.DataFrame, dict[str, float]]],
+    cases: pl.DataFrame,
+    config: AnonymizeConfig,
+    inputs: RunInputs,
 ) -> AnonymizeResult:
-    """The metrics half of :func:`run`: the result, measured once."""
+    """The metrics half of :func:`run`: the result, measured once; ``generalized`` (:func:`_generalized`
+    of the run's frame) is asked for last, when only the fields' NIL is missing."""
     clock = time.perf_counter()
     # NIL on the algorithm's own units (reports or cases), DR on the cases an attacker finds in each group
     raw = cases if inputs.reports is None or done.partition is None else unit_view(inputs.reports)
-    measures = metrics.measure(
-        done.frame, raw, done.probabilities, done.thresholds.frame, hierarchies=config.hierarchies(),
-        k=config.k, field_nil=done.field_nil,
-    )  # fmt: skip
+    measures = metrics.measure(done.frame, raw, done.probabilities, done.thresholds.frame,
+                               hierarchies=config.hierarchies(), k=config.k)  # fmt: skip
+    written, field_nil = generalized()
     return AnonymizeResult(
         release=None,
-        frame=done.written,
+        frame=written,
         thresholds=done.thresholds,
         k=config.k,
         cases=cases.height,
-        measures=measures,
+        measures=metrics.with_field_nil(measures, field_nil),
         partition=done.partition,
         method=done.method,
         seconds={"anonymize": done.seconds, "metrics": time.perf_counter() - clock},
@@ -268,7 +261,9 @@ def run(
         generalized), ``partition`` the engine's output (None for a method), ``method`` the method's
         result (None for a model).
     """
-    return _measured(_partitioned(cases, knowledge, config, inputs, None), cases, config, inputs)
+    done = _partitioned(cases, knowledge, config, inputs, None)
+    generalized = _generalized(done.frame, inputs)
+    return _measured(done, lambda: generalized, cases, config, inputs)
 
 
 def anonymize_folder(
@@ -285,10 +280,9 @@ def anonymize_folder(
     release's partition-independent half (:func:`~faers_anon.release.writer_draft.prepare_release`)
     is written while the engine runs, and the metrics are computed while the release is completed
     (:func:`~faers_anon.release.writer.seal_release`); it is renamed into place once they are known
-    (:func:`~faers_anon.release.writer.place_release`). ``FAERS_ANON_STAGES=sequential`` runs each
-    where it ran before: the metrics after the engine, then the whole release. A failure stops the
-    threads, removes the draft and surfaces as it would alone. ``beside``: called once right before
-    the engine (or the method) runs, e.g. to start other work that needs no partition.
+    (:func:`~faers_anon.release.writer.place_release`); E and the DEMO rows are read beside the cases.
+    ``FAERS_ANON_STAGES=sequential``: each step where it ran before. A failure stops the threads,
+    removes the draft and surfaces as alone. ``beside``: called right before the engine (or method).
 
     Raises:
         InputError: a missing or unreadable ingested table or knowledge file.
@@ -313,16 +307,21 @@ def _anonymize_folder(
     pid: int,
     beside: Callable[[], object] | None,
 ) -> AnonymizeResult:
-    """:func:`anonymize_folder` inside its block of stages."""
+    """:func:`anonymize_folder` in its stages; results asked for in the old order (sequential: same order)."""
     clock = time.perf_counter()
     model = config.method is None
+    sensitive, given = config.sensitive, config.knowledge
+    mined = stages.start(
+        "E", lambda: knowledge_table(ingested, sensitive=sensitive, knowledge=given), announce=False
+    )
+    demo_rows = stages.start("demo", lambda: read_table(ingested / "reports.parquet"), announce=False)
     cases = read_table(ingested / "cases.parquet")
-    knowledge = knowledge_table(ingested, sensitive=config.sensitive, knowledge=config.knowledge)
+    knowledge = mined.result()
     reports = report_records(ingested) if model and model_unit(config.model) == "reports" else None
     policy = load_policy(config.column_policy)
     classes = read_classes(config.classes) if model else None
     outcomes = read_outcomes(ingested) if model and config.protect_outcomes else None
-    demo = read_table(ingested / "reports.parquet")
+    demo = demo_rows.result()
     read = time.perf_counter() - clock
     inputs = RunInputs(
         reports=reports, classes=classes, outcomes=outcomes, demo=demo, policy=policy,
@@ -339,8 +338,11 @@ def _anonymize_folder(
             beside()
 
     done = _partitioned(cases, knowledge, config, inputs, start_draft)
+    generalized = stages.start("fields", lambda: _generalized(done.frame, inputs), announce=False)
+    if not stages.concurrent:
+        generalized.result()  # before the metrics, as before
     if out is None:
-        result = _measured(done, cases, config, inputs)
+        result = _measured(done, generalized.result, cases, config, inputs)
         return replace(result, seconds={"read": read, **result.seconds})
     start_draft()  # started already, unless the run called no hook
 
@@ -348,7 +350,7 @@ def _anonymize_folder(
         singles, class_files = release_files(done.thresholds.frame, classes)
         return seal_release(
             drafts[0].result(),
-            done.written,
+            generalized.result()[0],
             knowledge=knowledge,
             thresholds=singles,
             parameters=config.parameters() if done.method is None else method_parameters(done.method, config),
@@ -357,7 +359,7 @@ def _anonymize_folder(
         )
 
     write = stages.start("write", finish, announce=False)  # sequentially: when asked, after the metrics
-    result = _measured(done, cases, config, inputs)
+    result = _measured(done, generalized.result, cases, config, inputs)
     written = place_release(write.result())  # only once the metrics are known, as before
     if result.method is not None:
         publish_item_form(out, result.method, written.ids.apply, load_key(config.key_file))

@@ -48,10 +48,18 @@ def _files(release: Path) -> dict[str, str]:
 
 
 def _trace(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
-    """(step, thread) in the order the steps start: the engine, the draft, the metrics, the finish."""
+    """(step, thread) in the order the steps start: E, the engine, the draft, the field QIDs, the
+    metrics, the release's completion."""
     seen: list[tuple[str, str]] = []
-    for module, name in ((pipeline, "partition_model"), (pipeline, "prepare_release"),
-                         (pipeline.metrics, "measure"), (pipeline, "seal_release")):  # fmt: skip
+    steps = [
+        "knowledge_table",
+        "partition_model",
+        "prepare_release",
+        "_generalized",
+        "measure",
+        "seal_release",
+    ]
+    for module, name in ((pipeline.metrics if n == "measure" else pipeline, n) for n in steps):
         real = getattr(module, name)
 
         def traced(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
@@ -82,11 +90,20 @@ def test_draft_beside_the_engine_and_the_same_files_one_after_the_other(
     alone = anonymize_folder(ingested, tmp_path / "alone", config=CONFIG)
     # concurrent: the draft on its own thread, started before the engine ends; the finish on another
     assert threads["prepare_release"] == "faers-anon release draft"
-    assert threads["seal_release"] == "faers-anon write"
+    assert threads["seal_release"] == "faers-anon write" and threads["_generalized"] == "faers-anon fields"
+    assert threads["knowledge_table"] == "faers-anon E"
     assert threads["partition_model"] == MAIN and threads["measure"] == MAIN
     assert order.index("prepare_release") < order.index("measure")
     # sequential: every step in this thread, in the order before (engine, metrics, the whole release)
-    assert seen == [(n, MAIN) for n in ("partition_model", "measure", "prepare_release", "seal_release")]
+    steps = (
+        "knowledge_table",
+        "partition_model",
+        "_generalized",
+        "measure",
+        "prepare_release",
+        "seal_release",
+    )
+    assert seen == [(n, MAIN) for n in steps]
     assert _files(tmp_path / "beside") == _files(tmp_path / "alone")
     assert beside.measures.nil == alone.measures.nil and beside.dr == alone.dr
     assert _leftovers(tmp_path) == []

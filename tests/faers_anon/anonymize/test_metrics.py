@@ -67,3 +67,16 @@ def test_group_sizes_and_share_k() -> None:
     assert metrics.share_exactly_k(PARTITION.head(0), k=2) == 0.0
     empty = metrics.information_loss(PARTITION.head(0), CASES, hierarchies=QidHierarchies.default())
     assert metrics.nil(empty, qids=3) == 0.0
+
+
+def test_field_nil_added_after_is_the_mean_over_every_qid() -> None:
+    sizes = pl.DataFrame(schema={"size": pl.UInt32, "groups": pl.Int64, "cases": pl.Int64})
+    base = metrics.Measures(
+        nil=0.5, nil_by_qid={"age": 0.25, "sex": 0.5, "weight": 0.75}, dr=0.0, dangerous_groups=0, groups=2,
+        k_achieved=3, n_units=6, group_sizes=sizes, share_k=1.0,
+    )  # fmt: skip
+    # NIL = (0.5 * 3 + 0.2 + 0.8) / (3 + 2) = 2.5 / 5
+    both = metrics.with_field_nil(base, {"occr_country": 0.2, "fda_dt": 0.8})
+    assert both.nil == 0.5 and list(both.nil_by_qid) == ["age", "sex", "weight", "occr_country", "fda_dt"]
+    assert metrics.with_field_nil(base, {"fda_dt": 1.0}).nil == 0.625  # (1.5 + 1) / 4
+    assert metrics.with_field_nil(base, {}) is base and both.groups == 2 and both.k_achieved == 3
