@@ -41,7 +41,7 @@ def _outcome_only() -> ColumnPolicy:
     }
     return ColumnPolicy(
         columns={**DEFAULT_POLICY.columns, "demo": demo | {"outcome": "qid"}},
-        qids=DEFAULT_POLICY.qids,
+        qids={**DEFAULT_POLICY.qids, OUTCOME_FIELD: "outcome"},  # this file tests the full hierarchy
         trees=DEFAULT_POLICY.trees,
     )
 
