@@ -25,12 +25,12 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from faers_anon import __version__
-from faers_anon.errors import ConfigError, InputError
+from faers_anon.errors import ConfigError, InputError, VerificationError
 from faers_anon.json_data import json_data
 
 __all__ = [
@@ -41,6 +41,9 @@ __all__ = [
     "TIMINGS_FIELD",
     "sha256_file",
     "hash_tree",
+    "tree_files",
+    "sources_hashes",
+    "rehash_manifest",
     "build_manifest",
     "dump_parameters",
     "dump_manifest",
@@ -75,12 +78,54 @@ def hash_tree(root: Path, *, exclude: frozenset[str] = frozenset()) -> dict[str,
         exclude: relative paths to leave out (e.g. ``manifest.json`` itself); ``certificate.json`` at
             the root is always left out.
     """
-    hashes: dict[str, str] = {}
+    return {rel: sha256_file(path) for rel, path in tree_files(root, exclude=exclude).items()}
+
+
+def tree_files(root: Path, *, exclude: frozenset[str] = frozenset()) -> dict[str, Path]:
+    """The files :func:`hash_tree` hashes: relative POSIX path → path, sorted by path."""
+    files: dict[str, Path] = {}
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         rel = path.relative_to(root).as_posix()
         if rel not in exclude and rel != CERTIFICATE_NAME:
-            hashes[rel] = sha256_file(path)
-    return hashes
+            files[rel] = path
+    return files
+
+
+def sources_hashes(sources: Sequence[Path]) -> dict[str, str]:
+    """SHA-256 of every source file (zips, or the files inside source folders), sorted by name:
+    a folder's files as ``<folder name>/<relative path>``, a file by its name."""
+    hashes: dict[str, str] = {}
+    for path in map(Path, sources):
+        if path.is_dir():
+            for name, digest in hash_tree(path).items():
+                hashes[f"{path.name}/{name}"] = digest
+        elif path.is_file():
+            hashes[path.name] = sha256_file(path)
+    return dict(sorted(hashes.items()))
+
+
+def rehash_manifest(
+    staging: Path, *, sources: Mapping[str, str], timings: Mapping[str, float], added: Mapping[str, bytes]
+) -> None:
+    """Rewrite a built release's manifest with its files' hashes, the sources' and the timings (the
+    release pipeline adds files after the writer ran).
+
+    The files the writer hashed keep its hashes: the release pipeline's verify stage read every one and
+    found it equal (:mod:`faers_anon.verify.integrity`), and nothing writes them since; the files
+    ``added`` (relative path → bytes) are hashed from their bytes, any other from the disk, as
+    :func:`hash_tree` would.
+    """
+    manifest = read_manifest(staging)
+    if manifest is None:
+        raise VerificationError(f"{staging}: manifest.json missing after writing the release")
+    written: dict[str, str] = manifest["outputs"]
+    manifest["outputs"] = {
+        rel: hashlib.sha256(added[rel]).hexdigest() if rel in added else written.get(rel) or sha256_file(path)
+        for rel, path in tree_files(staging, exclude=frozenset({MANIFEST_NAME})).items()
+    }
+    manifest["sources"] = dict(sources)
+    manifest[TIMINGS_FIELD] = {stage: round(s, 3) for stage, s in timings.items()}
+    (staging / MANIFEST_NAME).write_bytes(dump_manifest(manifest))
 
 
 def build_manifest(

@@ -24,12 +24,17 @@ read first: a failing one raises before any other stage's outcome is used, and t
 are stopped before the work folder is removed; a stage's exception surfaces as it would alone, the
 earliest stage of the order above first.
 
-The raw half of signals (:func:`signals.raw_side`) starts before the engine, beside it.
+Beside the engine (numba code holding no GIL: on 2 cores, what it leaves of the second one) run the
+raw halves of signals and risk (:func:`signals.raw_side`, :func:`faers_anon.risk.raw_cases`), the
+SHA-256 of the sources, and the import of the later stages' modules (:data:`LATER_MODULES`, ~0.6 s:
+:meth:`~faers_anon.release.stages.Stages.preload`), which no longer delays ingest. Each stage imports
+its modules where used, in this thread: at once when loaded, with the module's own error if the early
+import failed. The manifest keeps the writer's hashes of its files (the verify stage re-read each).
 Timing: ``seconds`` (and manifest.json ``timings``) holds each stage's own wall time, from its start
-to its end in its own thread (``signals_raw``: the raw half; sequentially it runs inside ``signals``),
-and ``total``, from the start of ingest to the manifest's writing. Overlapping stages share the cores,
-so their times add up to more than ``total`` and each is longer than it would be alone; ``report``
-counts the plots drawn beside risk plus the writing after it.
+to its end in its own thread (``signals_raw``, ``risk_raw``: the raw halves, inside their stage when
+sequential), and ``total``, from the start of ingest to the manifest's writing. Overlapping stages
+share the cores, so their times add up to more than ``total`` and each is longer than it would be
+alone; ``report`` counts the plots drawn beside risk plus the writing after it.
 
 So a release folder exists only when it is complete and verified; an interrupted (SIGINT, SIGTERM,
 SIGHUP) or failed run leaves no release and removes its work folder; a SIGKILLed run's work folder
@@ -52,21 +57,18 @@ Decisions:
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Final
 
 from faers_anon import __version__
-from faers_anon.analysis.signals import read_case_tables
 from faers_anon.anonymize.config import AnonymizeConfig
 from faers_anon.anonymize.method_run import item_form, signal_inputs
 from faers_anon.anonymize.pipeline import anonymize_folder
-from faers_anon.anonymize.result import AnonymizeResult
 from faers_anon.errors import InputError, VerificationError
 from faers_anon.io.ingest import demo_source, ingest_quarters
 from faers_anon.io.ingest_report import IngestResult
@@ -75,77 +77,30 @@ from faers_anon.io.workspace import publish_release, signals_raise, work_folder
 from faers_anon.keys import load_key
 from faers_anon.release.certificate import seal
 from faers_anon.release.config import ReleaseConfig
-from faers_anon.release.manifest import (
-    MANIFEST_NAME,
-    TIMINGS_FIELD,
-    dump_manifest,
-    hash_tree,
-    read_manifest,
-    sha256_file,
-)
-from faers_anon.release.report import build_figures, render_html, write_json
-from faers_anon.release.report_figures import build_report, report_inputs
+from faers_anon.release.manifest import rehash_manifest, sources_hashes
+from faers_anon.release.result import ReleaseResult
 from faers_anon.release.stages import Stages, Task
 from faers_anon.release.writer import restricted_path
-from faers_anon.risk import RiskConfig, RiskResult, assess_risk
-from faers_anon.series.ledger import check_apart
-from faers_anon.series.step import SeriesStep, prepare, publish_with_ledger
-from faers_anon.verify.verifier import Verdict, verify_release
-from signals import Comparison, RawSide, compare, raw_side
 
-__all__ = ["ReleaseResult", "release"]
+if TYPE_CHECKING:
+    from faers_anon.risk import RawCases, RiskResult
+    from faers_anon.series.step import SeriesStep
+    from faers_anon.verify.verifier import Verdict
+    from signals import Comparison, RawSide
+
+__all__ = ["LATER_MODULES", "ReleaseResult", "release"]
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
 
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ReleaseResult:
-    """A published release and what each stage found.
-
-    Attributes:
-        path: the release folder.
-        ingest: the ingest counts; anonymized: partition, θ*, NIL, DR; verdict: the verifier's answer;
-        comparison: the raw-vs-release signal comparison; report: the content of report.json;
-        seconds: wall time per stage.
-    """
-
-    path: Path
-    ingest: IngestResult
-    anonymized: AnonymizeResult
-    verdict: Verdict
-    comparison: Comparison
-    report: dict[str, Any]
-    seconds: dict[str, float] = field(default_factory=dict)
-
-    def summary(self) -> str:
-        """The closing lines for the terminal."""
-        privacy, utility, signals = self.report["privacy"], self.report["utility"], self.report["signals"]
-        counts = self.report["counts"]
-        survival = signals.get("survival_overall")
-        share = "n/a" if survival is None else f"{survival:.1%}"
-        return "\n".join(
-            [
-                f"Release written to {self.path} (verified: {self.verdict.label} holds)",
-                f"  reports in {counts['reports_read']:,}: out {counts['reports_out']:,}, "
-                f"quarantined {counts['reports_quarantined']:,}, deleted {counts['reports_deleted']:,}; "
-                f"cases {counts['cases']:,}",
-                f"  groups {privacy['groups']:,}, smallest {privacy['k_achieved']}, DR {privacy['dr']:.4f}; "
-                f"NIL {utility['nil']:.4f}",
-                f"  signals ({signals['criterion']}): {share} of raw signals survive overall, "
-                f"{signals['n_new_overall']} new; panel {signals['panel_survived']} of "
-                f"{signals['panel_raw_signals']} raw rules survive{_worst(signals.get('worst_stratum'))}",
-                f"  report: {self.path / 'report.html'}",
-            ]
-        )
-
-
-def _worst(stratum: dict[str, Any] | None) -> str:
-    """ "; worst stratum age<18: 0 of 5" (never a bare overall share beside a failing stratum)."""
-    if not stratum:
-        return ""
-    return f"; worst stratum {stratum['stratum']}: {stratum['n_survived']} of {stratum['n_raw']}"
+LATER_MODULES: Final = (
+    "faers_anon.risk",
+    "faers_anon.verify.verifier",
+    "faers_anon.release.report_figures",
+    "faers_anon.release.report",  # matplotlib
+)
+"""The modules of the stages after the engine, imported beside it (module docstring), in order of use."""
 
 
 @contextlib.contextmanager
@@ -154,19 +109,6 @@ def _stage(name: str, seconds: dict[str, float], progress: Progress) -> Iterator
     start = time.perf_counter()
     yield
     seconds[name] = time.perf_counter() - start
-
-
-def _sources_hashes(sources: Sequence[Path], demo: bool) -> dict[str, str]:
-    """SHA-256 of every source file (zips, or the files inside source folders)."""
-    paths = [Path(s) for s in sources] + ([demo_source()] if demo else [])
-    hashes: dict[str, str] = {}
-    for path in paths:
-        if path.is_dir():
-            for name, digest in hash_tree(path).items():
-                hashes[f"{path.name}/{name}"] = digest
-        elif path.is_file():
-            hashes[path.name] = sha256_file(path)
-    return dict(sorted(hashes.items()))
 
 
 def _check_target(sources: Sequence[Path], out: Path, config: ReleaseConfig) -> None:
@@ -208,6 +150,8 @@ def release(
     say = progress or (lambda _line: None)
     _check_target(sources, Path(out), config)
     if config.ledger is not None:
+        from faers_anon.series.ledger import check_apart
+
         check_apart(config.ledger, Path(out))
     out = resolved(out)
     with signals_raise(), work_folder("release", config.work, keep=config.keep_work) as work:
@@ -232,7 +176,11 @@ def _run(
         f"{ingested.report['cases']['cases']:,} cases ({seconds['ingest']:.1f} s)"
     )
     with Stages(say) as stages:
+        stages.preload(LATER_MODULES)  # imported beside the engine (module docstring)
+        inputs = [*sources, *([demo_source()] if config.ingest.demo else [])]
+        hashed = stages.start("sources", lambda: sources_hashes(inputs), announce=False)
         raw = _raw_side(stages, ingested, config)  # beside the engine: it needs only the raw tables
+        risk_raw = _risk_raw(stages, ingested, config)  # the same for risk
         series = _series(ingested, work, config, say)
         with _stage("anonymize", seconds, say):
             anonymized = anonymize_folder(
@@ -243,33 +191,30 @@ def _run(
             f"NIL {anonymized.nil:.4f}, "
             f"DR {anonymized.dr:.4f} ({seconds['anonymize']:.1f} s)"
         )
-        found = _checks(stages, raw, ingested, built, config, say, seconds)
-    verdict, comparison, risk, figures = found
+        verdict, comparison, risk, figures = _checks(
+            stages, (raw, risk_raw), ingested, built, config, say, seconds
+        )
+        source_hashes = hashed.result()
     say("[report] …")
     report_start = time.perf_counter()
-    report = build_report(
-        config=config,
-        version=__version__,
-        ingested=ingested,
-        anonymized=anonymized,
-        verdict=verdict,
-        comparison=comparison,
-        risk=risk.figures,
-    )
+    from faers_anon.release.report_figures import build_report
+
+    report = build_report(config=config, version=__version__, ingested=ingested, anonymized=anonymized,
+                          verdict=verdict, comparison=comparison, risk=risk.figures)  # fmt: skip
     if series is not None:  # every report of the quarter accounted for (docs/series.md)
         report["series"] = {name: series.plan.counts[name] for name in _SERIES_COUNTS}
-    report_json = write_json(report)
-    (built / "report.json").write_bytes(report_json)
-    # The page shows the figures exactly as report.json holds them (rounded, deterministic).
-    page = render_html(json.loads(report_json), figures)
-    (built / "report.html").write_text(page, encoding="utf-8")
+    from faers_anon.release.report import write_report
+
+    added = write_report(built, report, figures)
     seconds["report"] += time.perf_counter() - report_start
     seconds["total"] = time.perf_counter() - begin
-    _rehash(built, sources=_sources_hashes(sources, config.ingest.demo), timings=seconds)
+    rehash_manifest(built, sources=source_hashes, timings=seconds, added=added)
     seal(built, load_key(config.anonymize.key_file))  # the manifest changed: sign it again
     if series is None:
         _publish(built, out, force=config.force)
     else:  # the release and the ledger: both or neither
+        from faers_anon.series.step import publish_with_ledger
+
         publish_with_ledger(series, built, out, load_key(config.anonymize.key_file),
                             lambda: _publish(built, out, force=config.force))  # fmt: skip
     say(f"[report] written ({seconds['report']:.1f} s; release {time.perf_counter() - begin:.1f} s)")
@@ -285,14 +230,22 @@ def _run(
 
 
 def _checks(
-    stages: Stages, raw: Task[RawSide] | None, ingested: IngestResult, built: Path, config: ReleaseConfig,
-    say: Progress, seconds: dict[str, float],
+    stages: Stages, raws: tuple[Task[RawSide] | None, Task[RawCases]], ingested: IngestResult, built: Path,
+    config: ReleaseConfig, say: Progress, seconds: dict[str, float],
 ) -> tuple[Verdict, Comparison, RiskResult, dict[str, str]]:  # fmt: skip
     """verify, signals and risk of the built release, and the report's figures (module docstring:
-    how they overlap); a failing verdict raises before anything else is used."""
+    how they overlap); a failing verdict raises before anything else is used. Each stage's module is
+    imported here, in this thread, before the stage starts (loaded beside the engine already)."""
+    from faers_anon.risk import RiskConfig, assess_risk
+
+    raw, risk_raw = raws
     # SPEC §11: what an attacker who knows X can learn
-    risk = stages.start("risk", lambda: assess_risk(built, config=RiskConfig(raw=ingested.out)))
+    risk = stages.start(
+        "risk", lambda: assess_risk(built, config=RiskConfig(raw=ingested.out), raw_side=risk_raw.result())
+    )
     signals = stages.start("signals", lambda: _compare(raw, ingested, built, config))
+    from faers_anon.verify.verifier import verify_release
+
     verify = stages.start(
         "verify", lambda: verify_release(built, public_key=load_key(config.anonymize.key_file).public_key)
     )
@@ -313,12 +266,15 @@ def _checks(
     if raw is not None:
         seconds["signals_raw"] = raw.seconds
     say(f"[signals] {comparison.summary().splitlines()[1].strip()} ({seconds['signals']:.1f} s)")
+    from faers_anon.release.report import build_figures
+    from faers_anon.release.report_figures import report_inputs
+
     figures = stages.start(  # the plots need neither risk nor the report: drawn while risk runs
         "figures", lambda: build_figures(report_inputs(ingested.out, built, verdict, comparison, config)),
         announce=False,
     )  # fmt: skip
     assessed = risk.result()
-    seconds["risk"] = risk.seconds
+    seconds["risk"], seconds["risk_raw"] = risk.seconds, risk_raw.seconds
     sets = len(assessed.figures["reidentification"])
     say(f"[risk] {sets} knowledge sets measured ({seconds['risk']:.1f} s)")
     drawn = figures.result()
@@ -332,6 +288,9 @@ def _raw_side(stages: Stages, ingested: IngestResult, config: ReleaseConfig) -> 
     :func:`faers_anon.anonymize.method_run.signal_inputs`)."""
     if item_form(config.anonymize.method) is not None:
         return None
+    from faers_anon.analysis.signals import read_case_tables
+    from signals import raw_side
+
     # the report reads survival and the panel, never a pair's EB05/EB95, Fisher or MH ROR: they
     # are not computed on the big tables (every criterion is decided all the same, signals.compare)
     return stages.start(
@@ -341,11 +300,25 @@ def _raw_side(stages: Stages, ingested: IngestResult, config: ReleaseConfig) -> 
     )
 
 
+def _risk_raw(stages: Stages, ingested: IngestResult, config: ReleaseConfig) -> Task[RawCases]:
+    """The raw half of the risk stage (:func:`faers_anon.risk.raw_cases`), started before the engine
+    runs; its drug items are those of the drug columns the release publishes (the column policy)."""
+    from faers_anon.io.column_policy import load_policy
+    from faers_anon.risk import raw_cases
+
+    policy = load_policy(config.anonymize.column_policy)
+    drugs = ("drug_key", *[c for c in ("drugname", "prod_ai") if policy.role("drug", c) != "drop"])
+    return stages.start("risk_raw", lambda: raw_cases(ingested.out, drug_columns=drugs), announce=False)
+
+
 def _compare(
     raw: Task[RawSide] | None, ingested: IngestResult, built: Path, config: ReleaseConfig
 ) -> Comparison:
     """The signals stage: raw vs released signals (:func:`signals.compare`), the raw half computed
     ahead or, for a method's item form, the release read through it (``signal_inputs``)."""
+    from faers_anon.analysis.signals import read_case_tables
+    from signals import compare
+
     if raw is not None:
         return compare(raw.result(), read_case_tables(built), config=config.compare, bounds=False)
     method, seed = config.anonymize.method, config.anonymize.seed
@@ -374,6 +347,8 @@ def _series(ingested: IngestResult, work: Path, config: ReleaseConfig, say: Prog
     """The series step before anonymization (:mod:`faers_anon.series.step`); None without a ledger."""
     if config.ledger is None:
         return None
+    from faers_anon.series.step import prepare
+
     key = load_key(config.anonymize.key_file)
     step = prepare(config.ledger, ingested.out, ingested.report["quarters"], work, config.anonymize, key)
     c = step.plan.counts
@@ -383,14 +358,3 @@ def _series(ingested: IngestResult, work: Path, config: ReleaseConfig, say: Prog
         f"({c['withheld_small']:,} below k, {c['withheld_theta']:,} "
         f"over theta); {c['fresh']:,} fresh")  # fmt: skip
     return step
-
-
-def _rehash(staging: Path, *, sources: dict[str, str], timings: dict[str, float]) -> None:
-    """Re-hash the release's files into its manifest (the report was added after the writer ran)."""
-    manifest = read_manifest(staging)
-    if manifest is None:
-        raise VerificationError(f"{staging}: manifest.json missing after writing the release")
-    manifest["outputs"] = hash_tree(staging, exclude=frozenset({MANIFEST_NAME}))
-    manifest["sources"] = sources
-    manifest[TIMINGS_FIELD] = {stage: round(s, 3) for stage, s in timings.items()}
-    (staging / MANIFEST_NAME).write_bytes(dump_manifest(manifest))

@@ -20,6 +20,7 @@ import io
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -33,7 +34,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from faers_anon.json_data import json_data  # noqa: E402
 from faers_anon.release.report_html import render_page, stratum_words  # noqa: E402
 
-__all__ = ["ReportInputs", "build_figures", "render_html", "write_json"]
+__all__ = ["ReportInputs", "build_figures", "render_html", "write_json", "write_report"]
 
 _OPEN_BAND_SPAN = 20.0  # years an open top age band (e.g. 80+) is spread over in the plots
 _AGE_BINS = np.arange(0.0, 106.0, 5.0)
@@ -229,3 +230,15 @@ def write_json(report: Mapping[str, Any]) -> bytes:
     (:func:`faers_anon.json_data.json_data`).
     """
     return (json.dumps(json_data(report, digits=12), indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
+def write_report(release: Path, report: dict[str, Any], figures: Mapping[str, str]) -> dict[str, bytes]:
+    """Write ``report.json`` and ``report.html`` into ``release``; their bytes by file name.
+
+    The page shows the figures exactly as report.json holds them (rounded, deterministic)."""
+    report_json = write_json(report)
+    page = render_html(json.loads(report_json), figures).encode("utf-8")
+    added = {"report.json": report_json, "report.html": page}
+    for name, data in added.items():
+        (release / name).write_bytes(data)
+    return added

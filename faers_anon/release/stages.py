@@ -17,16 +17,25 @@ step (``PyThreadState_SetAsyncExc``), so a stage stops within its current polars
 call, never halfway through a Python statement of ours; then the block waits for every thread to end.
 Only then does the caller go on (and the release's work folder is removed): no thread still reads it.
 A cancelled task's outcome is discarded; the exception that ended the block is the one raised.
+
+Decision (modules imported ahead, :meth:`Stages.preload`): a thread imports the modules of later
+stages while earlier ones run. It is never cancelled (an exception raised inside the import system could
+leave a module's import lock held); the block's end waits for it instead (at most the imports' own
+time). An import that fails there is forgotten: the module is not in ``sys.modules``, so the stage that
+needs it imports it again and raises the module's own error. Two threads importing the same module is
+safe (the import system's per-module locks); our package has no import cycle (``tests/test_imports.py``).
 """
 
 from __future__ import annotations
 
 import contextvars
 import ctypes
+import importlib
+import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Final, Generic, TypeVar
 
@@ -39,6 +48,8 @@ STAGES_ENV: Final = "FAERS_ANON_STAGES"
 _MODES: Final = ("concurrent", "sequential")
 
 _T = TypeVar("_T")
+
+log = logging.getLogger(__name__)
 
 
 class Cancelled(BaseException):
@@ -149,6 +160,7 @@ class Stages:
         self.concurrent = concurrent_stages() if concurrent is None else concurrent
         self._say = say or (lambda _line: None)
         self._tasks: list[Task[Any]] = []
+        self._imports: list[threading.Thread] = []
 
     def start(self, name: str, work: Callable[[], _T], *, announce: bool = True) -> Task[_T]:
         """A task doing ``work``: started now on its own thread, or (sequential) when first asked."""
@@ -158,6 +170,16 @@ class Stages:
         if self.concurrent:
             task.start()
         return task
+
+    def preload(self, modules: Sequence[str]) -> None:
+        """Import ``modules`` on a thread of their own, in order (concurrent mode; nothing in sequential
+        mode, where each is imported at its first use). Module docstring: never cancelled, waited for."""
+        if self.concurrent:
+            thread = threading.Thread(
+                target=_import, args=(tuple(modules),), name="faers-anon imports", daemon=True
+            )
+            self._imports.append(thread)
+            thread.start()
 
     def __enter__(self) -> Stages:
         return self
@@ -169,3 +191,14 @@ class Stages:
             task.cancel()
         for task in self._tasks:
             task.join()
+        for thread in self._imports:
+            thread.join()
+
+
+def _import(modules: tuple[str, ...]) -> None:
+    """Import each module; one that fails is left to its first use (module docstring)."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - raised again where the module is used
+            log.debug("importing %s ahead failed: %s", name, exc)

@@ -89,3 +89,16 @@ def test_user_errors_are_the_bases_of_the_libraries_imported() -> None:
     found = user_errors()
     assert found[0] is FaersAnonError and signals.errors.SignalsError in found
     assert all(issubclass(kind, Exception) for kind in found)
+
+
+def test_the_release_pipeline_leaves_the_later_stages_modules_for_beside_the_engine() -> None:
+    from faers_anon.release.pipeline import LATER_MODULES
+
+    code = (
+        "import json, sys\n"
+        "import faers_anon.release.pipeline\n"
+        f"print(json.dumps(sorted(m for m in sys.modules if m in {[*LATER_MODULES, 'matplotlib']!r})))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout.splitlines()[-1]) == []  # before: all of them, before ingest began
+    assert "matplotlib" not in LATER_MODULES and "faers_anon.release.report" in LATER_MODULES

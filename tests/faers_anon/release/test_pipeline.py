@@ -10,15 +10,16 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
+import signals
 from faers_anon.api import release_config
 from faers_anon.cli import cli
 from faers_anon.errors import ConfigError, InputError, VerificationError
 from faers_anon.io.ingest import demo_source, ingest_quarters
-from faers_anon.release import pipeline as release_module
 from faers_anon.release.config import ReleaseConfig, build_release_config, load_toml
 from faers_anon.release.manifest import fingerprint, read_manifest, sha256_file
 from faers_anon.release.pipeline import release
 from faers_anon.synthetic import make_quarter, write_quarter
+from faers_anon.verify import verifier
 
 TABLES = ("reports", "drug", "reac", "indi", "outc", "ther", "rpsr")
 RELEASED = {"reports": "demo"}
@@ -113,7 +114,7 @@ def test_demo_manifest_hashes_every_file_and_the_sources(demo_release: tuple[Pat
     assert list(manifest["sources"]) == ["faers_ascii_2025q1.zip"]
     assert manifest["parameters"]["seed"] == 3
     assert set(manifest["timings"]) == {
-        "ingest", "anonymize", "verify", "signals", "signals_raw", "risk", "report", "total"
+        "ingest", "anonymize", "verify", "signals", "signals_raw", "risk", "risk_raw", "report", "total"
     }  # fmt: skip
 
 
@@ -160,7 +161,7 @@ def test_interrupted_run_leaves_no_release(
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(release_module, "compare", interrupted)
+    monkeypatch.setattr(signals, "compare", interrupted)
     with pytest.raises(KeyboardInterrupt):
         release([small_quarter], tmp_path / "out", config=_config())
     assert list(tmp_path.iterdir()) == []
@@ -169,12 +170,12 @@ def test_interrupted_run_leaves_no_release(
 def test_failed_verification_publishes_nothing(
     small_quarter: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = release_module.verify_release
+    real = verifier.verify_release
 
     def strict(path: Path, **options: object) -> object:
         return real(path, k=10_000, **options)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(release_module, "verify_release", strict)
+    monkeypatch.setattr(verifier, "verify_release", strict)
     with pytest.raises(VerificationError, match="nothing was published"):
         release([small_quarter], tmp_path / "out", config=_config())
     assert list(tmp_path.iterdir()) == []

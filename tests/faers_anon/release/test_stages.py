@@ -4,8 +4,10 @@ same files as one after the other, a failed verification or a stage's error stop
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
+import sys
 import threading
 import time
 from dataclasses import replace
@@ -15,6 +17,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+import signals
+from faers_anon import risk
 from faers_anon._numba_cache import mode
 from faers_anon.cli import cli
 from faers_anon.errors import InputError, VerificationError
@@ -22,6 +26,7 @@ from faers_anon.release import pipeline as release_module
 from faers_anon.release.config import ReleaseConfig, build_release_config
 from faers_anon.release.stages import STAGES_ENV, Cancelled, Stages
 from faers_anon.synthetic import make_quarter, write_quarter
+from faers_anon.verify import verifier
 
 MAIN = threading.main_thread().name
 
@@ -59,15 +64,16 @@ def _threads_of(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """Record which thread runs each stage; in concurrent mode the engine waits (up to 60 s) until
     the raw half of signals has started beside it."""
     seen: dict[str, str] = {}
-    stages = {"verify": "verify_release", "signals": "compare", "risk": "assess_risk", "raw": "raw_side"}
-    for name, stage in stages.items():
-        real = getattr(release_module, stage)
+    stages = {"verify": (verifier, "verify_release"), "signals": (signals, "compare"),
+              "risk": (risk, "assess_risk"), "raw": (signals, "raw_side")}  # fmt: skip
+    for name, (home, stage) in stages.items():  # the pipeline imports each where it uses it
+        real = getattr(home, stage)
 
         def traced(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
             seen[_name] = threading.current_thread().name
             return _real(*args, **kwargs)
 
-        monkeypatch.setattr(release_module, stage, traced)
+        monkeypatch.setattr(home, stage, traced)
     engine = release_module.anonymize_folder
 
     def anonymize(*args: Any, **kwargs: Any) -> Any:
@@ -109,6 +115,7 @@ def test_concurrent_stages_write_the_same_release_as_sequential_ones(
         "signals",
         "signals_raw",
         "risk",
+        "risk_raw",
         "report",
         "total",
     }
@@ -125,7 +132,7 @@ def test_a_failed_verification_stops_the_running_stages_and_publishes_nothing(
     work folder still exists, and nothing is left (not the release, not the work folder)."""
     monkeypatch.setenv(STAGES_ENV, "concurrent")
     risk_started, state = threading.Event(), dict[str, float]()
-    real = release_module.verify_release
+    real = verifier.verify_release
 
     def slow_risk(release: Path, **options: object) -> object:
         risk_started.set()
@@ -141,8 +148,8 @@ def test_a_failed_verification_stops_the_running_stages_and_publishes_nothing(
         assert risk_started.wait(60)
         return real(path, k=10_000, **options)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(release_module, "assess_risk", slow_risk)
-    monkeypatch.setattr(release_module, "verify_release", failing)
+    monkeypatch.setattr(risk, "assess_risk", slow_risk)
+    monkeypatch.setattr(verifier, "verify_release", failing)
     start = time.monotonic()
     with pytest.raises(VerificationError, match="nothing was published"):
         release_module.release([quarter], tmp_path / "out", config=_config(tmp_path))
@@ -161,7 +168,7 @@ def test_an_error_in_the_risk_stage_is_one_error_line(
     def broken(release: Path, **options: object) -> object:
         raise InputError("malformed class file (expected value,class)", path=release / "classes.csv")
 
-    monkeypatch.setattr(release_module, "assess_risk", broken)
+    monkeypatch.setattr(risk, "assess_risk", broken)
     work = tmp_path / "work"
     work.mkdir()
     result = CliRunner().invoke(
@@ -182,7 +189,7 @@ def test_a_bug_in_a_stage_keeps_its_exception(
     def broken(*args: object, **kwargs: object) -> object:
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr(release_module, "compare", broken)
+    monkeypatch.setattr(signals, "compare", broken)
     with pytest.raises(ZeroDivisionError, match="a bug"):
         release_module.release([quarter], tmp_path / "out", config=_config(tmp_path))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]
@@ -242,3 +249,49 @@ def test_a_wrong_stages_setting_is_one_error_line(tmp_path: Path, monkeypatch: p
     lines = [line for line in result.output.splitlines() if line.startswith("Error:")]
     assert len(lines) == 1 and "FAERS_ANON_STAGES" in lines[0] and "parallel" in lines[0]
     assert not (tmp_path / "rel").exists()
+
+
+def _modules(folder: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """Two modules in ``folder`` on sys.path: one that takes 0.2 s and records the thread importing it,
+    one whose import fails with its own error."""
+    (folder / "slow_for_preload.py").write_text(
+        "import threading, time\ntime.sleep(0.2)\nTHREAD = threading.current_thread().name\n"
+    )
+    (folder / "broken_for_preload.py").write_text("raise RuntimeError('this module is broken')\n")
+    monkeypatch.syspath_prepend(str(folder))
+    for name in ("slow_for_preload", "broken_for_preload"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    return "slow_for_preload", "broken_for_preload"
+
+
+def test_preloaded_modules_are_imported_beside_and_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow, broken = _modules(tmp_path, monkeypatch)
+    with Stages(concurrent=True) as stages:
+        stages.preload([broken, slow])
+        assert [t.name for t in threading.enumerate()].count("faers-anon imports") == 1
+    assert sys.modules[slow].THREAD == "faers-anon imports"  # the block's end waited for it
+    assert not [t for t in threading.enumerate() if t.name == "faers-anon imports"]
+    assert broken not in sys.modules
+    with pytest.raises(RuntimeError, match="this module is broken"):  # its own error, at its first use
+        importlib.import_module(broken)
+
+
+def test_sequential_stages_import_nothing_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    slow, _ = _modules(tmp_path, monkeypatch)
+    with Stages(concurrent=False) as stages:
+        stages.preload([slow])
+    assert slow not in sys.modules
+    assert importlib.import_module(slow).THREAD == MAIN
+
+
+def test_a_stage_importing_a_module_being_preloaded_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow, _ = _modules(tmp_path, monkeypatch)
+    with Stages(concurrent=True) as stages:
+        stages.preload([slow])
+        time.sleep(0.05)  # the preload is inside the module's 0.2 s body
+        module = importlib.import_module(slow)
+        assert module.THREAD == "faers-anon imports"  # complete: imported once, by the preload
