@@ -21,6 +21,8 @@ sets are numbered by :mod:`._sets`. The release's own 1- and 2-item classes: :mo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import polars as pl
 
@@ -30,6 +32,7 @@ __all__ = ["class_sizes", "item_pairs", "set_ids"]  # set_ids: from ._sets
 
 Items = int | str | None
 Pairs = tuple[pl.DataFrame, int]  # ``p``, ``pair`` = a · width + b (a < b) of the population, and width
+MakePairs = Callable[[], Pairs]  # made only when a candidate list is built (within the budget)
 CANDIDATE_BUDGET = 20_000_000  # rows of (set, candidate) before "all" falls back to equal lists
 
 
@@ -211,7 +214,7 @@ def _whole(
     t_sets: pl.DataFrame,
     t_items: pl.LazyFrame,
     p_items: pl.LazyFrame,
-    pairs: Pairs | None = None,
+    pairs: MakePairs | None = None,
 ) -> pl.LazyFrame | None:
     """|{p in members(kt) : I(t) ⊆ I(p)}| per target with items.
 
@@ -252,7 +255,7 @@ def _whole(
             p_items.rename({"item": "b"}), on=["p", "b"], how="semi"
         )
     else:
-        codes, width = pairs
+        codes, width = pairs()
         code = pl.col("a").cast(pl.UInt64) * width + pl.col("b").cast(pl.UInt64)
         holders = seeds.select("qs", "kt", code.alias("pair")).join(
             codes.lazy().select("p", "pair"), on="pair"
@@ -275,7 +278,7 @@ def class_sizes(
     target_items: pl.DataFrame | None = None,
     population_items: pl.DataFrame | None = None,
     sets: tuple[pl.DataFrame, pl.DataFrame] | None = None,
-    pairs: Pairs | None = None,
+    pairs: MakePairs | None = None,
 ) -> tuple[pl.DataFrame, bool]:
     """The class size of every target (module docstring).
 
@@ -286,7 +289,8 @@ def class_sizes(
         items: None (K only), m ≥ 1 (m-subsets; 1 and 2 are computed), or ``"all"``.
         target_items: ``caseid``, ``item`` of the targets; population_items: ``p``, ``item``.
         sets: for ``"all"``, :func:`set_ids` of these targets and population when already made.
-        pairs: for ``"all"``, the population's item pairs when already made (``p``, ``pair``, width).
+        pairs: for ``"all"``, makes the population's item pairs (``p``, ``pair``, width), called only
+            when a candidate list is built.
 
     Returns:
         ``caseid``, ``size`` (Int64 ≥ 0; 0 only when a journalist population lacks the target), and

@@ -1,8 +1,8 @@
 """The release's own class sizes for K + 1 or 2 items (prosecutor risk, SPEC §11) by one sort.
 
 size(c) = min over the case's units u (items, or item pairs a < b) of n(kt, u), the cases of its
-K-tuple kt holding u. Every (case, unit) row becomes one ``UInt64`` word kt · 2^(u + r) + u · 2^r + row
-(u and r the bits of the largest unit code and case row): numpy sorts the words (its vectorized
+K-tuple kt holding u. Every (case, unit) row becomes one ``UInt64`` word unit · 2^(k + r) + kt · 2^r + row
+(k and r the bits of the largest K-tuple id and case row): numpy sorts the words (its vectorized
 sort), after which equal (kt, unit) are runs, n their lengths, and each row's case is in the low bits.
 The pairs are written straight into the words by a numba kernel walking each case's sorted items (no
 pair table, no case-id search), and the runs are read by a second one. When the word would not fit
@@ -17,32 +17,34 @@ from numpy.typing import NDArray
 from faers_anon._numba_cache import njit, sized
 from faers_anon.risk._units import unit_minima
 
-__all__ = ["own_minima"]
+__all__ = ["item_lists", "own_minima", "words"]
 
 Ints = NDArray[np.int64]
 
 
 @njit(cache=True)
-def _words(start: Ints, item: Ints, kt: Ints, width: int, shifts: Ints, pairs: bool) -> NDArray[np.uint64]:
-    """kt · 2^shifts[0] + unit · 2^shifts[1] + case for every (case, unit); unit = a · width + b."""
+def words(start: Ints, item: Ints, tag: Ints, width: int, shifts: Ints, pairs: bool) -> NDArray[np.uint64]:
+    """unit · 2^shifts[0] + tag · 2^shifts[1] (+ the case's row when shifts[2] = 1) for every (case,
+    unit) of the cases whose tag is ≥ 0; unit = a · width + b for a pair a < b of the case's items."""
     n = 0
     for c in range(len(start) - 1):
-        m = start[c + 1] - start[c]
+        m = start[c + 1] - start[c] if tag[c] >= 0 else 0
         n += m * (m - 1) // 2 if pairs else m
-    words = np.empty(n, np.uint64)
+    out = np.empty(n, np.uint64)
     at = 0
     for c in range(len(start) - 1):
-        high = np.uint64(kt[c]) << np.uint64(shifts[0])
+        if tag[c] < 0:
+            continue
+        low = (np.uint64(tag[c]) << np.uint64(shifts[1])) | np.uint64(c * shifts[2])
         for i in range(start[c], start[c + 1]):
             if not pairs:
-                words[at] = high | (np.uint64(item[i]) << np.uint64(shifts[1])) | np.uint64(c)
+                out[at] = (np.uint64(item[i]) << np.uint64(shifts[0])) | low
                 at += 1
                 continue
             for j in range(i + 1, start[c + 1]):
-                unit = np.uint64(item[i] * width + item[j])
-                words[at] = high | (unit << np.uint64(shifts[1])) | np.uint64(c)
+                out[at] = (np.uint64(item[i] * width + item[j]) << np.uint64(shifts[0])) | low
                 at += 1
-    return words
+    return out
 
 
 @njit(cache=True)
@@ -76,15 +78,23 @@ def own_minima(kt: np.ndarray, case_ids: np.ndarray, unit_case: np.ndarray, unit
     n = len(case_ids)
     if n == 0 or len(unit_case) == 0:
         return np.zeros(n, np.int64)
-    at = np.minimum(np.searchsorted(case_ids, unit_case), n - 1)
-    known = case_ids[at] == unit_case
-    start = np.concatenate([[0], np.cumsum(np.bincount(at[known], minlength=n))]).astype(np.int64)
-    items = unit[known].astype(np.int64)
+    start, items = item_lists(case_ids, unit_case, unit)
     units = max(width, 1) ** 2 if pairs else max(width, 1)
-    row_bits, unit_bits = max((n - 1).bit_length(), 1), max((units - 1).bit_length(), 1)
-    if int(kt.max(initial=0)).bit_length() + unit_bits + row_bits > 64:  # pragma: no cover - huge codes
+    row_bits, kt_bits = max((n - 1).bit_length(), 1), max(int(kt.max(initial=0)).bit_length(), 1)
+    if kt_bits + (units - 1).bit_length() + row_bits > 64:  # pragma: no cover - huge codes
         return None if pairs else unit_minima(kt, case_ids, unit_case, unit, width)
-    shifts = np.array([unit_bits + row_bits, row_bits], np.int64)
+    shifts = np.array([kt_bits + row_bits, row_bits, 1], np.int64)
     with sized(n):
-        words = np.sort(_words(start, items, kt.astype(np.int64), max(width, 1), shifts, pairs))
-        return _run_minima(words, row_bits, n)  # type: ignore[no-any-return]
+        packed = np.sort(words(start, items, kt.astype(np.int64), max(width, 1), shifts, pairs))
+        return _run_minima(packed, row_bits, n)  # type: ignore[no-any-return]
+
+
+def item_lists(case_ids: np.ndarray, unit_case: np.ndarray, unit: np.ndarray) -> tuple[Ints, Ints]:
+    """CSR ``start`` (one slot per case of ``case_ids``, sorted) and the items of the rows (sorted by
+    case, then item) whose case is among ``case_ids``."""
+    if len(case_ids) == 0:
+        return np.zeros(1, np.int64), np.zeros(0, np.int64)
+    at = np.minimum(np.searchsorted(case_ids, unit_case), len(case_ids) - 1)
+    known = case_ids[at] == unit_case
+    start = np.concatenate([[0], np.cumsum(np.bincount(at[known], minlength=len(case_ids)))])
+    return start.astype(np.int64), unit[known].astype(np.int64)

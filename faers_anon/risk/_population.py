@@ -35,14 +35,15 @@ key: one pass per pattern of ``*`` fields (few). Cost: O((raw + queries) log raw
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from faers_anon.risk._codes import Codes, key_expr
 
-__all__ = ["AGE", "WEIGHT", "Population"]
+__all__ = ["AGE", "WEIGHT", "Population", "Ranges"]
 
 AGE = ("age_group", "age_min", "age_max")
 WEIGHT = ("wt_min", "wt_max")
@@ -136,6 +137,19 @@ def range_counts(
     return counts
 
 
+@dataclass(frozen=True, slots=True)
+class Ranges:
+    """The tuples of one ``*`` pattern as ranges (:meth:`Population.ranges`): which tuple rows have the
+    pattern (``asked``), each raw case's value (aligned with :attr:`Population.raw`), and per tuple
+    row a CSR ``start`` into ``lo``/``hi``."""
+
+    asked: np.ndarray
+    values: np.ndarray
+    start: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+
 class Population:
     """The raw cases as journalist risk's population, for many knowledge sets over one release.
 
@@ -217,6 +231,47 @@ class Population:
         tuples = cases.unique("_qt").drop("caseid")
         return cases.select("caseid", "_qt"), tuples, exact
 
+    def _ranges(
+        self, queries: pl.DataFrame, exact: list[str], extra: Sequence[str] = ()
+    ) -> Iterator[tuple[int, list[str], pl.DataFrame]]:
+        """Per pattern of ``*`` fields (bit i: exact field i released as ``*``): the pattern, its
+        equality keys and its ``rows``: ``_row`` (the query's), the
+        keys, ``_lo``/``_hi`` (a range of coordinates: atom · span + weight rank; module docstring)."""
+        span = self.top_w + 1
+        full = (pl.col("_wlo") == 0) & (pl.col("_whi") == self.top_w)  # any weight: one range of atoms
+        for pattern in queries.get_column("_star").unique().sort().to_list():
+            keys = ["_sex", *(f for i, f in enumerate(exact) if not (pattern >> i) & 1), *extra]
+            chosen = queries.filter(pl.col("_star") == pattern)
+            by_sex = pl.concat(
+                [
+                    chosen.filter((pl.col("_sexes") & (1 << code)) > 0).with_columns(
+                        _sex=pl.lit(code, pl.UInt32)
+                    )
+                    for code in range(4)
+                ]
+            )
+            ranged = (
+                by_sex.filter(~full)
+                .with_columns(pl.int_ranges("_alo", pl.col("_ahi") + 1, dtype=pl.UInt32).alias("_atom"))
+                .explode("_atom")
+            )
+            yield pattern, keys, pl.concat(
+                [
+                    by_sex.filter(full & (pl.col("_alo") <= pl.col("_ahi"))).select(  # empty: none
+                        "_row", *keys, (pl.col("_alo").cast(pl.UInt64) * span).alias("_lo"),
+                        (pl.col("_ahi").cast(pl.UInt64) * span + self.top_w).alias("_hi"),
+                    ),
+                    ranged.select(
+                        "_row", *keys, (pl.col("_atom").cast(pl.UInt64) * span + pl.col("_wlo")).alias("_lo"),
+                        (pl.col("_atom").cast(pl.UInt64) * span + pl.col("_whi")).alias("_hi"),
+                    ),
+                ]
+            )  # fmt: skip
+
+    def _coordinate(self, raw: pl.DataFrame) -> np.ndarray:
+        """A raw row's (atom, weight rank) as one coordinate: atom · (top rank + 1) + rank."""
+        return (raw.get_column("_atom").cast(pl.UInt64) * (self.top_w + 1) + raw.get_column("_w")).to_numpy()
+
     def count(
         self,
         tuples: pl.DataFrame,
@@ -235,40 +290,10 @@ class Population:
             exact: K's exact fields; extra: further equality keys (an item code), with their ``widths``.
         """
         widths = {**self.codes.widths, **(widths or {}), "_sex": 3}
-        span = self.top_w + 1  # a raw case's (atom, weight rank) as one coordinate: atom · span + rank
-        coordinate = (raw.get_column("_atom").cast(pl.UInt64) * span + raw.get_column("_w")).to_numpy()
-        full = (pl.col("_wlo") == 0) & (pl.col("_whi") == self.top_w)  # any weight: one range of atoms
+        coordinate = self._coordinate(raw)
         queries = wanted.with_row_index("_row").join(tuples, on="_qt")
         sizes = np.zeros(wanted.height, np.int64)
-        for pattern in queries.get_column("_star").unique().to_list():
-            fields = [f for i, f in enumerate(exact) if not (pattern >> i) & 1]
-            keys = ["_sex", *fields, *extra]
-            chosen = queries.filter(pl.col("_star") == pattern)
-            by_sex = pl.concat(
-                [
-                    chosen.filter((pl.col("_sexes") & (1 << code)) > 0).with_columns(
-                        _sex=pl.lit(code, pl.UInt32)
-                    )
-                    for code in range(4)
-                ]
-            )
-            ranged = (
-                by_sex.filter(~full)
-                .with_columns(pl.int_ranges("_alo", pl.col("_ahi") + 1, dtype=pl.UInt32).alias("_atom"))
-                .explode("_atom")
-            )
-            rows = pl.concat(
-                [
-                    by_sex.filter(full & (pl.col("_alo") <= pl.col("_ahi"))).select(  # empty: none
-                        "_row", *keys, (pl.col("_alo").cast(pl.UInt64) * span).alias("_lo"),
-                        (pl.col("_ahi").cast(pl.UInt64) * span + self.top_w).alias("_hi"),
-                    ),
-                    ranged.select(
-                        "_row", *keys, (pl.col("_atom").cast(pl.UInt64) * span + pl.col("_wlo")).alias("_lo"),
-                        (pl.col("_atom").cast(pl.UInt64) * span + pl.col("_whi")).alias("_hi"),
-                    ),
-                ]
-            )  # fmt: skip
+        for _, keys, rows in self._ranges(queries, exact, extra):
             counts = range_counts(
                 raw.select(key_expr(keys, widths)).to_series().to_numpy(),
                 coordinate,
@@ -279,6 +304,35 @@ class Population:
             at = rows.get_column("_row").to_numpy()
             sizes += np.bincount(at, weights=counts, minlength=wanted.height).astype(np.int64)
         return sizes
+
+    def ranges(self, tuples: pl.DataFrame, exact: list[str]) -> Iterator[Ranges]:
+        """Per pattern of ``*`` fields, the tuples as ranges of one integer value per raw case
+        (:mod:`._covered`): value = key · C + coordinate, key the equality keys' dense rank over both
+        sides and C the coordinates' span (atoms + 1) · (top rank + 1), so that a range of
+        coordinates under one key is one range of values.
+        """
+        widths = {**self.codes.widths, "_sex": 3}
+        raw = self.raw_rows(exact)
+        coordinate = self._coordinate(raw).astype(np.int64)
+        span = (self.atoms + 1) * (self.top_w + 1)
+        queries = tuples.with_row_index("_row")
+        star = queries.get_column("_star").to_numpy()
+        for pattern, keys, rows in self._ranges(queries, exact):
+            raw_key = raw.select(key_expr(keys, widths)).to_series().to_numpy()
+            row_key = rows.select(key_expr(keys, widths)).to_series().to_numpy()
+            _, dense = np.unique(np.concatenate([raw_key, row_key]), return_inverse=True)
+            dense = dense.ravel().astype(np.int64) * span
+            row = rows.get_column("_row").to_numpy()
+            order = np.argsort(row, kind="stable")
+            bounds = [dense[len(raw_key) :][order] + rows.get_column(c).to_numpy().astype(np.int64)[order]
+                      for c in ("_lo", "_hi")]  # fmt: skip
+            yield Ranges(
+                asked=star == pattern,
+                values=dense[: len(raw_key)] + coordinate,
+                start=np.concatenate([[0], np.cumsum(np.bincount(row, minlength=tuples.height))]),
+                lo=bounds[0],
+                hi=bounds[1],
+            )
 
     def sizes(self, knows: Sequence[str]) -> pl.DataFrame | None:
         """``caseid``, ``size``: the raw cases each released case covers on ``knows``; None: not measured."""

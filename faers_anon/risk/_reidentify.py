@@ -29,6 +29,7 @@ import polars as pl
 from faers_anon.risk._classes import class_sizes, item_pairs, set_ids
 from faers_anon.risk._clock import Clock
 from faers_anon.risk._codes import Codes, encode_fields, key_expr
+from faers_anon.risk._covered import covered_minima
 from faers_anon.risk._own import own_minima
 from faers_anon.risk._population import Population
 from faers_anon.risk._unique import unique_inverse
@@ -171,10 +172,14 @@ def _journalist_items(pop: Population, ks: KnowledgeSet, lists: _Lists) -> pl.Se
             return None
         targets = pop.view.select("caseid", pl.lit(0, pl.UInt32).alias("kt"))
         members = pop.raw.select(pl.lit(0, pl.UInt32).alias("kt"), pl.col("caseid").alias("p"))
-        pairs = lists.raw_pairs().select(pl.col("caseid").alias("p"), pl.col("item").alias("pair"))
+
+        def pairs() -> tuple[pl.DataFrame, int]:
+            made = lists.raw_pairs().select(pl.col("caseid").alias("p"), pl.col("item").alias("pair"))
+            return made, lists.width
+
         sizes, _ = class_sizes(targets, members, items="all", target_items=lists.released,
                                population_items=lists.raw.rename({"caseid": "p"}),
-                               sets=lists.sets("raw"), pairs=(pairs, lists.width))  # fmt: skip
+                               sets=lists.sets("raw"), pairs=pairs)  # fmt: skip
         return sizes.sort("caseid").get_column("size")
     built = pop.queries(ks.knows)
     if built is None:
@@ -183,20 +188,58 @@ def _journalist_items(pop: Population, ks: KnowledgeSet, lists: _Lists) -> pl.Se
     wanted = tuples.select("_qt")
     base = wanted.with_columns(pl.Series("size", pop.count(tuples, wanted, pop.raw_rows(exact), exact)))
     if ks.knows not in lists.singles:  # K + 1 item: also the floor of K + 2 items, counted once
-        lists.singles[ks.knows] = _unit_sizes(pop, built, lists.released, lists.raw, lists.width)
+        found = _covered(pop, built, lists, None)
+        if found is None:  # pragma: no cover - codes too large for one word: polars
+            found = _unit_sizes(pop, built, lists.released, lists.raw, lists.width)
+        lists.singles[ks.knows] = found
     single = lists.singles[ks.knows]
     steps = [single, cases.join(base, on="_qt").select("caseid", "size")]
     if ks.count == 2:
         # a case with an item at most one raw case holds has a class of at most 1 on any pair with it:
         # its figures are those of size 1, so its pairs are not counted (sizes 0 and 1 read alike)
         settled = single.filter(pl.col("size") <= 1).select("caseid")
-        t_pairs = lists.released_pairs().join(settled, on="caseid", how="anti")
-        pairs = _unit_sizes(pop, built, t_pairs, lists.raw_pairs(), lists.width**2)
-        steps.insert(0, pl.concat([pairs, single.join(settled, on="caseid")]))
+        doubles = _covered(pop, built, lists, settled)
+        if doubles is None:  # pragma: no cover - codes too large for one word: polars
+            t_pairs = lists.released_pairs().join(settled, on="caseid", how="anti")
+            doubles = _unit_sizes(pop, built, t_pairs, lists.raw_pairs(), lists.width**2)
+        steps.insert(0, pl.concat([doubles, single.join(settled, on="caseid")]))
     joined = cases.select("caseid")
     for i, frame in enumerate(steps):
         joined = joined.join(frame.rename({"size": f"size_{i}"}), on="caseid", how="left")
     return joined.sort("caseid").select(pl.coalesce([f"size_{i}" for i in range(len(steps))])).to_series()
+
+
+def _covered(
+    pop: Population, built: tuple[pl.DataFrame, pl.DataFrame, list[str]], lists: _Lists,
+    settled: pl.DataFrame | None,
+) -> pl.DataFrame | None:  # fmt: skip
+    """``caseid``, ``size``: min over the case's items (``settled`` None) or over the pairs of the cases
+    not ``settled`` of the raw cases covering it (:func:`._covered.covered_minima`, once per ``*``
+    pattern of :meth:`Population.ranges`); cases without a unit are absent; None: codes too large."""
+    cases, tuples, exact = built
+    case_ids, qt = cases.get_column("caseid").to_numpy(), cases.get_column("_qt").to_numpy()
+    row_of = np.zeros(int(qt.max(initial=0)) + 1, np.int64)
+    row_of[tuples.get_column("_qt").to_numpy()] = np.arange(tuples.height)
+    rows = row_of[qt]  # each case's tuple row
+    if settled is not None:
+        rows = np.where(np.isin(case_ids, settled.get_column("caseid").to_numpy()), -1, rows)
+    raw_items = cast(pl.DataFrame, lists.raw)
+    units = [
+        (f.get_column("caseid").to_numpy(), f.get_column("item").to_numpy())
+        for f in (lists.released, raw_items)
+    ]
+    raw_ids = pop.raw.get_column("caseid").to_numpy()
+    sizes = np.full(len(case_ids), -1, np.int64)
+    for ranges in pop.ranges(tuples, exact):
+        asked = np.where((rows >= 0) & ranges.asked[np.maximum(rows, 0)], rows, -1)
+        bounds = (ranges.start, ranges.lo, ranges.hi)
+        found = covered_minima((case_ids, asked), units[0], (raw_ids, ranges.values), units[1], bounds,
+                               lists.width, pairs=settled is not None)  # fmt: skip
+        if found is None:
+            return None
+        sizes = np.where(found >= 0, found, sizes)
+    held = sizes >= 0
+    return pl.DataFrame([pl.Series("caseid", case_ids[held]), pl.Series("size", sizes[held], pl.Int64)])
 
 
 def _unit_sizes(
@@ -273,13 +316,13 @@ def _prosecutor(codes: Codes, ks: KnowledgeSet, lists: dict[str, _Lists]) -> tup
     targets = codes.view.select("caseid", key.rank("dense").cast(pl.UInt32).alias("kt"))
     own = lists[ks.items]
     if ks.count == "all":
-        pairs = own.released_pairs().select(pl.col("caseid").alias("p"), pl.col("item").alias("pair"))
+
+        def pairs() -> tuple[pl.DataFrame, int]:
+            made = own.released_pairs().select(pl.col("caseid").alias("p"), pl.col("item").alias("pair"))
+            return made, own.width
+
         wholes, exact = class_sizes(
-            targets,
-            items="all",
-            target_items=own.released,
-            sets=own.sets("release"),
-            pairs=(pairs, own.width),
+            targets, items="all", target_items=own.released, sets=own.sets("release"), pairs=pairs
         )
         return wholes.sort("caseid").get_column("size"), exact
     case_ids, kt = targets.get_column("caseid").to_numpy(), targets.get_column("kt").to_numpy()
@@ -291,9 +334,9 @@ def _prosecutor(codes: Codes, ks: KnowledgeSet, lists: dict[str, _Lists]) -> tup
     if ks.count == 2:
         double = own_minima(kt, case_ids, *units, own.width, pairs=True)
         if double is None:  # pragma: no cover - codes too large for one word: a table of the pairs
-            pairs = own.released_pairs()
-            double = unit_minima(kt, case_ids, pairs.get_column("caseid").to_numpy(),
-                                 pairs.get_column("item").to_numpy(), own.width**2)  # fmt: skip
+            table = own.released_pairs()
+            double = unit_minima(kt, case_ids, table.get_column("caseid").to_numpy(),
+                                 table.get_column("item").to_numpy(), own.width**2)  # fmt: skip
         result = np.where(double > 0, double, result)
     return pl.Series("size", result, pl.Int64), True
 

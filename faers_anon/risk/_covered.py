@@ -1,0 +1,109 @@
+"""Journalist class sizes for K + 1 or 2 items by two sorts (SPEC §11, :mod:`._population`).
+
+size(t) = min over the released case's units u (items, or item pairs a < b) of n(q, u) = the raw
+cases holding u whose value (:meth:`._population.Population.ranges`: key, age atom and weight rank
+as one integer) lies in one of the ranges of the case's tuple q. Two word arrays, sorted by numpy:
+
+* the raw cases' units: unit · 2^v + value (v the value bits), so a unit's raw holders are one
+  sorted segment and a range of values two binary searches inside it;
+* the released cases' units: unit · 2^(b + r) + q · 2^r + row, so each distinct (unit, q) is one run,
+  counted once, and the runs come in unit order (the raw segment is found once per unit).
+
+Both are written by :func:`._own.words` (pairs walked from each case's sorted items, no pair
+table). None when a word would not fit in 64 bits: the caller then counts with polars.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from faers_anon._numba_cache import njit, sized
+from faers_anon.risk._own import item_lists, words
+
+__all__ = ["covered_minima"]
+
+Ints = NDArray[np.int64]
+Words = NDArray[np.uint64]
+
+
+@njit(cache=True)
+def _below(values: Words, first: int, last: int, needle: np.uint64) -> int:
+    """The first index in values[first:last] (sorted) whose value is ≥ ``needle`` (``last``: none)."""
+    while first < last:
+        middle = (first + last) >> 1
+        if values[middle] < needle:
+            first = middle + 1
+        else:
+            last = middle
+    return first
+
+
+@njit(cache=True)
+def _minima(raw: Words, v_bits: int, asked: Words, shifts: Ints, ranges: tuple[Ints, Ints, Ints],
+            n_cases: int) -> Ints:  # fmt: skip
+    """Per released case: min over its runs (unit, q) of n(q, unit); −1 for a case without a run."""
+    start, lo, hi = ranges
+    out = np.full(n_cases, -1, np.int64)
+    row_mask = (np.uint64(1) << np.uint64(shifts[1])) - np.uint64(1)
+    q_mask = (np.uint64(1) << np.uint64(shifts[0] - shifts[1])) - np.uint64(1)
+    unit, first, last, i = np.uint64(0), 0, 0, 0
+    while i < len(asked):
+        key = asked[i] >> np.uint64(shifts[1])
+        j = i + 1
+        while j < len(asked) and (asked[j] >> np.uint64(shifts[1])) == key:
+            j += 1
+        if i == 0 or (key >> np.uint64(shifts[0] - shifts[1])) != unit:
+            unit = key >> np.uint64(shifts[0] - shifts[1])
+            first = _below(raw, last if i else 0, len(raw), unit << np.uint64(v_bits))
+            last = _below(raw, first, len(raw), (unit + np.uint64(1)) << np.uint64(v_bits))
+        q, base, n = key & q_mask, unit << np.uint64(v_bits), 0
+        for r in range(start[q], start[q + 1]):
+            n += _below(raw, first, last, base + np.uint64(hi[r] + 1)) - _below(
+                raw, first, last, base + np.uint64(lo[r])
+            )
+        for k in range(i, j):
+            c = asked[k] & row_mask
+            if out[c] < 0 or n < out[c]:
+                out[c] = n
+        i = j
+    return out
+
+
+def covered_minima(
+    targets: tuple[np.ndarray, np.ndarray],
+    t_units: tuple[np.ndarray, np.ndarray],
+    population: tuple[np.ndarray, np.ndarray],
+    p_units: tuple[np.ndarray, np.ndarray],
+    ranges: tuple[np.ndarray, np.ndarray, np.ndarray],
+    width: int,
+    *,
+    pairs: bool,
+) -> Ints | None:
+    """size(t) of the module docstring per target, −1 for a target without a unit or not asked.
+
+    Args:
+        targets: released case ids (sorted) and each one's tuple q (−1: not asked).
+        t_units, p_units: (case, item) rows of the released and the raw cases, sorted by case then
+            item, distinct; rows of other cases are ignored; every item < ``width``.
+        population: raw case ids (sorted) and each one's value (≥ 0).
+        ranges: per tuple q, a CSR ``start`` over q into ``lo``/``hi``: its ranges of values.
+        pairs: units are the pairs a < b of a case's items (else its items).
+    """
+    case_ids, tuple_of = targets
+    start, lo, hi = (np.asarray(a, np.int64) for a in ranges)
+    values = np.asarray(population[1], np.int64)
+    units = max(width, 1) ** 2 if pairs else max(width, 1)
+    unit_bits = max((units - 1).bit_length(), 1)
+    v_bits = (max(int(values.max(initial=0)), int(hi.max(initial=0))) + 1).bit_length()
+    q_bits = max(int(tuple_of.max(initial=0)).bit_length(), 1)
+    row_bits = max((len(case_ids) - 1).bit_length(), 1)
+    if unit_bits + max(v_bits, q_bits + row_bits) > 64:
+        return None
+    t_start, t_item = item_lists(case_ids, *t_units)
+    p_start, p_item = item_lists(population[0], *p_units)
+    with sized(len(case_ids)):
+        raw = np.sort(words(p_start, p_item, values, max(width, 1), np.array([v_bits, 0, 0]), pairs))
+        shifts = np.array([q_bits + row_bits, row_bits, 1], np.int64)
+        asked = np.sort(words(t_start, t_item, tuple_of.astype(np.int64), max(width, 1), shifts, pairs))
+        return _minima(raw, v_bits, asked, shifts, (start, lo, hi), len(case_ids))  # type: ignore[no-any-return]
