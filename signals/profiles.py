@@ -29,13 +29,14 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
 from scipy import sparse
 
 from signals.counts import CoReports
-from signals.strata import Interval, Missing, Stratum, has_ranges, memberships
+from signals.strata import Interval, Missing, Stratum, has_ranges, weight_columns
 
 __all__ = ["Incidence", "Profiles", "count_profiles", "incidence", "profiles", "strata_variables", "weights"]
 
@@ -87,7 +88,7 @@ def profiles(cases: pl.DataFrame, variables: Collection[str]) -> Profiles:
     else:  # strata without predicates: one profile
         frame = pl.DataFrame({"caseid": [0] if cases.height else []}, schema={"caseid": pl.UInt32})
         coded = cases.select("caseid", pl.lit(0, pl.UInt32).alias("profile"))
-    sizes = np.bincount(coded.get_column("profile").to_numpy(), minlength=frame.height).astype(_SUM)
+    sizes = np.bincount(coded.get_column("profile").to_numpy(), minlength=frame.height).astype(np.float64)
     return Profiles(frame, coded.select("caseid", "profile"), sizes, has_ranges(cases))
 
 
@@ -100,12 +101,9 @@ def weights(
     caps: Mapping[str, float],
 ) -> np.ndarray:
     """w_t(s): the (profiles × strata) weights of :func:`signals.strata.memberships`, 0 outside."""
-    members = memberships(found.frame, strata, reading=reading, caps=caps, ranges=found.ranges)
-    out = np.zeros((found.frame.height, len(strata)))
-    out[members.get_column("caseid").to_numpy(), members.get_column("stratum_id").to_numpy()] = (
-        members.get_column("w").to_numpy()
-    )
-    return out
+    columns = weight_columns(found.frame, strata, reading=reading, caps=caps, ranges=found.ranges)
+    w = columns.to_numpy().reshape(found.frame.height, len(strata))
+    return np.where(w > 0.0, w, 0.0)  # as memberships keeps w > 0 only (a NaN weight too is left out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +136,7 @@ def _counts(
         distinct, row = np.unique(keys, return_inverse=True)
     else:
         distinct, row = np.arange(rows), keys
-    n = counted.get_column("len").to_numpy().astype(_SUM)
+    n = counted.get_column("len").to_numpy().astype(np.float64)
     return distinct, sparse.csr_matrix((n, (row, profile)), shape=(len(distinct), n_profiles))
 
 
@@ -153,9 +151,14 @@ def incidence(co: CoReports, found: Profiles) -> Incidence:
     return Incidence(keys.astype(np.uint64), pairs, drugs, events, found.sizes)
 
 
+def _product(counts: Any, weights: np.ndarray) -> np.ndarray:
+    """counts @ weights in the weights' precision, to the nearest double (one rounding)."""
+    return np.asarray(counts.astype(weights.dtype) @ weights, dtype=np.float64)
+
+
 def _rounded(values: np.ndarray) -> pl.Series:
-    """Sums taken in :data:`_SUM`, to the nearest double, then to 9 decimals as :func:`weight_sum` does."""
-    return pl.Series(values.astype(np.float64), dtype=pl.Float64).round(_DECIMALS)
+    """Sums (to the nearest double) rounded to 9 decimals as :func:`weight_sum` does."""
+    return pl.Series(values, dtype=pl.Float64).round(_DECIMALS)
 
 
 def count_profiles(
@@ -174,9 +177,12 @@ def count_profiles(
     (module docstring).
     """
     ne = max(co.event_names.height, 1)
-    w = w.astype(_SUM)
-    a_all, nd_all, ne_all = counts.pairs @ w, counts.drugs @ w, counts.events @ w
-    n_all = counts.sizes @ w
+    # weights 0 and 1 give whole sums, exact in double; fractional ones are summed in _SUM
+    kind = np.float64 if bool(np.all((w == 0.0) | (w == 1.0))) else _SUM
+    weights = w.astype(kind)
+    a_all, nd_all, ne_all, n_all = (
+        _product(m, weights) for m in (counts.pairs, counts.drugs, counts.events, counts.sizes)
+    )
     present: np.ndarray = np.asarray((w > 0).any(axis=0))  # some member (memberships keeps w > 0)
     parts = []
     for s in range(w.shape[1]):

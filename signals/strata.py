@@ -47,6 +47,7 @@ __all__ = [
     "band_strata",
     "has_ranges",
     "memberships",
+    "weight_columns",
 ]
 
 EXACT_READINGS = ("exact",)
@@ -328,26 +329,51 @@ def memberships(
     Raises:
         SignalsError: a column a stratum needs is absent, or the reading does not fit the data.
     """
+    parts = [
+        cases.lazy()
+        .select("caseid", pl.lit(first_id + offset, dtype=pl.UInt32).alias("stratum_id"), weight.alias("w"))
+        .filter(pl.col("w") > 0.0)
+        for offset, weight in enumerate(_stratum_weights(cases, strata, reading, caps, ranges))
+    ]
+    if not parts:
+        return pl.DataFrame(schema={"caseid": pl.Int64, "stratum_id": pl.UInt32, "w": pl.Float64})
+    return pl.concat(parts).collect()
+
+
+def weight_columns(
+    cases: pl.DataFrame,
+    strata: Sequence[Stratum],
+    /,
+    *,
+    reading: str,
+    caps: Mapping[str, float] | None = None,
+    ranges: bool | None = None,
+) -> pl.DataFrame:
+    """:func:`memberships` as one Float64 column per stratum (``w0``, ``w1``, …), a row per case, w = 0
+    kept: one query, for a frame of few rows (the profiles of :mod:`signals.profiles`)."""
+    weights = _stratum_weights(cases, strata, reading, caps, ranges)
+    # caseid keeps a constant weight (the stratum ``all``) one row per case
+    return cases.select("caseid", *(weight.alias(f"w{i}") for i, weight in enumerate(weights))).drop("caseid")
+
+
+def _stratum_weights(
+    cases: pl.DataFrame,
+    strata: Sequence[Stratum],
+    reading: str,
+    caps: Mapping[str, float] | None,
+    ranges: bool | None,
+) -> list[pl.Expr]:
+    """Each stratum's weight expression (a product over its predicates); checks the reading first."""
     ranges = has_ranges(cases) if ranges is None else ranges
     allowed = RANGE_READINGS if ranges else EXACT_READINGS
     trivial = all(not s.predicates for s in strata)  # e.g. the stratum ``all``: exact on any data
     if reading not in allowed and not (trivial and reading == "exact"):
         raise SignalsError(f"reading {reading!r} does not apply to this data (expected {', '.join(allowed)})")
     limits = {**_CAPS, **(caps or {})}
-    parts = []
-    for offset, stratum in enumerate(strata):
+    found = []
+    for stratum in strata:
         weight = pl.lit(1.0)
         for predicate in stratum.predicates:
             weight = weight * _weight(predicate, cases, reading, ranges=ranges, caps=limits)
-        parts.append(
-            cases.lazy()
-            .select(
-                pl.col("caseid"),
-                pl.lit(first_id + offset, dtype=pl.UInt32).alias("stratum_id"),
-                weight.alias("w"),
-            )
-            .filter(pl.col("w") > 0.0)
-        )
-    if not parts:
-        return pl.DataFrame(schema={"caseid": pl.Int64, "stratum_id": pl.UInt32, "w": pl.Float64})
-    return pl.concat(parts).collect()
+        found.append(weight)
+    return found

@@ -8,7 +8,7 @@ import polars as pl
 
 from signals.counts import co_reports, count_2x2
 from signals.profiles import count_profiles, incidence, profiles, strata_variables, weights
-from signals.strata import band_strata, memberships, parse_condition
+from signals.strata import OVERALL, band_strata, memberships, parse_condition, weight_columns
 
 _CAPS = {"age": 120.0, "weight": 650.0}
 
@@ -96,3 +96,20 @@ def test_a_stratum_total_is_the_exact_sum_of_its_weights() -> None:
     exact = float(round(Fraction(3 / 10) * n, 9))
     assert row["a"] + row["b"] + row["c"] + row["d"] == exact
     assert row["a"] == 0.3
+
+
+def test_weight_columns_are_the_memberships_with_zeros_kept() -> None:
+    strata = [OVERALL, parse_condition("age<18"), parse_condition("sex=F")]
+    cases = _release()
+    columns = weight_columns(cases, strata, reading="expected")
+    assert columns.columns == ["w0", "w1", "w2"]
+    # all: 1 for every case (a constant, one row per case); age<18: 0.8, 0.8, 0, 0; sex=F: 1, 1, 0, 0
+    assert columns.rows() == [(1.0, 0.8, 1.0), (1.0, 0.8, 1.0), (1.0, 0.0, 0.0), (1.0, 0.0, 0.0)]
+    members = memberships(cases, strata, reading="expected")
+    kept = [
+        (c, s, w)
+        for c, row in zip(cases["caseid"], columns.rows(), strict=True)
+        for s, w in enumerate(row)
+        if w > 0
+    ]
+    assert sorted(members.rows()) == sorted(kept)
