@@ -24,7 +24,8 @@ read first: a failing one raises before any other stage's outcome is used, and t
 are stopped before the work folder is removed; a stage's exception surfaces as it would alone, the
 earliest stage of the order above first.
 
-Beside the engine (numba code holding no GIL: on 2 cores, what it leaves of the second one) run the
+Beside the engine (numba code holding no GIL: on 2 cores, what it leaves of the second one; started by
+``anonymize_folder``'s ``beside`` hook, after its own two-core work of reading and encoding) run the
 raw halves of signals and risk (:func:`signals.raw_side`, :func:`faers_anon.risk.raw_cases`), the
 SHA-256 of the sources, and the import of the later stages' modules (:data:`LATER_MODULES`, ~0.6 s:
 :meth:`~faers_anon.release.stages.Stages.preload`), which no longer delays ingest. Each stage imports
@@ -176,21 +177,20 @@ def _run(
         f"{ingested.report['cases']['cases']:,} cases ({seconds['ingest']:.1f} s)"
     )
     with Stages(say) as stages:
-        stages.preload(LATER_MODULES)  # imported beside the engine (module docstring)
-        inputs = [*sources, *([demo_source()] if config.ingest.demo else [])]
-        hashed = stages.start("sources", lambda: sources_hashes(inputs), announce=False)
-        raw = _raw_side(stages, ingested, config)  # beside the engine: it needs only the raw tables
-        risk_raw = _risk_raw(stages, ingested, config)  # the same for risk
+        started: list[Beside] = []  # by anonymize_folder, right before the engine starts
         series = _series(ingested, work, config, say)
         with _stage("anonymize", seconds, say):
+            folder = ingested.out if series is None else series.ingested
             anonymized = anonymize_folder(
-                ingested.out if series is None else series.ingested, built, config=_with_force(config, series)
-            )
+                folder, built, config=_with_force(config, series),
+                beside=lambda: started.append(_beside_engine(stages, sources, ingested, config)),
+            )  # fmt: skip
         say(
             f"[anonymize] {anonymized.measures.groups:,} released age/sex/weight tuples (DR's groups), "
             f"NIL {anonymized.nil:.4f}, "
             f"DR {anonymized.dr:.4f} ({seconds['anonymize']:.1f} s)"
         )
+        hashed, raw, risk_raw = started[0] if started else _beside_engine(stages, sources, ingested, config)
         verdict, comparison, risk, figures = _checks(
             stages, (raw, risk_raw), ingested, built, config, say, seconds
         )
@@ -280,6 +280,20 @@ def _checks(
     drawn = figures.result()
     seconds["report"] = figures.seconds
     return verdict, comparison, assessed, drawn
+
+
+Beside = tuple[Task[dict[str, str]], Task["RawSide"] | None, Task["RawCases"]]
+
+
+def _beside_engine(
+    stages: Stages, sources: Sequence[Path], ingested: IngestResult, config: ReleaseConfig
+) -> Beside:
+    """What needs no partition, started beside the engine (module docstring): the later stages'
+    modules, the sources' SHA-256, the raw halves of signals and risk."""
+    stages.preload(LATER_MODULES)
+    inputs = [*sources, *([demo_source()] if config.ingest.demo else [])]
+    hashed = stages.start("sources", lambda: sources_hashes(inputs), announce=False)
+    return hashed, _raw_side(stages, ingested, config), _risk_raw(stages, ingested, config)
 
 
 def _raw_side(stages: Stages, ingested: IngestResult, config: ReleaseConfig) -> Task[RawSide] | None:

@@ -76,12 +76,15 @@ def _threads_of(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
         monkeypatch.setattr(home, stage, traced)
     engine = release_module.anonymize_folder
 
-    def anonymize(*args: Any, **kwargs: Any) -> Any:
-        deadline = time.monotonic() + 60
-        while os.environ[STAGES_ENV] == "concurrent" and "raw" not in seen and time.monotonic() < deadline:
-            time.sleep(0.01)
-        seen["raw_before_engine_ended"] = str("raw" in seen)
-        return engine(*args, **kwargs)
+    def anonymize(*args: Any, beside: Any, **kwargs: Any) -> Any:
+        def started() -> None:  # right before the engine starts: the pipeline starts the raw halves
+            beside()
+            deadline, concurrent = time.monotonic() + 60, os.environ[STAGES_ENV] == "concurrent"
+            while concurrent and "raw" not in seen and time.monotonic() < deadline:
+                time.sleep(0.01)
+            seen["raw_before_engine_ended"] = str("raw" in seen)
+
+        return engine(*args, beside=started, **kwargs)
 
     monkeypatch.setattr(release_module, "anonymize_folder", anonymize)
     return seen
