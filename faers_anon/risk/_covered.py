@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from faers_anon._numba_cache import njit, sized
-from faers_anon.risk._own import item_lists, words
+from faers_anon.risk._own import words
 
 __all__ = ["covered_minima"]
 
@@ -71,10 +71,8 @@ def _minima(raw: Words, v_bits: int, asked: Words, shifts: Ints, ranges: tuple[I
 
 
 def covered_minima(
-    targets: tuple[np.ndarray, np.ndarray],
-    t_units: tuple[np.ndarray, np.ndarray],
-    population: tuple[np.ndarray, np.ndarray],
-    p_units: tuple[np.ndarray, np.ndarray],
+    targets: tuple[tuple[Ints, Ints], np.ndarray],
+    population: tuple[tuple[Ints, Ints], np.ndarray],
     ranges: tuple[np.ndarray, np.ndarray, np.ndarray],
     width: int,
     *,
@@ -83,27 +81,26 @@ def covered_minima(
     """size(t) of the module docstring per target, −1 for a target without a unit or not asked.
 
     Args:
-        targets: released case ids (sorted) and each one's tuple q (−1: not asked).
-        t_units, p_units: (case, item) rows of the released and the raw cases, sorted by case then
-            item, distinct; rows of other cases are ignored; every item < ``width``.
-        population: raw case ids (sorted) and each one's value (≥ 0).
+        targets: the released cases' item lists (:func:`._own.item_lists`: distinct, sorted, every
+            item < ``width``) and each case's tuple q (−1: not asked).
+        population: the raw cases' item lists and each raw case's value (≥ 0).
         ranges: per tuple q, a CSR ``start`` over q into ``lo``/``hi``: its ranges of values.
         pairs: units are the pairs a < b of a case's items (else its items).
     """
-    case_ids, tuple_of = targets
+    (t_start, t_item), tuple_of = targets
+    (p_start, p_item), values = population
+    n_cases = len(t_start) - 1
     start, lo, hi = (np.asarray(a, np.int64) for a in ranges)
-    values = np.asarray(population[1], np.int64)
+    values = np.asarray(values, np.int64)
     units = max(width, 1) ** 2 if pairs else max(width, 1)
     unit_bits = max((units - 1).bit_length(), 1)
     v_bits = (max(int(values.max(initial=0)), int(hi.max(initial=0))) + 1).bit_length()
     q_bits = max(int(tuple_of.max(initial=0)).bit_length(), 1)
-    row_bits = max((len(case_ids) - 1).bit_length(), 1)
+    row_bits = max((n_cases - 1).bit_length(), 1)
     if unit_bits + max(v_bits, q_bits + row_bits) > 64:
         return None
-    t_start, t_item = item_lists(case_ids, *t_units)
-    p_start, p_item = item_lists(population[0], *p_units)
-    with sized(len(case_ids)):
+    with sized(n_cases):
         raw = np.sort(words(p_start, p_item, values, max(width, 1), np.array([v_bits, 0, 0]), pairs))
         shifts = np.array([q_bits + row_bits, row_bits, 1], np.int64)
         asked = np.sort(words(t_start, t_item, tuple_of.astype(np.int64), max(width, 1), shifts, pairs))
-        return _minima(raw, v_bits, asked, shifts, (start, lo, hi), len(case_ids))  # type: ignore[no-any-return]
+        return _minima(raw, v_bits, asked, shifts, (start, lo, hi), n_cases)  # type: ignore[no-any-return]

@@ -6,7 +6,7 @@ K-tuple kt holding u. Every (case, unit) row becomes one ``UInt64`` word unit ·
 sort), after which equal (kt, unit) are runs, n their lengths, and each row's case is in the low bits.
 The pairs are written straight into the words by a numba kernel walking each case's sorted items (no
 pair table, no case-id search), and the runs are read by a second one. When the word would not fit
-in 64 bits, :func:`._units.unit_minima` does it (hashing). Same sizes either way.
+in 64 bits, the caller uses :func:`._units.unit_minima` (hashing). Same sizes either way.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from faers_anon._numba_cache import njit, sized
-from faers_anon.risk._units import unit_minima
 
 __all__ = ["item_lists", "own_minima", "words"]
 
@@ -65,24 +64,22 @@ def _run_minima(words: NDArray[np.uint64], shift: int, n_cases: int) -> Ints:
     return out
 
 
-def own_minima(kt: np.ndarray, case_ids: np.ndarray, unit_case: np.ndarray, unit: np.ndarray,
-               width: int, *, pairs: bool) -> np.ndarray | None:  # fmt: skip
-    """Per case of ``case_ids`` (sorted): min over its units of n(kt, u), 0 when it has no unit; None
-    when a word does not fit in 64 bits (then :func:`._units.unit_minima` over a pair table).
+def own_minima(kt: np.ndarray, lists: tuple[Ints, Ints], width: int, *, pairs: bool) -> np.ndarray | None:
+    """Per case: min over its units of n(kt, u), 0 when it has no unit; None when a word would not
+    fit in 64 bits (then :func:`._units.unit_minima`, hashing).
 
     Args:
-        kt: each case's K-tuple id (≥ 0, aligned with ``case_ids``); unit_case, unit: the cases'
-            distinct items, sorted by case then item (rows of other cases ignored); width: every
-            item < width; pairs: units are the pairs a < b of a case's items (else its items).
+        kt: each case's K-tuple id (≥ 0); lists: each case's distinct items, sorted (:func:`item_lists`);
+            width: every item < width; pairs: units are the pairs a < b of a case's items (else its items).
     """
-    n = len(case_ids)
-    if n == 0 or len(unit_case) == 0:
+    start, items = lists
+    n = len(start) - 1
+    if n == 0 or len(items) == 0:
         return np.zeros(n, np.int64)
-    start, items = item_lists(case_ids, unit_case, unit)
     units = max(width, 1) ** 2 if pairs else max(width, 1)
     row_bits, kt_bits = max((n - 1).bit_length(), 1), max(int(kt.max(initial=0)).bit_length(), 1)
     if kt_bits + (units - 1).bit_length() + row_bits > 64:  # pragma: no cover - huge codes
-        return None if pairs else unit_minima(kt, case_ids, unit_case, unit, width)
+        return None
     shifts = np.array([kt_bits + row_bits, row_bits, 1], np.int64)
     with sized(n):
         packed = np.sort(words(start, items, kt.astype(np.int64), max(width, 1), shifts, pairs))
@@ -91,9 +88,16 @@ def own_minima(kt: np.ndarray, case_ids: np.ndarray, unit_case: np.ndarray, unit
 
 def item_lists(case_ids: np.ndarray, unit_case: np.ndarray, unit: np.ndarray) -> tuple[Ints, Ints]:
     """CSR ``start`` (one slot per case of ``case_ids``, sorted) and the items of the rows (sorted by
-    case, then item) whose case is among ``case_ids``."""
+    case, then item) whose case is among ``case_ids``.
+
+    When every row's case is among them (the usual case), the starts are the case ids' positions in
+    the rows (one binary search per case); otherwise each row's case is searched."""
     if len(case_ids) == 0:
         return np.zeros(1, np.int64), np.zeros(0, np.int64)
+    first = np.searchsorted(unit_case, case_ids, side="left")
+    last = np.searchsorted(unit_case, case_ids, side="right")
+    if first[0] == 0 and last[-1] == len(unit_case) and np.array_equal(first[1:], last[:-1]):
+        return np.append(first, len(unit_case)).astype(np.int64), unit.astype(np.int64)
     at = np.minimum(np.searchsorted(case_ids, unit_case), len(case_ids) - 1)
     known = case_ids[at] == unit_case
     start = np.concatenate([[0], np.cumsum(np.bincount(at[known], minlength=len(case_ids)))])

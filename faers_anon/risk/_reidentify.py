@@ -30,7 +30,7 @@ from faers_anon.risk._classes import class_sizes, item_pairs, set_ids
 from faers_anon.risk._clock import Clock
 from faers_anon.risk._codes import Codes, encode_fields, key_expr
 from faers_anon.risk._covered import covered_minima
-from faers_anon.risk._own import own_minima
+from faers_anon.risk._own import item_lists, own_minima
 from faers_anon.risk._population import Population
 from faers_anon.risk._unique import unique_inverse
 from faers_anon.risk._units import unit_minima
@@ -137,6 +137,17 @@ class _Lists:
         self._sets: dict[str, tuple[pl.DataFrame, pl.DataFrame]] = {}
         self.singles: dict[tuple[str, ...], pl.DataFrame] = {}  # journalist sizes on K + 1 item, by K
         self.own_singles: dict[tuple[str, ...], np.ndarray] = {}  # prosecutor sizes on K + 1 item, by K
+        self._csr: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def csr(self, side: str, case_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`._own.item_lists` of the ``released`` or ``raw`` list over ``case_ids`` (sorted; the
+        same ids for a side on every call), made once."""
+        if side not in self._csr:
+            rows = self.released if side == "released" else cast(pl.DataFrame, self.raw)
+            self._csr[side] = item_lists(
+                case_ids, rows.get_column("caseid").to_numpy(), rows.get_column("item").to_numpy()
+            )
+        return self._csr[side]
 
     def sets(self, population: str) -> tuple[pl.DataFrame, pl.DataFrame]:
         """:func:`._classes.set_ids` of the released lists against themselves or against the raw lists.
@@ -223,18 +234,14 @@ def _covered(
     rows = row_of[qt]  # each case's tuple row
     if settled is not None:
         rows = np.where(np.isin(case_ids, settled.get_column("caseid").to_numpy()), -1, rows)
-    raw_items = cast(pl.DataFrame, lists.raw)
-    units = [
-        (f.get_column("caseid").to_numpy(), f.get_column("item").to_numpy())
-        for f in (lists.released, raw_items)
-    ]
-    raw_ids = pop.raw.get_column("caseid").to_numpy()
+    released = lists.csr("released", case_ids)
+    raw = lists.csr("raw", pop.raw.get_column("caseid").to_numpy())
     sizes = np.full(len(case_ids), -1, np.int64)
     for ranges in pop.ranges(tuples, exact):
         asked = np.where((rows >= 0) & ranges.asked[np.maximum(rows, 0)], rows, -1)
         bounds = (ranges.start, ranges.lo, ranges.hi)
-        found = covered_minima((case_ids, asked), units[0], (raw_ids, ranges.values), units[1], bounds,
-                               lists.width, pairs=settled is not None)  # fmt: skip
+        found = covered_minima((released, asked), (raw, ranges.values), bounds, lists.width,
+                               pairs=settled is not None)  # fmt: skip
         if found is None:
             return None
         sizes = np.where(found >= 0, found, sizes)
@@ -326,13 +333,18 @@ def _prosecutor(codes: Codes, ks: KnowledgeSet, lists: dict[str, _Lists]) -> tup
         )
         return wholes.sort("caseid").get_column("size"), exact
     case_ids, kt = targets.get_column("caseid").to_numpy(), targets.get_column("kt").to_numpy()
-    units = own.released.get_column("caseid").to_numpy(), own.released.get_column("item").to_numpy()
+    units = own.csr("released", case_ids)
     if ks.knows not in own.own_singles:
-        own.own_singles[ks.knows] = cast(np.ndarray, own_minima(kt, case_ids, *units, own.width, pairs=False))
+        found = own_minima(kt, units, own.width, pairs=False)
+        if found is None:  # pragma: no cover - codes too large for one word: hashing
+            rows = own.released
+            found = unit_minima(kt, case_ids, rows.get_column("caseid").to_numpy(),
+                                rows.get_column("item").to_numpy(), own.width)  # fmt: skip
+        own.own_singles[ks.knows] = found
     single = own.own_singles[ks.knows]
     result = np.where(single > 0, single, sizes.to_numpy())
     if ks.count == 2:
-        double = own_minima(kt, case_ids, *units, own.width, pairs=True)
+        double = own_minima(kt, units, own.width, pairs=True)
         if double is None:  # pragma: no cover - codes too large for one word: a table of the pairs
             table = own.released_pairs()
             double = unit_minima(kt, case_ids, table.get_column("caseid").to_numpy(),
