@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from faers_anon.series.earlier import earlier_over_theta
+from faers_anon.series.earlier import EarlierCheck
 from faers_anon.series.ledger import REGION, history
 from faers_anon.series.units import intersection_pairs, pseudonym_ids, unit_of
 
@@ -317,10 +317,9 @@ class Planner:
                                      **dict.fromkeys(_LISTS, pl.List(pl.Utf8))})  # fmt: skip
         self.members = _members(self.returning, self.past, empty if stored is None else stored,
                                 pl.Series([], dtype=pl.Int64) if deleted is None else deleted)  # fmt: skip
-        self.thetas = thetas
         self.now = _once(self.members, probabilities)
-        self.before = Memo(probabilities)
         self.placed, self.left = _place(self.members, k=k, probabilities=self.now, thetas=thetas)
+        self.earlier = EarlierCheck(self.placed, self.past, Memo(probabilities), thetas, now=self.now)
 
     def plan(self, withhold: frozenset[str] = frozenset()) -> SeriesPlan:
         """The plan with the units ``withhold`` (history strings) withheld whatever the checks say."""
@@ -328,7 +327,7 @@ class Planner:
         for _ in range(_ROUNDS):
             placed = self.placed.filter(~pl.col("unit").is_in(blocked))
             left = self.left.filter(~pl.col("unit").is_in(blocked))
-            late = earlier_over_theta(placed, self.past, self.before, self.thetas, now=self.now(placed))
+            late = self.earlier(placed)  # rounds and re-plans check subsets of the placed members
             blocked |= late
             if not late:
                 break

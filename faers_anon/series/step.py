@@ -4,11 +4,14 @@ Source: issue 14 items 2–3; :mod:`faers_anon.series.ledger`, :mod:`faers_anon.
 
 Before anonymization (:func:`prepare`): the ledger is opened and checked (key, checksums, the next
 quarter), P(s | c) and θ* of this quarter's cases are computed as anonymization will compute them,
-and the returning cases are planned with their units (:mod:`faers_anon.series.placement`). A copy
-of the ingested folder inside the private work folder drops the withheld cases (every table, by
-caseid), so nothing of theirs reaches the writer, and adds the republished cases' stored rows
-(:mod:`faers_anon.series.store`); the frozen units are written to ``frozen.parquet`` for
-:func:`with_frozen`, which places them around the engine (the engine sees only the other cases).
+and the returning cases are planned with their units (:mod:`faers_anon.series.placement`). The
+release's own E, P(s | c) and θ* are those of the composition (:mod:`faers_anon.series.composition`:
+the quarter without the withheld cases, every table by caseid, with the republished cases' stored
+rows, :mod:`faers_anon.series.store`), computed in memory; a planned unit over θ* with them is
+withheld and the plan made again. The composition that passes is written once, inside the private
+work folder (nothing of the withheld cases reaches the writer); the frozen units are written to
+``frozen.parquet`` for :func:`with_frozen`, which places them around the engine (the engine sees only
+the other cases).
 
 At publication (:func:`publish_with_ledger`): the ledger update is staged, the release renamed into
 place, then the ledger committed; see :mod:`faers_anon.series.ledger` for the failure cases.
@@ -31,11 +34,12 @@ from faers_anon.anonymize.partition import PARTITION_SCHEMA
 from faers_anon.anonymize.value_classes import read_classes, read_outcomes, with_classes_and_outcomes
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import AgencyKey
+from faers_anon.series.composition import Composition, ReleaseInputs, release_inputs
 from faers_anon.series.earlier import earlier_over_theta
 from faers_anon.series.ledger import Ledger, history, open_ledger, stage
 from faers_anon.series.pending import carried, write_pending
 from faers_anon.series.placement import Planner, SeriesPlan, over_theta, unit_members
-from faers_anon.series.store import republished_rows, stored_cases, stored_deleted, stored_knowledge
+from faers_anon.series.store import StoredRows, stored_cases, stored_deleted, stored_knowledge
 from faers_anon.series.units import pseudonym_ids
 from knowledge import case_value_probabilities
 
@@ -55,7 +59,8 @@ class SeriesStep:
         filtered copy when cases are withheld); frozen: the frozen bundles' file; quarters: this
         release's quarters; pending: the withheld cases' rows, for the ledger's store (None: none
         withheld; :mod:`faers_anon.series.pending`); ids: raw caseid → pseudonym of this quarter's
-        (the offered and the republished) cases, reused by the store.
+        (the offered and the republished) cases, reused by the store; inputs: E, P(s | c) and θ* of
+        ``ingested`` as the anonymizer computes them (None when the quarter is released as it came).
     """
 
     ledger: Ledger
@@ -65,27 +70,7 @@ class SeriesStep:
     quarters: list[str]
     pending: Path | None = None
     ids: pl.DataFrame | None = None
-
-
-def _composed(ingested: Path, withheld: pl.Series, added: dict[str, pl.DataFrame], out: Path) -> Path:
-    """A copy of ``ingested`` without the rows of ``withheld`` and with the ``added`` rows per table
-    (the republished cases' stored rows, cast to the table's schema)."""
-    out.mkdir(mode=0o700)
-    drop = withheld.implode()
-    for path in ingested.iterdir():
-        target = out / path.name
-        if path.is_dir():
-            shutil.copytree(path, target)
-        elif path.suffix == ".parquet" and "caseid" in pl.read_parquet_schema(path):
-            kept = pl.scan_parquet(path)
-            extra = added.get(path.stem)
-            if extra is not None and extra.height:
-                schema = pl.read_parquet_schema(path)
-                kept = pl.concat([kept, extra.lazy().select(list(schema)).cast(schema)])  # type: ignore[arg-type]
-            kept.filter(~pl.col("caseid").is_in(drop)).sink_parquet(target)
-        else:
-            shutil.copy2(path, target)
-    return out
+    inputs: ReleaseInputs | None = None
 
 
 def exposed_probabilities(
@@ -233,28 +218,19 @@ def prepare(
         ids=ids, probabilities=lambda m: exposed_probabilities(m, ledger.state, knowledge, config, outcomes),
     )  # fmt: skip
     known = planner.members.select("caseid", "pseudonym")  # the members' pseudonyms (no HMAC again)
-    for attempt in range(_ATTEMPTS):
+    rows, inputs = StoredRows(ledger.path, ledger.meta["releases"]), None
+    for _ in range(_ATTEMPTS):
         plan = planner.plan(withhold)
         if not (plan.withheld.len() or plan.republish.height or offered):
-            folder = ingested
+            inputs = None
             break
-        added = _added(republished_rows(ledger.path, ledger.meta["releases"], plan.republish), offered)
-        folder = _composed(ingested, plan.withheld, added, work / f"ingested-series-{attempt}")
-        final, final_e, final_outcomes, final_thetas = _release_inputs(folder, config)
-        final_e = stored_knowledge(ledger.path, ledger.meta["releases"], final_e)
-        members = final.select("caseid", *_LISTS).join(
-            plan.frozen.select("caseid", "bundle", "unit", "history"), on="caseid"
-        )
-        members = members.join(known, on="caseid")
-        final_p = partial(exposed_probabilities, entries=ledger.state, knowledge=final_e, config=config,
-                          outcomes=final_outcomes)  # fmt: skip
-        now = final_p(members)
-        failing = over_theta(members, now, final_thetas) | earlier_over_theta(
-            members, past, final_p, final_thetas, now=now
-        )
+        composition = Composition(ingested, plan.withheld, _added(rows(plan.republish), offered))
+        inputs = release_inputs(composition, config)
+        failing = _recheck(plan, inputs, known, ledger, past, config)
         if not failing:
             break
         withhold |= failing
+    folder = ingested if inputs is None else composition.write(work / "ingested-series")
     frozen = work / FROZEN_NAME
     plan.frozen.write_parquet(frozen)
     plan.counts["rechecked_withheld_units"] = len(withhold)
@@ -265,7 +241,26 @@ def prepare(
     plan.counts.update(_report_counts(ingested, folder, plan, offered))
     pending = write_pending(ingested, offered, plan.withheld, work / "pending")
     ids = pl.concat([ids, known.join(ids, on="caseid", how="anti")])  # the store's index, republished too
-    return SeriesStep(ledger, plan, folder, frozen, quarters, pending, ids)
+    return SeriesStep(ledger, plan, folder, frozen, quarters, pending, ids, inputs)
+
+
+def _recheck(
+    plan: SeriesPlan, inputs: ReleaseInputs, known: pl.DataFrame, ledger: Ledger, past: pl.DataFrame,
+    config: AnonymizeConfig,
+) -> frozenset[str]:  # fmt: skip
+    """The planned units over θ* with the release's own E (and every earlier release's) and θ*:
+    their bundles (:func:`faers_anon.series.placement.over_theta`) or the earlier intersections
+    they reach (:func:`faers_anon.series.earlier.earlier_over_theta`)."""
+    knowledge = stored_knowledge(ledger.path, ledger.meta["releases"], inputs.knowledge)
+    members = inputs.cases.select("caseid", *_LISTS).join(
+        plan.frozen.select("caseid", "bundle", "unit", "history"), on="caseid"
+    )
+    members = members.join(known, on="caseid")
+    probabilities = partial(exposed_probabilities, entries=ledger.state, knowledge=knowledge, config=config,
+                            outcomes=inputs.outcomes)  # fmt: skip
+    now = probabilities(members)
+    theta = inputs.thresholds.thetas
+    return over_theta(members, now, theta) | earlier_over_theta(members, past, probabilities, theta, now=now)
 
 
 def _report_counts(

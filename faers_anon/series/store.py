@@ -25,7 +25,7 @@ from faers_anon.errors import InputError
 from faers_anon.release.manifest import sha256_file
 from faers_anon.series.units import pseudonym_ids
 
-__all__ = ["PENDING", "STORED", "checked_file", "write_store", "stored_cases", "stored_deleted",
+__all__ = ["PENDING", "STORED", "StoredRows", "checked_file", "write_store", "stored_cases", "stored_deleted",
            "stored_knowledge", "republished_rows"]
 
 #: The ingested tables kept per release (those with a caseid; the others are not republished).
@@ -177,3 +177,57 @@ def republished_rows(
                 frame = pl.scan_parquet(path).filter(pl.col("caseid").is_in(ids.implode())).collect()
                 out.setdefault(name, []).append(frame.drop("pseudonym", strict=False))
     return {name: pl.concat(parts, how="diagonal_relaxed") for name, parts in out.items()}
+
+
+_REPUBLISHED = {"caseid": pl.Int64, "store": pl.Int64}
+_REPUBLISHED_TABLES = tuple(name for name in STORED if name != "deleted")
+
+
+class StoredRows:
+    """:func:`republished_rows` over the attempts of one release: each store file checked and each
+    case's rows read once (the re-plans after the recheck ask again for mostly the same cases: a
+    read and a SHA-256 of every store table each time, 2.7 s of a 100k quarter's step).
+
+    The rows come out as :func:`republished_rows` gives them: per table, by store, then in the
+    store file's order.
+    """
+
+    def __init__(self, ledger: Path, releases: list[dict[str, Any]]) -> None:
+        self._ledger, self._records = ledger, _records(releases)
+        self._paths: dict[tuple[int, str], Path | None] = {}
+        self._rows: dict[str, list[pl.DataFrame]] = {}
+        self._done = pl.DataFrame(schema=_REPUBLISHED)
+
+    def _path(self, record: dict[str, Any], name: str) -> Path | None:
+        key = (record["index"], name)
+        if key not in self._paths:
+            self._paths[key] = checked_file(self._ledger, record, f"{name}.parquet")
+        return self._paths[key]
+
+    def _read(self, missing: pl.DataFrame) -> None:
+        """Read the rows of the ``missing`` (caseid, store) pairs, with their store and file row."""
+        for record in self._records:
+            ids = missing.filter(pl.col("store") == record["index"]).get_column("caseid")
+            for name in _REPUBLISHED_TABLES if ids.len() else ():
+                path = self._path(record, name)
+                if path is None:
+                    continue
+                scan = pl.scan_parquet(path).with_row_index("_row")
+                found = scan.filter(pl.col("caseid").is_in(ids.implode())).with_columns(
+                    pl.lit(record["index"], pl.Int64).alias("_store")
+                ).collect()
+                self._rows.setdefault(name, []).append(found.drop("pseudonym", strict=False))
+        self._done = pl.concat([self._done, missing])
+
+    def __call__(self, republish: pl.DataFrame) -> dict[str, pl.DataFrame]:
+        """Per table, the stored rows of the ``republish`` cases (``caseid`` raw, ``store``)."""
+        wanted = republish.select(pl.col("caseid").cast(pl.Int64), pl.col("store").cast(pl.Int64))
+        self._read(wanted.join(self._done, on=["caseid", "store"], how="anti"))
+        keys = wanted.rename({"store": "_store"})
+        return {
+            name: pl.concat(parts, how="diagonal_relaxed")
+            .join(keys, on=["caseid", "_store"], how="semi")
+            .sort("_store", "_row")
+            .drop("_store", "_row")
+            for name, parts in self._rows.items()
+        }

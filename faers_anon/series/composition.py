@@ -1,0 +1,154 @@
+"""The folder a ledgered release is made from, held in memory until its plan passes (issue 14 item 7).
+
+Source: docs/series.md §6 ("The series step's cost"). A ledgered release is made from the quarter's
+ingested tables without the withheld cases' rows, with the republished cases' stored rows
+(:mod:`.store`) and the pending cases offered again (:mod:`.pending`): the *composition*. It mines its
+own E, P(s | c) and θ* (SPEC §5), which the series step checks every planned unit against
+(:func:`faers_anon.series.step.prepare`); a unit over θ* there is withheld and the plan made again,
+up to four times.
+
+Each attempt's composition is a set of lazy frames over the quarter's files and the added rows
+(:class:`Composition`); :func:`release_inputs` computes E, P(s | c) and θ* from them exactly as the
+anonymizer computes them from a folder (:mod:`faers_anon.anonymize.inputs`: E mined from INDI × DRUG
+or matched from the user's table, the published drug names, the value classes and OUTC codes; a
+test compares the two on a written folder), and the folder is written once, for the plan that
+passes (:meth:`Composition.write`). Before, each attempt wrote every table and read it back: 2.2 s
+of CPU an attempt on a 100k quarter, three attempts a quarter from quarter 3 on.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from faers_anon.anonymize.config import AnonymizeConfig
+from faers_anon.anonymize.inputs import sensitive_thresholds, with_drug_names
+from faers_anon.anonymize.thresholds import Thresholds
+from faers_anon.anonymize.value_classes import read_classes
+from faers_anon.io.column_policy import load_policy
+from knowledge import (
+    E_SCHEMA,
+    load_table,
+    match_table,
+    mine_from_indications,
+    vocabulary_of_cases,
+    with_combinations,
+)
+from knowledge.values import value_key_expr
+
+__all__ = ["Composition", "ReleaseInputs", "release_inputs"]
+
+log = logging.getLogger(__name__)
+
+_DRUG_NAMES = ("drugname", "prod_ai")
+
+
+@dataclass(frozen=True, slots=True)
+class Composition:
+    """The quarter's ingested folder without the ``withheld`` cases, with the ``added`` rows per table.
+
+    Attributes:
+        ingested: the quarter's ingested folder; withheld: raw caseids whose rows are left out;
+        added: table name → rows added (the republished cases' stored rows, the offered pending
+        ones), cast to the table's schema when read.
+    """
+
+    ingested: Path
+    withheld: pl.Series
+    added: dict[str, pl.DataFrame] = field(default_factory=dict)
+
+    def table(self, name: str) -> pl.LazyFrame:
+        """One table of the composition (a table with a ``caseid`` column): the quarter's rows, then
+        the added ones, less the withheld cases' rows."""
+        path = self.ingested / f"{name}.parquet"
+        rows = pl.scan_parquet(path)
+        extra = self.added.get(name)
+        if extra is not None and extra.height:
+            schema = pl.read_parquet_schema(path)
+            rows = pl.concat([rows, extra.lazy().select(list(schema)).cast(schema)])  # type: ignore[arg-type]
+        return rows.filter(~pl.col("caseid").is_in(self.withheld.implode()))
+
+    def write(self, out: Path) -> Path:
+        """The composition as an ingested folder ``out`` (0700): each table with a ``caseid`` composed,
+        every other file and folder copied."""
+        out.mkdir(mode=0o700)
+        for path in self.ingested.iterdir():
+            target = out / path.name
+            if path.is_dir():
+                shutil.copytree(path, target)
+            elif path.suffix == ".parquet" and "caseid" in pl.read_parquet_schema(path):
+                self.table(path.stem).sink_parquet(target)
+            else:
+                shutil.copy2(path, target)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseInputs:
+    """What the anonymizer computes from a composition's folder besides the partition.
+
+    Attributes:
+        cases: the super-records (``cases.parquet``); knowledge: E as the release publishes it;
+        outcomes: (caseid, outc_cod), None when OUTC codes are not bounded; probabilities: P(s | c)
+        with the value classes and OUTC pseudo-values; thresholds: θ* over them.
+    """
+
+    cases: pl.DataFrame
+    knowledge: pl.DataFrame
+    outcomes: pl.DataFrame | None
+    probabilities: pl.DataFrame
+    thresholds: Thresholds
+
+
+def _knowledge(composition: Composition, cases: pl.DataFrame, config: AnonymizeConfig) -> pl.DataFrame:
+    """E of the composition, as :func:`faers_anon.anonymize.inputs.knowledge_table` makes it of a folder."""
+    if "diseases" not in config.sensitive:
+        return pl.DataFrame(schema=E_SCHEMA)
+    if config.knowledge is not None:
+        given = load_table(config.knowledge).select(list(E_SCHEMA))
+        lists = cases.select("indications", "reactions", "drug_keys")
+        matched, report = match_table(given, vocabulary_of_cases(lists))
+        log.info("knowledge %s: %s", config.knowledge.name, report.summary())
+        keys = lists.get_column("drug_keys").explode().drop_nulls()
+        return with_combinations(matched, keys).select(list(E_SCHEMA))
+    return mine_from_indications(composition.table("drug"), composition.table("indi")).select(list(E_SCHEMA))
+
+
+def _drug_names(composition: Composition, config: AnonymizeConfig) -> pl.DataFrame | None:
+    """(caseid, key) of the other published drug columns, as
+    :func:`faers_anon.anonymize.inputs.published_drug_names` reads them from a folder."""
+    policy = load_policy(config.column_policy)
+    columns = [c for c in _DRUG_NAMES if policy.role("drug", c) != "drop"]
+    if not columns:
+        return None
+    return (
+        composition.table("drug")
+        .select("caseid", *columns)
+        .unpivot(index="caseid", on=columns)
+        .select("caseid", value_key_expr(pl.col("value")).alias("key"))
+        .drop_nulls()
+        .unique()
+        .collect()
+    )
+
+
+def release_inputs(composition: Composition, config: AnonymizeConfig) -> ReleaseInputs:
+    """E, OUTC codes, P(s | c) and θ* of the composition, as the anonymizer computes them from its folder
+    (:func:`faers_anon.anonymize.pipeline.anonymize_folder`)."""
+    cases = composition.table("cases").collect()
+    knowledge = _knowledge(composition, cases, config)
+    outc = composition.ingested / "outc.parquet"
+    outcomes = (
+        composition.table("outc").select("caseid", "outc_cod").collect()
+        if config.protect_outcomes and outc.is_file()
+        else None
+    )
+    probabilities, thresholds = sensitive_thresholds(
+        with_drug_names(cases, _drug_names(composition, config)), knowledge, config=config,
+        classes=read_classes(config.classes), outcomes=outcomes,
+    )  # fmt: skip
+    return ReleaseInputs(cases, knowledge, outcomes, probabilities, thresholds)

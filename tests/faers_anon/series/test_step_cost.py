@@ -1,0 +1,147 @@
+"""The series step's repeated work removed (issue 14 item 7), each shortcut against the full computation.
+
+* :class:`EarlierCheck`: a subset of the placed members checks only the histories it newly keeps and
+  those failing for the whole set; hand-built ledger (θ DEATH 0.5) with worked answers, every subset.
+* :class:`StoredRows`: the republished rows of successive attempts, as :func:`republished_rows` gives them.
+* :func:`release_inputs`: E, P(s | c) and θ* of a composition in memory equal those of its written folder
+  (the anonymizer's), with the default policy and with brand names published.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from faers_anon import api
+from faers_anon.anonymize.config import AnonymizeConfig
+from faers_anon.io.ingest import IngestConfig
+from faers_anon.release.manifest import sha256_file
+from faers_anon.series.composition import Composition, release_inputs
+from faers_anon.series.earlier import EarlierCheck, earlier_over_theta
+from faers_anon.series.step import _release_inputs
+from faers_anon.series.store import StoredRows, republished_rows
+
+_LIST = pl.List(pl.Utf8)
+# Ledger: release 1 group 4 = {g, z}, group 9 = {w, r}; release 2 group 7 = {g, x, y}, group 8 = {w}.
+# Pseudonyms 1..6 (g, z, x, y, w, r); raw caseids 101..106. Now g (unit V = "1:4|2:7"), x and y
+# (unit U = "2:7") and w (unit W = "1:9|2:8") are published; g and w newly expose DEATH, which
+# x, y had, r had; z had nothing.
+PAST = pl.DataFrame(
+    {"pseudonym": [1, 2, 3, 4, 5, 6], "history": ["1:4|2:7", "1:4", "2:7", "2:7", "1:9|2:8", "1:9"]}
+)
+PUBLISHED = pl.DataFrame(
+    {"caseid": [101, 103, 104, 105], "pseudonym": [1, 3, 4, 5], "unit": ["1:4|2:7", "2:7", "2:7", "1:9|2:8"],
+     "history": ["1:4|2:7", "2:7", "2:7", "1:9|2:8"]}
+)  # fmt: skip
+BEFORE = {3: 1.0, 4: 0.0, 6: 1.0}  # pseudonym -> P(DEATH) over the ledger's values
+NOW = {101: 1.0, 103: 1.0, 104: 0.0, 105: 1.0}  # raw caseid -> P(DEATH) over now and before
+
+
+def _probabilities(frame: pl.DataFrame) -> pl.DataFrame:
+    """P(DEATH | c): a ledger-only frame has caseid = pseudonym, a published one its raw caseid."""
+    table = {**BEFORE, **NOW}
+    rows = [(c, "DEATH", table[c]) for c in frame.get_column("caseid").to_list() if table.get(c, 0.0) > 0]
+    return pl.DataFrame(rows, schema={"caseid": pl.Int64, "value": pl.Utf8, "p": pl.Float64}, orient="row")
+
+
+def test_an_earlier_check_of_a_subset_equals_the_full_check() -> None:
+    thetas = {"DEATH": 0.5}
+    check = EarlierCheck(PUBLISHED, PAST, _probabilities, thetas, now=_probabilities)
+    # all published: "2:7" is not kept (x, y, g all published); "1:4": (g 1 + z 0) / 2 = 0.5, not over;
+    # "1:9": (w 1 + r 1) / 2 = 1 > 0.5, raised by w: W fails.
+    assert check(PUBLISHED) == {"1:9|2:8"}
+    # U withheld: "2:7" is kept now, I = {g, x, y}: (1 + 1 + 0) / 3 > 0.5, raised by g: V fails too
+    without_u = PUBLISHED.filter(pl.col("unit") != "2:7")
+    assert check(without_u) == {"1:4|2:7", "1:9|2:8"}
+    for n in range(4):
+        for units in itertools.combinations(["1:4|2:7", "2:7", "1:9|2:8"], n):
+            subset = PUBLISHED.filter(pl.col("unit").is_in(list(units)))
+            assert check(subset) == earlier_over_theta(subset, PAST, _probabilities, thetas)
+
+
+def _store(ledger: Path, index: int, rows: dict[str, pl.DataFrame]) -> dict[str, object]:
+    folder = ledger / f"store-{index:04d}"
+    folder.mkdir(parents=True)
+    files = {}
+    for name, frame in rows.items():
+        frame.write_parquet(folder / f"{name}.parquet")
+        files[f"{name}.parquet"] = sha256_file(folder / f"{name}.parquet")
+    return {"index": index, "store": {"folder": folder.name, "files": files}}
+
+
+def test_stored_rows_come_as_republished_rows_gives_them_call_after_call(tmp_path: Path) -> None:
+    drug = lambda ids, keys: pl.DataFrame({"caseid": ids, "drug_key": keys})  # noqa: E731
+    cases = lambda ids: pl.DataFrame({"caseid": ids, "pseudonym": [i + 50 for i in ids]})  # noqa: E731
+    releases = [
+        _store(tmp_path, 1, {"drug": drug([3, 1, 2, 1], ["A", "B", "C", "D"]), "cases": cases([1, 2, 3])}),
+        _store(tmp_path, 2, {"drug": drug([7, 3, 8], ["E", "F", "G"]), "cases": cases([3, 7, 8])}),
+    ]
+    rows = StoredRows(tmp_path, releases)
+    asked = [[(1, 1), (3, 2)], [(3, 1), (1, 1), (8, 2)], [(2, 1)], [(3, 2), (7, 2), (1, 1)]]
+    for pairs in asked:
+        republish = pl.DataFrame(pairs, schema={"caseid": pl.Int64, "store": pl.Int64}, orient="row")
+        got, expected = rows(republish), republished_rows(tmp_path, releases, republish)
+        assert sorted(got) == sorted(expected) == ["cases", "drug"]
+        for name in expected:
+            assert_frame_equal(got[name], expected[name])
+    last = rows(pl.DataFrame({"caseid": [3, 1], "store": [1, 1]}))
+    assert last["drug"].rows() == [(3, "A"), (1, "B"), (1, "D")]  # by store, then in the file's order
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("composition")
+    return api.ingest([], root / "ingested", config=IngestConfig(demo=True)).out
+
+
+def _added(ingested: Path, caseids: list[int], shift: int) -> dict[str, pl.DataFrame]:
+    """Every table's rows of ``caseids``, as other cases (caseid + shift): stand-ins for stored rows."""
+    added = {}
+    for path in ingested.glob("*.parquet"):
+        if "caseid" in pl.read_parquet_schema(path):
+            rows = pl.read_parquet(path).filter(pl.col("caseid").is_in(caseids))
+            added[path.stem] = rows.with_columns(pl.col("caseid") + shift)
+    return added
+
+
+@pytest.mark.parametrize("brands", [False, True])
+def test_the_composition_in_memory_gives_its_folders_inputs(demo: Path, tmp_path: Path, brands: bool) -> None:
+    policy = None
+    if brands:  # the other drug columns published: P(s | c) reads them through E
+        policy = tmp_path / "brands.csv"
+        policy.write_text("table,column,role,why\ndrug,drugname,keep,brand\ndrug,prod_ai,keep,ai\n")
+    config = AnonymizeConfig(k=3, column_policy=policy)
+    ids = pl.read_parquet(demo / "cases.parquet").get_column("caseid")
+    withheld, copied = ids.head(7), ids.slice(20, 15).to_list()
+    composition = Composition(demo, withheld, _added(demo, copied, 10**9))
+    folder = composition.write(tmp_path / "composed")
+    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in demo.iterdir())
+    inputs = release_inputs(composition, config)
+    cases, knowledge, outcomes, thetas = _release_inputs(folder, config)
+    assert cases.height == ids.len() - 7 + 15
+    assert_frame_equal(inputs.cases, cases)
+    assert_frame_equal(inputs.knowledge, knowledge)
+    assert outcomes is not None and inputs.outcomes is not None
+    assert_frame_equal(inputs.outcomes, outcomes)
+    assert inputs.thresholds.thetas == thetas
+    composed = json.dumps(sorted(inputs.probabilities.rows()))
+    assert composed == json.dumps(sorted(_probabilities_of(folder, config).rows()))
+
+
+def _probabilities_of(folder: Path, config: AnonymizeConfig) -> pl.DataFrame:
+    """P(s | c) as the anonymizer computes it from a folder."""
+    from faers_anon.anonymize.inputs import knowledge_table, sensitive_thresholds
+    from faers_anon.anonymize.value_classes import read_classes, read_outcomes
+
+    cases = pl.read_parquet(folder / "cases.parquet")
+    knowledge = knowledge_table(folder, sensitive=config.sensitive, knowledge=None)
+    probabilities, _ = sensitive_thresholds(
+        cases, knowledge, config=config, classes=read_classes(config.classes), outcomes=read_outcomes(folder),
+        ingested=folder,
+    )  # fmt: skip
+    return probabilities
