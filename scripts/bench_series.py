@@ -4,15 +4,15 @@ Input: ``--quarters`` consecutive generated quarters of ``--cases`` cases (``fae
 ``--shape`` realistic by default; ``--follow`` of a later quarter's cases follow up an earlier case),
 made under ``--work``.
 
-Steps, each a ``faers-anon`` child process (wall seconds and the child's peak RSS printed, each as
-it ends):
+Steps, each a ``faers-anon`` child process (wall seconds, the child's CPU seconds (user + system) and
+peak RSS printed, each as it ends):
 
 0. a warm-up release of a small quarter with the kernels forced compiled (numba's cache is then
    warm, so no timed release pays the ~30 s compile);
 1. cumulative ingest of all quarters (``faers-anon ingest Q1 … Qn``);
 2. each quarter released on its own (``release Qi``), and released with one ledger
    (``release Qi --ledger``), one after the other so both see the same load: the ratio ledgered /
-   stand-alone per quarter, and the ledger's placement counts (returning, published, republished and
+   stand-alone per quarter (wall, CPU and peak RSS), and the ledger's placement counts (returning, published, republished and
    withheld cases and reports; pending cases retried, published, superseded), and the ledger read
    the next quarter makes: ``open_ledger`` (the last state file) against reading every release file
    and building the histories (the read before the state file), in this process;
@@ -46,17 +46,23 @@ from faers_anon.series.ledger import history, open_ledger
 _CLI = [sys.executable, "-m", "faers_anon"]
 
 
+#: CPU seconds (user + system) of the last child run by :func:`_run` (the machine is shared: CPU is
+#: the figure to compare under load).
+_CPU: list[float] = [0.0]
+
+
 def _run(args: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """Run ``faers-anon args``; return (wall s, peak RSS MB of this child, stdout)."""
+    """Run ``faers-anon args``; return (wall s, peak RSS MB of this child, stdout); its CPU in ``_CPU``."""
     start = time.perf_counter()
     done = subprocess.run(
-        ["/usr/bin/time", "-f", "%M", *_CLI, *args], capture_output=True, text=True, env=env
+        ["/usr/bin/time", "-f", "%M %U %S", *_CLI, *args], capture_output=True, text=True, env=env
     )
     wall = time.perf_counter() - start
     if done.returncode not in (0, 1):
         raise SystemExit(f"faers-anon {' '.join(args)} failed:\n{done.stderr[-2000:]}")
-    rss = float(done.stderr.strip().splitlines()[-1]) / 1024
-    return wall, rss, done.stdout
+    rss, user, system = (float(x) for x in done.stderr.strip().splitlines()[-1].split())
+    _CPU[0] = user + system
+    return wall, rss / 1024, done.stdout
 
 
 def _ledger_read(ledger: Path, key_file: Path) -> str:
@@ -87,7 +93,8 @@ def _series_counts(ledger: Path) -> None:
 
 
 def _row(name: str, wall: float, rss: float) -> None:
-    print(f"{name:<28} {wall:8.1f} s  peak RSS {rss:8.0f} MB  load {os.getloadavg()[0]:4.1f}", flush=True)
+    print(f"{name:<28} {wall:8.1f} s  CPU {_CPU[0]:7.1f} s  peak RSS {rss:8.0f} MB  "
+          f"load {os.getloadavg()[0]:4.1f}", flush=True)  # fmt: skip
 
 
 def _warm_up(work: Path, env: dict[str, str], k: int) -> None:
@@ -138,12 +145,14 @@ def main(cases: int, quarters: int, follow: float, k: int, shape: str, work: Pat
         out_a, out_l = work / f"alone{i}", work / f"ledgered{i}"
         wall_a, rss_a, _ = _run(["release", str(raw), "-o", str(out_a), "--k", str(k), "--force"], env)
         _row(f"release {raw.name} alone", wall_a, rss_a)
+        cpu_a = _CPU[0]
         args = ["release", str(raw), "-o", str(out_l), "--k", str(k), "--force"]
         args += ["--ledger", str(work / "ledger")]
         wall_l, rss_l, text = _run(args, env)
         _row(f"release {raw.name} ledgered", wall_l, rss_l)
         series_line = next((line for line in text.splitlines() if line.startswith("[series]")), "")
-        print(f"{raw.name}: ledgered / alone = {wall_l / wall_a:.2f}  {series_line}", flush=True)
+        print(f"{raw.name}: ledgered / alone = {wall_l / wall_a:.2f} wall, {_CPU[0] / cpu_a:.2f} CPU, "
+              f"{rss_l / rss_a:.2f} peak RSS  {series_line}", flush=True)  # fmt: skip
         print(f"{raw.name}: {_ledger_read(work / 'ledger', work / 'agency.key')}", flush=True)
         alone.append(out_a)
         ledgered.append(out_l)
