@@ -217,7 +217,8 @@ def _agreement(
         data = path.read_bytes()
         if digests is not None:
             digests[f"ascii/{path.name}"] = hashlib.sha256(data).hexdigest()
-        side = parquet.filter(pl.col("quarter").cast(pl.String) == quarter)
+        ours = (pl.col("quarter").cast(pl.String) == quarter).fill_null(False)
+        side = parquet if parquet.select(ours.all()).item() else parquet.filter(ours)  # one quarter: no copy
         if _is_rendering(side.select(columns), data):  # the bytes the rule accepts: nothing to parse
             continue
         try:
