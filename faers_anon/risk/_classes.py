@@ -326,3 +326,40 @@ def class_sizes(
     order = [f"size_{i}" for i in range(len(steps))] + ["size_k"]
     exact = not (items == "all" and whole is None)
     return joined.select("caseid", pl.coalesce(order).cast(pl.Int64).alias("size")).collect(), exact
+
+
+def equal_lists(
+    targets: tuple[np.ndarray, tuple[np.ndarray, np.ndarray], np.ndarray, np.ndarray],
+    members: tuple[np.ndarray, np.ndarray],
+    held: np.ndarray,
+) -> np.ndarray | None:
+    """ "all" sizes when the candidates exceed :data:`CANDIDATE_BUDGET` (:func:`class_sizes`' lower
+    bound, :func:`_same`), in numpy; None within the budget (then :func:`class_sizes` counts exactly).
+
+    Args:
+        targets: each target's kt, item lists (:func:`._own.item_lists`), set id (−1: no items) and
+            class on K alone.
+        members: each population member's kt and set id (−1: no items).
+        held: the population's item rows (items), for the holders of each item.
+
+    Returns:
+        Per target: the members of its kt with its very set (its K class when it has no items).
+    """
+    kt, (start, items), sid, base = targets
+    n = np.diff(start)
+    has = n > 0
+    df = np.bincount(held, minlength=int(items.max(initial=0)) + 1)[items] if len(items) else items
+    rarest = np.zeros(len(n), np.int64)
+    if len(items):
+        rarest[has] = np.minimum.reduceat(df, start[:-1][has])
+    width = int(max(sid.max(initial=0), members[1].max(initial=0))) + 2
+    key = kt.astype(np.int64) * width + sid + 1
+    _, first = np.unique(np.where(has & (n > 1), key, -1), return_index=True)
+    several = first[(has & (n > 1))[first]]
+    if int(rarest[several].sum()) <= CANDIDATE_BUDGET:
+        return None
+    member_keys = members[0].astype(np.int64) * width + members[1] + 1
+    found, counts = np.unique(member_keys[members[1] >= 0], return_counts=True)
+    at = np.minimum(np.searchsorted(found, key), max(len(found) - 1, 0))
+    same = np.where(found[at] == key, counts[at], 0) if len(found) else np.zeros(len(key), np.int64)
+    return np.where(has, same, base).astype(np.int64)

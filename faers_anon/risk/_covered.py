@@ -16,12 +16,15 @@ table). None when a word would not fit in 64 bits: the caller then counts with p
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 from numpy.typing import NDArray
 
 from faers_anon._numba_cache import njit, sized
 from faers_anon.risk._own import words
+from faers_anon.risk._population import Population
+from faers_anon.risk._unique import unique_inverse
 
-__all__ = ["covered_minima"]
+__all__ = ["covered_minima", "unit_sizes", "with_units"]
 
 Ints = NDArray[np.int64]
 Words = NDArray[np.uint64]
@@ -104,3 +107,55 @@ def covered_minima(
         shifts = np.array([q_bits + row_bits, row_bits, 1], np.int64)
         asked = np.sort(words(t_start, t_item, tuple_of.astype(np.int64), max(width, 1), shifts, pairs))
         return _minima(raw, v_bits, asked, shifts, (start, lo, hi), n_cases)  # type: ignore[no-any-return]
+
+
+def unit_sizes(
+    pop: Population,
+    built: tuple[pl.DataFrame, pl.DataFrame, list[str]],
+    t_units: pl.DataFrame,
+    p_units: pl.DataFrame,
+    width: int,
+) -> pl.DataFrame:
+    """``caseid``, ``size``: min over the case's units (items or pairs) of the raw cases covering it.
+
+    A (tuple, unit) is packed into one UInt64 ``_qu`` = tuple · width + unit; each distinct one is
+    counted once (:func:`._unique.unique_inverse` gives them and, per unit row, which one it is).
+    """
+    cases, tuples, exact = built
+    case_ids, tuple_of = cases.get_column("caseid").to_numpy(), cases.get_column("_qt").to_numpy()
+    if len(case_ids) > 1 and not bool(np.all(case_ids[1:] >= case_ids[:-1])):
+        order = np.argsort(case_ids, kind="stable")
+        case_ids, tuple_of = case_ids[order], tuple_of[order]
+    unit_case, unit = t_units.get_column("caseid").to_numpy(), t_units.get_column("item").to_numpy()
+    at = np.minimum(np.searchsorted(case_ids, unit_case), max(len(case_ids) - 1, 0))
+    known = case_ids[at] == unit_case if len(case_ids) else np.zeros(len(unit_case), bool)
+    packed = tuple_of[at[known]].astype(np.uint64) * np.uint64(width) + unit[known].astype(np.uint64)
+    distinct, which, _ = unique_inverse(packed)
+    wanted = pl.DataFrame(
+        [
+            pl.Series("_qt", distinct // np.uint64(width), pl.UInt32),
+            pl.Series("_unit", distinct % np.uint64(width)),
+        ]
+    )
+    sizes = pop.count(tuples, wanted, with_units(pop.raw_rows(exact), p_units), exact, extra=["_unit"],
+                      widths={"_unit": width})[which.ravel()]  # fmt: skip
+    owners = unit_case[known]
+    if len(owners) and bool(np.all(owners[1:] >= owners[:-1])):  # unit rows in case order: runs
+        firsts = np.flatnonzero(np.concatenate([[True], owners[1:] != owners[:-1]]))
+        return pl.DataFrame(
+            [pl.Series("caseid", owners[firsts]), pl.Series("size", np.minimum.reduceat(sizes, firsts))]
+        )
+    rows = pl.DataFrame([pl.Series("caseid", owners), pl.Series("size", sizes)])
+    return rows.group_by("caseid").agg(pl.col("size").min())
+
+
+def with_units(raw: pl.DataFrame, units: pl.DataFrame) -> pl.DataFrame:
+    """The raw case rows once per unit they hold (``_unit``): a gather by binary search when the raw
+    cases are in ``caseid`` order (as read), else a join."""
+    ids = raw.get_column("caseid").to_numpy()
+    if len(ids) == 0 or not bool(np.all(ids[1:] > ids[:-1])):
+        return raw.join(units.rename({"item": "_unit"}), on="caseid")
+    owner, unit = units.get_column("caseid").to_numpy(), units.get_column("item")
+    at = np.minimum(np.searchsorted(ids, owner), len(ids) - 1)
+    known = ids[at] == owner
+    return raw[at[known]].with_columns(unit.filter(pl.Series(known)).alias("_unit"))

@@ -26,13 +26,12 @@ from typing import Any, cast
 import numpy as np
 import polars as pl
 
-from faers_anon.risk._classes import class_sizes, item_pairs, set_ids
+from faers_anon.risk._classes import class_sizes, equal_lists, item_pairs, set_ids
 from faers_anon.risk._clock import Clock
 from faers_anon.risk._codes import Codes, encode_fields, key_expr
-from faers_anon.risk._covered import covered_minima
+from faers_anon.risk._covered import covered_minima, unit_sizes
 from faers_anon.risk._own import item_lists, own_minima
 from faers_anon.risk._population import Population
-from faers_anon.risk._unique import unique_inverse
 from faers_anon.risk._units import unit_minima
 from faers_anon.risk._view import QIDS, CaseData, encode_items
 
@@ -181,6 +180,14 @@ def _journalist_items(pop: Population, ks: KnowledgeSet, lists: _Lists) -> pl.Se
     if ks.count == "all":
         if ks.knows:
             return None
+        case_ids, raw_ids = pop.view.get_column("caseid").to_numpy(), pop.raw.get_column("caseid").to_numpy()
+        t_sets, p_sets = lists.sets("raw")
+        zeros = np.zeros(len(case_ids), np.int64)
+        target = (zeros, lists.csr("released", case_ids), _sid(t_sets, case_ids), zeros + len(raw_ids))
+        member = (np.zeros(len(raw_ids), np.int64), _sid(p_sets.rename({"p": "caseid"}), raw_ids))
+        same = equal_lists(target, member, lists.raw.get_column("item").to_numpy())
+        if same is not None:  # over the candidate budget: equal lists
+            return pl.Series("size", same, pl.Int64)
         targets = pop.view.select("caseid", pl.lit(0, pl.UInt32).alias("kt"))
         members = pop.raw.select(pl.lit(0, pl.UInt32).alias("kt"), pl.col("caseid").alias("p"))
 
@@ -201,7 +208,7 @@ def _journalist_items(pop: Population, ks: KnowledgeSet, lists: _Lists) -> pl.Se
     if ks.knows not in lists.singles:  # K + 1 item: also the floor of K + 2 items, counted once
         found = _covered(pop, built, lists, None)
         if found is None:  # pragma: no cover - codes too large for one word: polars
-            found = _unit_sizes(pop, built, lists.released, lists.raw, lists.width)
+            found = unit_sizes(pop, built, lists.released, lists.raw, lists.width)
         lists.singles[ks.knows] = found
     single = lists.singles[ks.knows]
     steps = [single, cases.join(base, on="_qt").select("caseid", "size")]
@@ -212,7 +219,7 @@ def _journalist_items(pop: Population, ks: KnowledgeSet, lists: _Lists) -> pl.Se
         doubles = _covered(pop, built, lists, settled)
         if doubles is None:  # pragma: no cover - codes too large for one word: polars
             t_pairs = lists.released_pairs().join(settled, on="caseid", how="anti")
-            doubles = _unit_sizes(pop, built, t_pairs, lists.raw_pairs(), lists.width**2)
+            doubles = unit_sizes(pop, built, t_pairs, lists.raw_pairs(), lists.width**2)
         steps.insert(0, pl.concat([doubles, single.join(settled, on="caseid")]))
     joined = cases.select("caseid")
     for i, frame in enumerate(steps):
@@ -249,58 +256,6 @@ def _covered(
     return pl.DataFrame([pl.Series("caseid", case_ids[held]), pl.Series("size", sizes[held], pl.Int64)])
 
 
-def _unit_sizes(
-    pop: Population,
-    built: tuple[pl.DataFrame, pl.DataFrame, list[str]],
-    t_units: pl.DataFrame,
-    p_units: pl.DataFrame,
-    width: int,
-) -> pl.DataFrame:
-    """``caseid``, ``size``: min over the case's units (items or pairs) of the raw cases covering it.
-
-    A (tuple, unit) is packed into one UInt64 ``_qu`` = tuple · width + unit; each distinct one is
-    counted once (:func:`._unique.unique_inverse` gives them and, per unit row, which one it is).
-    """
-    cases, tuples, exact = built
-    case_ids, tuple_of = cases.get_column("caseid").to_numpy(), cases.get_column("_qt").to_numpy()
-    if len(case_ids) > 1 and not bool(np.all(case_ids[1:] >= case_ids[:-1])):
-        order = np.argsort(case_ids, kind="stable")
-        case_ids, tuple_of = case_ids[order], tuple_of[order]
-    unit_case, unit = t_units.get_column("caseid").to_numpy(), t_units.get_column("item").to_numpy()
-    at = np.minimum(np.searchsorted(case_ids, unit_case), max(len(case_ids) - 1, 0))
-    known = case_ids[at] == unit_case if len(case_ids) else np.zeros(len(unit_case), bool)
-    packed = tuple_of[at[known]].astype(np.uint64) * np.uint64(width) + unit[known].astype(np.uint64)
-    distinct, which, _ = unique_inverse(packed)
-    wanted = pl.DataFrame(
-        [
-            pl.Series("_qt", distinct // np.uint64(width), pl.UInt32),
-            pl.Series("_unit", distinct % np.uint64(width)),
-        ]
-    )
-    sizes = pop.count(tuples, wanted, _with_units(pop.raw_rows(exact), p_units), exact, extra=["_unit"],
-                      widths={"_unit": width})[which.ravel()]  # fmt: skip
-    owners = unit_case[known]
-    if len(owners) and bool(np.all(owners[1:] >= owners[:-1])):  # unit rows in case order: runs
-        firsts = np.flatnonzero(np.concatenate([[True], owners[1:] != owners[:-1]]))
-        return pl.DataFrame(
-            [pl.Series("caseid", owners[firsts]), pl.Series("size", np.minimum.reduceat(sizes, firsts))]
-        )
-    rows = pl.DataFrame([pl.Series("caseid", owners), pl.Series("size", sizes)])
-    return rows.group_by("caseid").agg(pl.col("size").min())
-
-
-def _with_units(raw: pl.DataFrame, units: pl.DataFrame) -> pl.DataFrame:
-    """The raw case rows once per unit they hold (``_unit``): a gather by binary search when the raw
-    cases are in ``caseid`` order (as read), else a join."""
-    ids = raw.get_column("caseid").to_numpy()
-    if len(ids) == 0 or not bool(np.all(ids[1:] > ids[:-1])):
-        return raw.join(units.rename({"item": "_unit"}), on="caseid")
-    owner, unit = units.get_column("caseid").to_numpy(), units.get_column("item")
-    at = np.minimum(np.searchsorted(ids, owner), len(ids) - 1)
-    known = ids[at] == owner
-    return raw[at[known]].with_columns(unit.filter(pl.Series(known)).alias("_unit"))
-
-
 def _journalist(pop: Population, ks: KnowledgeSet, lists: dict[str, _Lists]) -> pl.Series | None:
     """Journalist sizes of every case in ``caseid`` order; None when not measured."""
     if ks.items is not None:
@@ -323,6 +278,12 @@ def _prosecutor(codes: Codes, ks: KnowledgeSet, lists: dict[str, _Lists]) -> tup
     targets = codes.view.select("caseid", key.rank("dense").cast(pl.UInt32).alias("kt"))
     own = lists[ks.items]
     if ks.count == "all":
+        ids, kts = targets.get_column("caseid").to_numpy(), targets.get_column("kt").to_numpy()
+        sid = _sid(own.sets("release")[0], ids)
+        target = (kts, own.csr("released", ids), sid, sizes.to_numpy())
+        same = equal_lists(target, (kts, sid), own.released.get_column("item").to_numpy())
+        if same is not None:  # over the candidate budget: equal lists, a lower bound
+            return pl.Series("size", same, pl.Int64), False
 
         def pairs() -> tuple[pl.DataFrame, int]:
             made = own.released_pairs().select(pl.col("caseid").alias("p"), pl.col("item").alias("pair"))
@@ -333,39 +294,43 @@ def _prosecutor(codes: Codes, ks: KnowledgeSet, lists: dict[str, _Lists]) -> tup
         )
         return wholes.sort("caseid").get_column("size"), exact
     case_ids, kt = targets.get_column("caseid").to_numpy(), targets.get_column("kt").to_numpy()
-    units = own.csr("released", case_ids)
     if ks.knows not in own.own_singles:
-        found = own_minima(kt, units, own.width, pairs=False)
-        if found is None:  # pragma: no cover - codes too large for one word: hashing
-            rows = own.released
-            found = unit_minima(kt, case_ids, rows.get_column("caseid").to_numpy(),
-                                rows.get_column("item").to_numpy(), own.width)  # fmt: skip
-        own.own_singles[ks.knows] = found
+        own.own_singles[ks.knows] = _own_units(own, kt, case_ids, pairs=False)
     single = own.own_singles[ks.knows]
     result = np.where(single > 0, single, sizes.to_numpy())
     if ks.count == 2:
-        double = own_minima(kt, units, own.width, pairs=True)
-        if double is None:  # pragma: no cover - codes too large for one word: a table of the pairs
-            table = own.released_pairs()
-            double = unit_minima(kt, case_ids, table.get_column("caseid").to_numpy(),
-                                 table.get_column("item").to_numpy(), own.width**2)  # fmt: skip
+        double = _own_units(own, kt, case_ids, pairs=True)
         result = np.where(double > 0, double, result)
     return pl.Series("size", result, pl.Int64), True
 
 
+def _own_units(own: _Lists, kt: np.ndarray, case_ids: np.ndarray, *, pairs: bool) -> np.ndarray:
+    """:func:`._own.own_minima` over the released items or pairs; when the codes are too large for one
+    word, :func:`._units.unit_minima` over a table of them (hashing)."""
+    found = own_minima(kt, own.csr("released", case_ids), own.width, pairs=pairs)
+    if found is not None:
+        return found
+    rows = own.released_pairs() if pairs else own.released  # pragma: no cover - huge codes
+    units = rows.get_column("caseid").to_numpy(), rows.get_column("item").to_numpy()  # pragma: no cover
+    return unit_minima(kt, case_ids, *units, own.width**2 if pairs else own.width)  # pragma: no cover
+
+
+def _sid(sets: pl.DataFrame, case_ids: np.ndarray) -> np.ndarray:
+    """Each case's set id from ``sets`` (``caseid``, ``sid``; sorted by caseid), −1 without items."""
+    ids, sid = sets.get_column("caseid").to_numpy(), sets.get_column("sid").to_numpy()
+    if len(ids) == 0:
+        return np.full(len(case_ids), -1, np.int64)
+    at = np.minimum(np.searchsorted(ids, case_ids), len(ids) - 1)
+    return np.where(ids[at] == case_ids, sid[at], -1).astype(np.int64)
+
+
 def _upper_bounds(codes: Codes, ks: KnowledgeSet, lists: dict[str, _Lists]) -> pl.Series:
     """An upper bound of each "all" class: the cases agreeing on K that hold the target's rarest item
-    (its class on K + 1 item, :func:`._units.unit_minima`; a case without items: its class on K)."""
+    (its class on K + 1 item, :func:`._own.own_minima`; a case without items: its class on K)."""
     key = key_expr(ks.knows, codes.widths)
     frame = codes.view.select(pl.len().over(key).cast(pl.Int64).alias("size"), key.rank("dense").alias("kt"))
-    units = lists[str(ks.items)].released
-    single = unit_minima(
-        frame.get_column("kt").to_numpy(),
-        codes.view.get_column("caseid").to_numpy(),
-        units.get_column("caseid").to_numpy(),
-        units.get_column("item").to_numpy(),
-        lists[str(ks.items)].width,
-    )
+    ids = codes.view.get_column("caseid").to_numpy()
+    single = _own_units(lists[str(ks.items)], frame.get_column("kt").to_numpy(), ids, pairs=False)
     return pl.Series("size", np.where(single > 0, single, frame.get_column("size").to_numpy()), pl.Int64)
 
 

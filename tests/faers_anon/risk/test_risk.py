@@ -326,3 +326,14 @@ def test_raw_side_read_first_gives_the_same_figures(
     one = _record(figures, QIDS, {"drugs": 1})  # test_journalist_risk_with_one_and_two_known_drugs
     assert one["journalist_mean"] == pytest.approx((4 * 0.2 + 1 + 1 / 3 + 0.5 + 0.25 + 1 / 3 + 0.5) / 10)
     assert figures["linkage"]["by_fields"] == pytest.approx(2 / 11)
+
+
+def test_journalist_items_by_polars_when_words_do_not_fit(
+    release_a: Path, raw_a: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    words = assess_risk(release_a, config=RiskConfig(k=5, raw=raw_a)).figures
+    monkeypatch.setattr("faers_anon.risk._reidentify.covered_minima", lambda *_a, **_k: None)
+    counted = assess_risk(release_a, config=RiskConfig(k=5, raw=raw_a)).figures
+    assert counted == words
+    two = _record(counted, QIDS, {"drugs": 2})  # test_journalist_risk_with_one_and_two_known_drugs
+    assert two["journalist_mean"] == pytest.approx((4 * 0.2 + 1 + 0.5 + 1 + 0.25 + 1 / 3 + 0.5) / 10)
