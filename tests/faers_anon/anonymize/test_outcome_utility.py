@@ -9,8 +9,10 @@ import polars as pl
 import pytest
 
 from faers_anon import api
+from faers_anon.algorithms.types import Partition
 from faers_anon.anonymize.config import AnonymizeConfig
 from faers_anon.anonymize.thresholds import build_thresholds, outcome_thetas
+from faers_anon.anonymize.value_classes import seriousness_strata, with_outcome_strata
 from faers_anon.errors import ConfigError, InfeasibleThetaError
 from faers_anon.io.column_policy import DEFAULT_POLICY, ColumnPolicy
 from faers_anon.io.ingest import demo_source, ingest_quarters
@@ -181,3 +183,38 @@ def test_the_demo_release_with_death_and_frequency_shows_more_outcomes_and_verif
     thetas = pl.read_csv(root / "death" / "outcomes.csv")
     # θ_OT = 0.4 + P(OT): above 0.4 and below 1 (P(OT) ≈ 0.3 on the demo)
     assert 0.6 < thetas.filter(pl.col("outc_cod") == "OT").get_column("theta").item() < 0.8
+
+
+# strata: cases 1-6 serious (OT on 1, 2; HO on 3), 7-12 non-serious, k = 5
+STRATA_CASES = pl.DataFrame({"caseid": list(range(1, 13))})
+STRATA_DEMO = pl.DataFrame(
+    {"caseid": list(range(1, 13)), "outcome": ["OT", "OT", "HO", "DE", "LT", "RI"] + ["none"] * 6}
+)
+STRATA_P = pl.DataFrame({"caseid": [1, 2, 3], "value": ["outc:OT", "outc:OT", "outc:HO"], "p": [1.0] * 3})
+
+
+def test_cases_split_by_seriousness_when_each_stratum_can_meet_k_and_theta() -> None:
+    strata = seriousness_strata(STRATA_CASES, STRATA_DEMO, STRATA_P, {"outc:OT": 0.4, "outc:HO": 0.4}, k=5)
+    assert [s.get_column("caseid").to_list() for s in strata] == [[1, 2, 3, 4, 5, 6], [7, 8, 9, 10, 11, 12]]
+    # OT inside the serious stratum: 2 / 6 = 0.333; with θ_OT 0.3 no grouping there could meet it
+    assert len(seriousness_strata(STRATA_CASES, STRATA_DEMO, STRATA_P, {"outc:OT": 0.3}, k=5)) == 1
+    # k = 7: a stratum of 6 cases cannot form a group
+    assert len(seriousness_strata(STRATA_CASES, STRATA_DEMO, STRATA_P, {}, k=7)) == 1
+    # a missing outcome is a stratum of its own (case 12: null) -> 6 / 5 / 1 < k: one stratum
+    nulls = STRATA_DEMO.with_columns(
+        pl.when(pl.col("caseid") == 12).then(None).otherwise(pl.col("outcome")).alias("outcome")
+    )
+    assert len(seriousness_strata(STRATA_CASES, nulls, STRATA_P, {}, k=5)) == 1
+
+
+def test_the_engine_runs_per_stratum_and_the_group_ids_follow_each_other() -> None:
+    def run(cases: pl.DataFrame) -> Partition:  # two groups per stratum: first three cases, the rest
+        ids = pl.int_range(pl.len()).ge(3).cast(pl.Int64)
+        frame = cases.select("caseid", ids.alias("group_id"))
+        return Partition(frame=frame, groups=2, leftovers=1, forced=0, failed_groups=0, invalid_groups=0,
+                         first_seed=int(cases["caseid"][0]), merged_groups=1)  # fmt: skip
+
+    strata = seriousness_strata(STRATA_CASES, STRATA_DEMO, STRATA_P, {}, k=5)
+    got = with_outcome_strata(strata, run)
+    assert got.frame.get_column("group_id").to_list() == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]
+    assert (got.groups, got.leftovers, got.merged_groups, got.first_seed) == (4, 2, 2, 1)
