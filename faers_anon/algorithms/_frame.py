@@ -111,17 +111,26 @@ def _class_base(
     return ids
 
 
-def encode(
-    cases: pl.DataFrame,
-    probabilities: pl.DataFrame,
-    req: Requirements,
-    h: QidHierarchies,
-    *,
-    max_classes: int | None = None,
-) -> Encoded:
-    """Sort the cases by caseid and build the kernel's arrays (QID codes, P(s | c) in CSR form, pool).
+@dataclass(frozen=True, slots=True)
+class QidCodes:
+    """The kernel's QID arrays of one cases frame (:func:`encode_qids`): what :func:`encode` needs besides
+    P(s | c), so that it can be made beside P(s | c) and θ* (issue 18 item 6)."""
 
-    ``max_classes`` caps the pool's classes (default :func:`~faers_anon.algorithms._encode.class_cap`).
+    caseid: NDArray[np.int64]
+    cat: NDArray[np.int64]
+    wmiss: NDArray[np.bool_]
+    lo: NDArray[np.float64]
+    hi: NDArray[np.float64]
+    rows: NDArray[np.int64]
+    fcode: NDArray[np.int64]
+    heights: NDArray[np.int64]
+    levels: NDArray[np.int64]
+    class_id: NDArray[np.int64]
+
+
+def encode_qids(cases: pl.DataFrame, h: QidHierarchies, *, max_classes: int | None = None) -> QidCodes:
+    """Sort the cases by caseid and code their QIDs: categorical nodes, weight ranges, rows, field codes,
+    the class levels and each case's class (``max_classes``: as :func:`encode`).
 
     Raises:
         InputError: a missing column or duplicate caseids.
@@ -163,12 +172,55 @@ def encode(
         if "n_reports" in frame.columns
         else np.ones(n, np.int64)
     )
+    fcode = field_matrix(frame, h)
+    heights = np.array([f.height for f in h.fields], np.int64)
+    cap = class_cap(n) if max_classes is None else max_classes
+    levels, class_id = class_levels(_class_base(cat, wmiss, fcode, h), fcode, heights, cap)
+    return QidCodes(caseid, cat, wmiss, lo, hi, rows, fcode, heights, levels, class_id)
+
+
+def _same_cases(qids: QidCodes, cases: pl.DataFrame) -> bool:
+    """Whether ``qids`` were made for these caseids (in caseid order)."""
+    ids = cases.get_column("caseid") if "caseid" in cases.columns else None
+    if ids is None or ids.len() != qids.caseid.shape[0] or ids.null_count():
+        return False
+    return bool(np.array_equal(ids.sort().cast(pl.Int64).to_numpy(), qids.caseid))
+
+
+def encode(
+    cases: pl.DataFrame,
+    probabilities: pl.DataFrame,
+    req: Requirements,
+    h: QidHierarchies,
+    *,
+    max_classes: int | None = None,
+    qids: QidCodes | None = None,
+) -> Encoded:
+    """Sort the cases by caseid and build the kernel's arrays (QID codes, P(s | c) in CSR form, pool).
+
+    ``max_classes`` caps the pool's classes (default :func:`~faers_anon.algorithms._encode.class_cap`).
+    ``qids``: :func:`encode_qids` of these ``cases``, ``h`` and ``max_classes`` when already made (the
+    same arrays); made here when None or made for other caseids.
+
+    Raises:
+        InputError: a missing column or duplicate caseids.
+    """
+    q = (
+        qids
+        if qids is not None and _same_cases(qids, cases)
+        else encode_qids(cases, h, max_classes=max_classes)
+    )
+    n, caseid = q.caseid.shape[0], q.caseid
     values = pl.DataFrame(
         {"value": list(req.thetas.keys()), "theta": list(req.thetas.values())},
         schema={"value": pl.Utf8, "theta": pl.Float64},
     ).with_row_index("vid")
-    vid = pl.col("value").cast(pl.Utf8).replace_strict(
-        values.get_column("value"), values.get_column("vid"), default=None, return_dtype=pl.Int64
+    vid = (
+        pl.col("value")
+        .cast(pl.Utf8)
+        .replace_strict(
+            values.get_column("value"), values.get_column("vid"), default=None, return_dtype=pl.Int64
+        )
     )  # values the model does not protect: null, left out
     linked = probabilities.select(
         pl.col("caseid").cast(pl.Int64), vid.alias("vid"), pl.col("p").cast(pl.Float64)
@@ -179,7 +231,7 @@ def encode(
     val_ptr, val_id, val_p = csr_links(
         at[keep], linked.get_column("vid").to_numpy()[keep], linked.get_column("p").to_numpy()[keep], n
     )
-    kernel_cases = build_cases(rows, val_ptr, val_id, val_p, values.get_column("theta").to_numpy())
+    kernel_cases = build_cases(q.rows, val_ptr, val_id, val_p, values.get_column("theta").to_numpy())
     req_arr = np.array(
         [
             req.min_size,
@@ -191,14 +243,12 @@ def encode(
         ],
         np.int64,
     )
-    fcode = field_matrix(frame, h)
-    heights = np.array([f.height for f in h.fields], np.int64)
-    cap = class_cap(n) if max_classes is None else max_classes
-    levels, class_id = class_levels(_class_base(cat, wmiss, fcode, h), fcode, heights, cap)
     return Encoded(
         caseid=caseid,
-        pool=build_pool(cat, wmiss, lo, hi, rows, kernel_cases.sig, fcode, class_id, heights, levels),
-        tab=build_tables(h.trees, lo, hi, wmiss, h.weight_domain, heights, levels),
+        pool=build_pool(
+            q.cat, q.wmiss, q.lo, q.hi, q.rows, kernel_cases.sig, q.fcode, q.class_id, q.heights, q.levels
+        ),
+        tab=build_tables(h.trees, q.lo, q.hi, q.wmiss, h.weight_domain, q.heights, q.levels),
         cases=kernel_cases,
         req=req_arr,
         n_values=max(values.height, 1),

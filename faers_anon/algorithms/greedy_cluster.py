@@ -71,7 +71,7 @@ import polars as pl
 
 from faers_anon._numba_cache import sized_by
 from faers_anon.algorithms import _kernel as kernel
-from faers_anon.algorithms._frame import PARTITION_SCHEMA, Encoded, decode, encode
+from faers_anon.algorithms._frame import PARTITION_SCHEMA, Encoded, QidCodes, decode, encode, encode_qids
 from faers_anon.algorithms._group import loss_per_case, new_group, risk
 from faers_anon.algorithms._groups import Store, new_store, order_by_caps
 from faers_anon.algorithms._pool import Pool
@@ -82,7 +82,15 @@ from faers_anon.algorithms.types import Partition, QidHierarchies
 from faers_anon.errors import ConfigError
 from faers_anon.models.base import GroupModel
 
-__all__ = ["PARTITION_SCHEMA", "Partition", "QidHierarchies", "greedy_cluster", "score_candidates"]
+__all__ = [
+    "PARTITION_SCHEMA",
+    "Partition",
+    "QidCodes",
+    "QidHierarchies",
+    "encode_qids",
+    "greedy_cluster",
+    "score_candidates",
+]
 
 
 def _run(enc: Encoded, first: int, candidates: int, scan_limit: int) -> tuple[Store, int, int, int, int, int]:
@@ -140,6 +148,7 @@ def greedy_cluster(
     rng: np.random.Generator,
     candidates: int = 64,
     scan_limit: int = 4096,
+    qids: QidCodes | None = None,
 ) -> Partition:
     """Partition the cases into QID-groups that satisfy ``model`` (stage 1 + stage 2 of Lin et al. 2016).
 
@@ -154,6 +163,7 @@ def greedy_cluster(
         scan_limit: per stage-1 search at most this many evaluations and this many patterns and jumps
             visited; per leftover at most a quarter of this many groups considered and patterns and
             jumps visited (≥ M; module docstring).
+        qids: :func:`encode_qids` of ``cases`` and ``hierarchies`` when made ahead (e.g. beside P(s | c)).
 
     Returns:
         The :class:`Partition`; every case is in exactly one group.
@@ -166,7 +176,7 @@ def greedy_cluster(
         raise ConfigError(
             f"candidates must be >= 1 and scan_limit >= candidates; got {candidates}, {scan_limit}"
         )
-    enc = encode(cases, probabilities, model.requirements(), hierarchies)
+    enc = encode(cases, probabilities, model.requirements(), hierarchies, qids=qids)
     n = enc.caseid.shape[0]
     if n == 0:
         return Partition(

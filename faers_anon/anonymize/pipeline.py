@@ -32,6 +32,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +52,7 @@ from faers_anon.anonymize.method_run import method_parameters, method_partition,
 from faers_anon.anonymize.partition import unit_view
 from faers_anon.anonymize.result import AnonymizeResult
 from faers_anon.anonymize.thresholds import Thresholds
-from faers_anon.anonymize.units import engine_fields, model_unit, partition_model, report_records
+from faers_anon.anonymize.units import engine_inputs, model_unit, partition_model, report_records
 from faers_anon.anonymize.value_classes import ValueClasses, read_classes, read_outcomes, release_files
 from faers_anon.io.column_policy import ColumnPolicy, load_policy
 from faers_anon.io.qid_fields import generalize_fields
@@ -118,24 +119,22 @@ def partition_cases(
     need ``inputs.reports`` (:func:`.units.report_records`), and their partition frame has one row
     per report (``primaryid``, ``caseid``). θ* and P(s | c) are always those of the cases.
     With ``inputs.demo`` (the DEMO rows) and ``inputs.policy``, the engine also clusters on the
-    policy's other DEMO qids (:func:`.units.engine_fields`, on a thread beside P(s | c) and θ*).
+    policy's other DEMO qids (:func:`.units.engine_inputs`: they and the engine's QID arrays are made on
+    a thread beside P(s | c) and θ*).
     ``inputs.drug_names``: the other published drug columns, which P(s | c) reads through E like
     ``drug_key``. ``beside`` is called right before the engine runs (to start work needing no partition).
     """
     with Stages() as stages:
-        fields = None
-        if inputs.demo is not None and inputs.policy is not None:
-            demo, policy, unit = inputs.demo, inputs.policy, model_unit(config.model)
-            coded = lambda: engine_fields(demo, policy, config.hierarchies(), unit=unit)  # noqa: E731
-            fields = stages.start("engine fields", coded, announce=False)
+        whole = config.frozen is None  # a series step's engine sees a subset: its QID arrays are made there
+        fed = partial(engine_inputs, cases, inputs.demo, inputs.policy, config.hierarchies(),
+                      model=config.model, whole=whole)  # fmt: skip
+        coded = stages.start("engine fields", fed, announce=False)
         probabilities, thresholds = sensitive_thresholds(
             with_drug_names(cases, inputs.drug_names), knowledge, config=config, classes=inputs.classes,
             outcomes=inputs.outcomes,
         )  # fmt: skip
         model = make_model(config.model, k=config.k, thetas=thresholds.thetas)
-        hierarchies, codes = config.hierarchies(), None
-        if fields is not None:
-            codes, hierarchies = fields.result()
+        codes, hierarchies, qids = coded.result()
     if beside is not None:
         beside()
 
@@ -152,6 +151,7 @@ def partition_cases(
             candidates=config.candidates,
             scan_limit=config.scan_limit,
             codes=codes,
+            qids=qids,
         ).partition
 
     if config.frozen is None:

@@ -34,6 +34,7 @@ import numpy as np
 import polars as pl
 
 from faers_anon.algorithms import Partition, QidHierarchies, greedy_cluster
+from faers_anon.algorithms.greedy_cluster import QidCodes, encode_qids
 from faers_anon.algorithms.mondrian import mondrian
 from faers_anon.anonymize.partition import case_members, unit_view  # re-exported: the partition's views
 from faers_anon.errors import ConfigError, InputError
@@ -46,6 +47,7 @@ __all__ = [
     "ModelPartition",
     "case_members",
     "engine_fields",
+    "engine_inputs",
     "model_unit",
     "partition_model",
     "report_records",
@@ -173,6 +175,37 @@ def engine_fields(
     return codes, replace(hierarchies, fields=fields)
 
 
+def engine_inputs(
+    cases: pl.DataFrame,
+    demo: pl.DataFrame | None,
+    policy: ColumnPolicy | None,
+    hierarchies: QidHierarchies,
+    /,
+    *,
+    model: str,
+    whole: bool,
+) -> tuple[pl.DataFrame | None, QidHierarchies, QidCodes | None]:
+    """What the engine is fed besides P(s | c) and θ*, made ahead of them (issue 18 item 6): the field
+    QIDs' codes per unit and ``hierarchies`` with them (:func:`engine_fields`, with ``demo`` and
+    ``policy``), and the greedy engine's QID arrays of the units :func:`partition_model` feeds it
+    (``cases`` joined with the codes; none for a model fed reports or partitioned top-down, or when
+    the engine is not fed the ``whole`` cases frame, as in a series step).
+    """
+    codes = None
+    if demo is not None and policy is not None:
+        codes, hierarchies = engine_fields(demo, policy, hierarchies, unit=model_unit(model))
+    req = MODELS[model](k=2, thetas={}).requirements()
+    if (
+        not whole
+        or req.unit != "cases"
+        or req.algorithm != "greedy"
+        or (hierarchies.fields and codes is None)
+    ):
+        return codes, hierarchies, None
+    units = cases.join(codes, on="caseid", how="left") if hierarchies.fields and codes is not None else cases
+    return codes, hierarchies, encode_qids(units, hierarchies)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelPartition:
     """A model's partition in the shapes its consumers need.
@@ -203,6 +236,7 @@ def partition_model(
     candidates: int = 64,
     scan_limit: int = 4096,
     codes: pl.DataFrame | None = None,
+    qids: QidCodes | None = None,
 ) -> ModelPartition:
     """Feed a model's algorithm its units and map the partition back (module docstring).
 
@@ -220,6 +254,7 @@ def partition_model(
         codes: the field QIDs' codes per unit (:func:`engine_fields`), required when
             ``hierarchies.fields`` is not empty; Mondrian ignores them (the release still generalizes
             the fields over its groups).
+        qids: the QID arrays of :func:`engine_inputs` when made ahead (greedy engine).
 
     Raises:
         ConfigError: a report-unit model without ``reports``, or field QIDs without ``codes``.
@@ -250,6 +285,7 @@ def partition_model(
             rng=rng,
             candidates=candidates,
             scan_limit=scan_limit,
+            qids=qids,
         )
     if req.unit == "reports" and reports is not None:
         frame = (

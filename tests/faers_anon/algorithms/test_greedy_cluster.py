@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from faers_anon.algorithms import QidHierarchies, greedy_cluster
-from faers_anon.algorithms._frame import Encoded, encode
+from faers_anon.algorithms._frame import Encoded, encode, encode_qids
 from faers_anon.algorithms._group import Group, blocked_bits, cap_bits, is_valid, new_group, risk
 from faers_anon.algorithms._kernel import delta_il, stage2_budgets
 from faers_anon.algorithms._pool import remove_case
@@ -327,3 +327,23 @@ def test_stage2_considers_a_quarter_of_the_scan_limit_and_ranks_forced_placement
     m_best: int, scan_limit: int, expected: tuple[int, int]
 ) -> None:
     assert stage2_budgets(m_best, scan_limit) == expected
+
+
+def _arrays(enc: Encoded) -> list[np.ndarray]:
+    return [enc.caseid, *enc.pool, *enc.tab, *enc.cases, enc.req, np.array([enc.n_values])]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(quarters())
+def test_qid_arrays_made_ahead_give_the_same_kernel_arrays(q: tuple) -> None:
+    cases, probs, k, theta = q
+    req = MSKTheta(k=k, thetas={v: theta for v in VOCAB}).requirements()
+    fresh = _arrays(encode(cases, probs, req, HIER))
+    ahead = _arrays(
+        encode(cases, probs, req, HIER, qids=encode_qids(cases.sample(fraction=1.0, shuffle=True), HIER))
+    )
+    other = encode_qids(cases.head(cases.height - 1), HIER)  # made for other cases: not used
+    assert len(fresh) == len(ahead) == 49
+    assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(fresh, ahead, strict=True))
+    mixed = _arrays(encode(cases, probs, req, HIER, qids=other))
+    assert all(np.array_equal(a, b) for a, b in zip(fresh, mixed, strict=True))

@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from faers_anon.anonymize import pipeline
+from faers_anon.anonymize import pipeline, units
 from faers_anon.anonymize.pipeline import AnonymizeConfig, anonymize_folder
 from faers_anon.errors import InputError
 from faers_anon.io.ingest import ingest_quarters
@@ -48,18 +48,19 @@ def _files(release: Path) -> dict[str, str]:
 
 
 def _trace(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
-    """(step, thread) in the order the steps start: E, the engine, the draft, the field QIDs, the
-    metrics, the release's completion."""
+    """(step, thread) in the order the steps start: E, the engine's QID arrays, the engine, the draft,
+    the field QIDs, the metrics, the release's completion."""
     seen: list[tuple[str, str]] = []
     steps = [
         "knowledge_table",
+        "encode_qids",
         "partition_model",
         "prepare_release",
         "_generalized",
         "measure",
-        "seal_release",
     ]
-    for module, name in ((pipeline.metrics if n == "measure" else pipeline, n) for n in steps):
+    where = {"measure": pipeline.metrics, "encode_qids": units}
+    for module, name in ((where.get(n, pipeline), n) for n in [*steps, "seal_release"]):
         real = getattr(module, name)
 
         def traced(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
@@ -92,18 +93,19 @@ def test_draft_beside_the_engine_and_the_same_files_one_after_the_other(
     assert threads["prepare_release"] == "faers-anon release draft"
     assert threads["seal_release"] == "faers-anon write" and threads["_generalized"] == "faers-anon fields"
     assert threads["knowledge_table"] == "faers-anon E"
+    assert threads["encode_qids"] == "faers-anon engine fields" and order.count("encode_qids") == 1
     assert threads["partition_model"] == MAIN and threads["measure"] == MAIN
     assert order.index("prepare_release") < order.index("measure")
     # sequential: every step in this thread, in the order before (engine, metrics, the whole release)
     steps = (
         "knowledge_table",
+        "encode_qids",
         "partition_model",
         "_generalized",
         "measure",
         "prepare_release",
-        "seal_release",
     )
-    assert seen == [(n, MAIN) for n in steps]
+    assert seen == [(n, MAIN) for n in (*steps, "seal_release")]
     assert _files(tmp_path / "beside") == _files(tmp_path / "alone")
     assert beside.measures.nil == alone.measures.nil and beside.dr == alone.dr
     assert _leftovers(tmp_path) == []
