@@ -9,11 +9,13 @@ groups (:func:`faers_anon.io.qid_fields.generalize_fields`) and the figures are 
 cases) are reported for a model only; a method reports its own privacy figures instead.
 
 :func:`anonymize_folder` reads an ingested folder (``cases.parquet``; ``drug.parquet``/``indi.parquet``
-to mine E when no knowledge file is given), calls :func:`run` and writes the release with
-:func:`faers_anon.release.writer.write_release` (a method with its own item form then replaces the item
-tables: :func:`.method_run.publish_item_form`). :func:`anonymize_release` (the standalone ``faers-anon
-anonymize``) builds the release in a private work folder and publishes it as ``faers-anon release``
-does (:func:`faers_anon.io.workspace.publish_release`: one atomic rename, nothing beside ``out`` before).
+to mine E when no knowledge file is given), runs as :func:`run` does and writes the release as
+:func:`faers_anon.release.writer.write_release` does, its partition-independent half on a thread beside
+the engine (issue 18 item 6: the engine is one nogil core of two; :mod:`faers_anon.release.writer_draft`;
+a method with its own item form then replaces the item tables: :func:`.method_run.publish_item_form`).
+:func:`anonymize_release` (the standalone ``faers-anon anonymize``) builds the release in a private work
+folder and publishes it as ``faers-anon release`` does (:func:`faers_anon.io.workspace.publish_release`:
+one atomic rename, nothing beside ``out`` before).
 
 The run's options are :class:`.config.AnonymizeConfig`, its inputs besides the cases (E, P(s | c), θ*)
 come from :mod:`.inputs`, its outcome is :class:`.result.AnonymizeResult`.
