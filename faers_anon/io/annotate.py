@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from faers_anon.io import normalize, rules
@@ -175,28 +176,31 @@ def _looked_up(frame: pl.DataFrame, names: pl.Expr, lookup: pl.DataFrame | None)
     return keys.cast(pl.Utf8).gather(codes)
 
 
-def _with_report(frame: pl.LazyFrame, reports: pl.DataFrame, n_quarters: int) -> pl.LazyFrame:
-    """Add ``_report_caseid`` and ``_report_kept`` of each row's report (null when it has none).
+def _with_report(frame: pl.DataFrame, reports: pl.DataFrame, n_quarters: int) -> list[pl.Series]:
+    """``_report_caseid`` and ``_report_kept`` of each row's report (null when it has none).
 
     A binary search of the row's key (:func:`report_key`) in the sorted keys of ``reports`` (unique
-    on the key), row by row and in place: a join would copy every column of the table, and
-    ``replace_strict`` with a mapping of every report costs about ten times as much.
+    on the key, none null): a join would copy every column of the table, and ``replace_strict``
+    with a mapping of every report costs about ten times as much. The search is numpy's
+    ``searchsorted`` (0.02 s for DRUG's 1.76 M rows among 424 k reports, against 0.2 s for polars'
+    ``search_sorted`` expression, which walks the sorted keys chunk by chunk through an iterator).
     """
     if reports.is_empty():
-        none = pl.lit(None)
-        return frame.with_columns(
-            none.cast(pl.Int64).alias("_report_caseid"), none.cast(pl.Boolean).alias("_report_kept")
-        )
+        return [
+            pl.Series("_report_caseid", [None] * frame.height, pl.Int64),
+            pl.Series("_report_kept", [None] * frame.height, pl.Boolean),
+        ]
     ordered = reports.sort("_report_key")
-    keys = pl.lit(ordered.get_column("_report_key"))
-    position = pl.col("_report_position")
-    found = keys.gather(position) == report_key(n_quarters)
-    return frame.with_columns(
-        keys.search_sorted(report_key(n_quarters)).clip(0, ordered.height - 1).alias("_report_position")
-    ).with_columns(
-        pl.when(found).then(pl.lit(ordered.get_column(name)).gather(position)).alias(name)
+    keys = ordered.get_column("_report_key").to_numpy()
+    wanted = frame.select(report_key(n_quarters).fill_null(-1)).to_series().to_numpy()
+    position = np.searchsorted(keys, wanted).clip(0, ordered.height - 1)
+    found = pl.Series(keys[position] == wanted)
+    return [
+        pl.select(pl.when(found).then(pl.Series(ordered.get_column(name).to_numpy()[position])))
+        .to_series()
+        .alias(name)
         for name in ("_report_caseid", "_report_kept")
-    )
+    ]
 
 
 def typed_rows(table: str, scans: list[Scan]) -> pl.DataFrame:
@@ -235,7 +239,7 @@ def annotated_children(
     keyed = rows.lazy()
     if table == "drug":
         keyed = keyed.with_columns(_drug_key(rows, lookup).alias("drug_key"))
-    linked = _with_report(keyed, reports, n_quarters)
+    linked = keyed.with_columns(_with_report(rows, reports, n_quarters))
     case = pl.coalesce("_report_caseid", "caseid")
     annotated = checked(linked, child_rules(table), case.is_in(deleted_ids.implode()))
     return annotated.with_columns(

@@ -15,7 +15,9 @@ How a file is read, and why:
   empty* is accepted in any era (it holds nothing). More fields (an embedded ``$``, two records on
   one line) fail the ``no_extra_fields`` rule; the surplus is kept as ``extra_fields`` for the
   restricted reject file. (A full split costs less than a bounded ``splitn``, whose substring
-  search is slower than the single-byte one of ``split``.)
+  search is slower than the single-byte one of ``split``.) A valid UTF-8 file of
+  :data:`KERNEL_MIN_BYTES` or more is split instead by the numba kernel of
+  :mod:`faers_anon.io._split`, which gives the same frame without copying a field.
 * Short rows (fewer fields than the header, e.g. ``1$2$3`` in DEMO) fail the ``enough_fields``
   rule and are quarantined: their missing fields cannot be told from a record cut short (FORMAT.md
   §7 notes that some loaders pad them; we do not publish a guess). A legacy record broken by an
@@ -29,6 +31,7 @@ How a file is read, and why:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -56,6 +59,9 @@ EXTRA_FIELDS = "extra_fields"
 SHORT_ROW = "_short_row"
 #: Column that is True for a line holding a byte sequence invalid in the file's encoding.
 INVALID_BYTES = "_invalid_bytes"
+#: Files of at least this many bytes (and below 2 GiB) are split by the kernel of
+#: :mod:`faers_anon.io._split`; smaller ones, and files with invalid bytes, by polars.
+KERNEL_MIN_BYTES = 16 << 20
 _REPLACEMENT = "\ufffd"
 _FIELDS = "_fields"
 
@@ -169,23 +175,44 @@ def scan_table(file: LocalFile, table: str, /) -> ScannedFile:
         for c in columns
     ]
     over_ok = (count <= width) | ((count == width + 1) & (fields.list.last() == ""))
-    frame = (
-        _lines(file)
-        .filter(pl.col("_raw").is_not_null())
-        .select(pl.col("line"), pl.col("_raw").str.split("$").alias(_FIELDS), _invalid_bytes(file))
-        .select(
-            *_meta(file),
-            *raw,
-            (count < width).alias(SHORT_ROW),
-            pl.when(~over_ok).then(fields.list.slice(width).list.join("$")).alias(EXTRA_FIELDS),
-            pl.col(INVALID_BYTES),
+    if not file.invalid_bytes and KERNEL_MIN_BYTES <= file.path.stat().st_size < 1 << 31:
+        frame = _split_by_kernel(file, width, {c: by_name[c] for c in columns if c in by_name}, list(columns))
+    else:
+        frame = (
+            _lines(file)
+            .filter(pl.col("_raw").is_not_null())
+            .select(pl.col("line"), pl.col("_raw").str.split("$").alias(_FIELDS), _invalid_bytes(file))
+            .select(
+                *_meta(file),
+                *raw,
+                (count < width).alias(SHORT_ROW),
+                pl.when(~over_ok).then(fields.list.slice(width).list.join("$")).alias(EXTRA_FIELDS),
+                pl.col(INVALID_BYTES),
+            )
         )
-    )
     return ScannedFile(
         file=file,
         frame=frame,
         ignored_columns=tuple(n for n in names if n not in columns),
         missing_columns=tuple(c for c in columns if c not in by_name),
+    )
+
+
+def _split_by_kernel(
+    file: LocalFile, width: int, fields: dict[str, int], columns: Sequence[str]
+) -> pl.LazyFrame:
+    """The frame of :func:`scan_table` from :func:`faers_anon.io._split.split_file` (a large valid
+    UTF-8 file): the same columns and values, split when the frame is collected."""
+    from faers_anon.io._split import split_file  # imports numba: only for a file this large
+
+    schema = {"line": pl.Int64, **dict.fromkeys(fields, pl.Utf8), "_count": pl.UInt32, "_surplus": pl.Utf8}
+    split = pl.defer(lambda: split_file(file.path, width, fields), schema=schema)
+    return split.select(
+        *_meta(file),
+        *[(pl.col(c) if c in fields else pl.lit(None, pl.Utf8)).alias(c) for c in columns],
+        (pl.col("_count") < width).alias(SHORT_ROW),
+        pl.col("_surplus").alias(EXTRA_FIELDS),
+        pl.lit(False).alias(INVALID_BYTES),
     )
 
 

@@ -50,6 +50,9 @@ META = ("quarter", "source_file", "line")
 COMPRESSION: Final = "lz4"
 #: Rows per row group of the tables written slice by slice (:func:`write_rows`), as polars' default.
 ROW_GROUP: Final = 1 << 18
+#: Values Arrow's column writer encodes per call (its default 1,024): larger batches spend less per
+#: batch on levels and validity (DRUG's kept rows: 1.05–1.09 → 0.99–1.00 CPU-s, 5 runs each).
+WRITE_BATCH: Final = 1 << 16
 
 
 def _arrow_table(frame: pl.DataFrame) -> pa.Table:
@@ -87,7 +90,12 @@ def write_table(frame: pl.DataFrame, path: Path, /) -> int:
 
 def _parquet_options(frame: pl.DataFrame) -> dict[str, Any]:
     text = [name for name, dtype in frame.schema.items() if dtype in (pl.Utf8, pl.List(pl.Utf8))]
-    return {"compression": COMPRESSION, "use_dictionary": text, "write_statistics": False}
+    return {
+        "compression": COMPRESSION,
+        "use_dictionary": text,
+        "write_statistics": False,
+        "write_batch_size": WRITE_BATCH,
+    }
 
 
 class Sink:
