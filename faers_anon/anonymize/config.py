@@ -62,6 +62,9 @@ class AnonymizeConfig:
         outcome_theta: θ of the OUTC codes: ``same`` (the run's θ* rule) or ``frequency``
             (θ_o = min(1, θ + P(o)); :func:`faers_anon.anonymize.thresholds.outcome_thetas`); recorded
             in the manifest only when not ``same``.
+        outcome_strata: run the engine on serious and non-serious cases apart
+            (:func:`faers_anon.anonymize.value_classes.seriousness_strata`; docs/outcomes.md); recorded in
+            the manifest only when true.
         items_m: m of k^m-anonymity of the drug and reaction sets inside each group (0: off, 1 or 2;
             :mod:`faers_anon.anonymize.items`); items_strategy: ``suppress`` or ``disassociate``.
     """
@@ -87,6 +90,7 @@ class AnonymizeConfig:
     classes: Path | None = None
     protect_outcomes: bool = True
     outcome_theta: str = "same"
+    outcome_strata: bool = False
     items_m: int = 0
     items_strategy: str = "suppress"
 
@@ -123,6 +127,11 @@ class AnonymizeConfig:
                 f"qids: got {list(self.qids)!r} (expected a non-empty subset of {', '.join(QIDS)})"
             )
         _check_items(self)
+        if self.outcome_strata and (self.method is not None or model_unit(self.model) != "cases"):
+            raise ConfigError(
+                "outcome-strata needs a model whose groups are sets of cases "
+                f"(not --method, not {self.model})"
+            )
         if self.outcome_theta not in OUTCOME_RULES:
             raise ConfigError(
                 f"outcome theta: unknown {self.outcome_theta!r} (expected one of {', '.join(OUTCOME_RULES)})"
@@ -151,6 +160,7 @@ class AnonymizeConfig:
             if key not in ("force", "key_file", "frozen")
             and not (key == "method" and value is None)
             and not (key == "outcome_theta" and value == "same")  # manifests before the option: unchanged
+            and not (key == "outcome_strata" and value is False)
         }
         if self.method is not None:
             out.pop("model")  # the method replaces the model

@@ -55,7 +55,14 @@ from faers_anon.anonymize.partition import unit_view
 from faers_anon.anonymize.result import AnonymizeResult
 from faers_anon.anonymize.thresholds import Thresholds
 from faers_anon.anonymize.units import engine_inputs, model_unit, partition_model, report_records
-from faers_anon.anonymize.value_classes import ValueClasses, read_classes, read_outcomes, release_files
+from faers_anon.anonymize.value_classes import (
+    ValueClasses,
+    read_classes,
+    read_outcomes,
+    release_files,
+    seriousness_strata,
+    with_outcome_strata,
+)
 from faers_anon.io.column_policy import ColumnPolicy, load_policy
 from faers_anon.io.qid_fields import generalize_fields
 from faers_anon.io.workspace import publish_release, signals_raise, work_folder
@@ -127,7 +134,8 @@ def partition_cases(
     ``drug_key``. ``beside`` is called right before the engine runs (to start work needing no partition).
     """
     with Stages() as stages:
-        whole = config.frozen is None  # a series step's engine sees a subset: its QID arrays are made there
+        # a series step's engine (or each outcome stratum's) sees a subset: its QID arrays are made there
+        whole = config.frozen is None and not config.outcome_strata
         fed = partial(engine_inputs, cases, inputs.demo, inputs.policy, config.hierarchies(),
                       model=config.model, whole=whole)  # fmt: skip
         coded = stages.start("engine fields", fed, announce=False)
@@ -156,7 +164,10 @@ def partition_cases(
             qids=qids,
         ).partition
 
-    if config.frozen is None:
+    if config.frozen is None and config.outcome_strata and inputs.demo is not None:  # docs/outcomes.md
+        strata = seriousness_strata(cases, inputs.demo, probabilities, thresholds.thetas, k=config.k)
+        partition = with_outcome_strata(strata, run)
+    elif config.frozen is None:
         partition = run(cases)
     else:  # a series: frozen bundles placed around the engine (faers_anon.series.step)
         from faers_anon.series.step import with_frozen  # the series step imports this module

@@ -130,6 +130,12 @@ _TABLE = (
         choices=OUTCOME_RULES,
     ),  # fmt: skip
     _anonymize(
+        "outcome_strata",
+        "bool",
+        "Run the engine on serious and non-serious cases apart, so that no group's outcome is released "
+        "as * (with --outcome-theta frequency; docs/outcomes.md).",
+    ),  # fmt: skip
+    _anonymize(
         "items_m",
         "int",
         "k^m-anonymity of the drug and reaction sets in each group: an attacker "

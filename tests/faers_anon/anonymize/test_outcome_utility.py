@@ -218,3 +218,27 @@ def test_the_engine_runs_per_stratum_and_the_group_ids_follow_each_other() -> No
     got = with_outcome_strata(strata, run)
     assert got.frame.get_column("group_id").to_list() == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]
     assert (got.groups, got.leftovers, got.merged_groups, got.first_seed) == (4, 2, 2, 1)
+
+
+def test_outcome_strata_need_case_groups_and_are_recorded_only_when_on() -> None:
+    assert "outcome_strata" not in AnonymizeConfig().parameters()
+    assert AnonymizeConfig(outcome_strata=True).parameters()["outcome_strata"] is True
+    with pytest.raises(ConfigError, match="outcome-strata needs a model whose groups are sets of cases"):
+        AnonymizeConfig(outcome_strata=True, model="k-anonymity")
+
+
+def test_the_demo_release_with_outcome_strata_never_releases_star(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Demo, k 5, θ 0.4, ``death`` + frequency + strata: every group is serious or not, and it verifies."""
+    root = tmp_path_factory.mktemp("outcome-strata")
+    ingested = ingest_quarters([demo_source()], root / "ingested").out
+    policy = root / "death.toml"
+    policy.write_text('[demo]\noutcome = { role = "qid", hierarchy = "death", why = "seriousness" }\n')
+    config = AnonymizeConfig(
+        k=5, theta=0.4, outcome_theta="frequency", column_policy=policy, outcome_strata=True
+    )
+    api.anonymize(ingested, root / "release", config=config)
+    outcome = pl.read_parquet(root / "release" / "parquet" / "demo.parquet").get_column("outcome")
+    assert set(outcome.unique()) <= {"serious", "non-serious", "other serious"}
+    assert verify_release(root / "release").ok
