@@ -89,8 +89,8 @@ class AnonymizeConfig:
     column_policy: Path | None = None
     classes: Path | None = None
     protect_outcomes: bool = True
-    outcome_theta: str = "same"
-    outcome_strata: bool = False
+    outcome_theta: str = "frequency"
+    outcome_strata: bool = True
     items_m: int = 0
     items_strategy: str = "suppress"
 
@@ -128,10 +128,8 @@ class AnonymizeConfig:
             )
         _check_items(self)
         if self.outcome_strata and (self.method is not None or model_unit(self.model) != "cases"):
-            raise ConfigError(
-                "outcome-strata needs a model whose groups are sets of cases "
-                f"(not --method, not {self.model})"
-            )
+            # on by default: strata are a model's case groups; a method or a report-unit model runs whole
+            object.__setattr__(self, "outcome_strata", False)
         if self.outcome_theta not in OUTCOME_RULES:
             raise ConfigError(
                 f"outcome theta: unknown {self.outcome_theta!r} (expected one of {', '.join(OUTCOME_RULES)})"

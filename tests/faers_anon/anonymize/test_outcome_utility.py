@@ -69,8 +69,8 @@ def test_unknown_outcome_rule_is_a_config_error() -> None:
 
 
 def test_the_manifest_records_the_outcome_rule_only_when_not_same() -> None:
-    assert "outcome_theta" not in AnonymizeConfig().parameters()
-    assert AnonymizeConfig(outcome_theta="frequency").parameters()["outcome_theta"] == "frequency"
+    assert "outcome_theta" not in AnonymizeConfig(outcome_theta="same").parameters()
+    assert AnonymizeConfig().parameters()["outcome_theta"] == "frequency"  # the default (docs/outcomes.md)
 
 
 # case outcome sets (DEMO rows, one per case): 1 DE,HO; 2 HO,OT; 3 OT; 4 none; 5 DE; 6 none
@@ -167,11 +167,11 @@ def test_the_demo_release_with_death_and_frequency_shows_more_outcomes_and_verif
     θ_o as ``outcomes.csv`` says, and the release verifies (outcome_set, outcome_theta included)."""
     root = tmp_path_factory.mktemp("outcome-utility")
     ingested = ingest_quarters([demo_source()], root / "ingested").out
-    policy = root / "death.toml"
-    policy.write_text('[demo]\noutcome = { role = "qid", hierarchy = "death", why = "seriousness" }\n')
+    policy = root / "outcome.toml"  # the full hierarchy: the default before docs/outcomes.md
+    policy.write_text('[demo]\noutcome = { role = "qid", hierarchy = "outcome", why = "the OUTC set" }\n')
     shares = {}
-    base = AnonymizeConfig(k=5, theta=0.4, seed=0)
-    configs = {"default": base, "death": replace(base, outcome_theta="frequency", column_policy=policy)}
+    base = AnonymizeConfig(k=5, theta=0.4, seed=0, outcome_strata=False)  # death + frequency: the defaults
+    configs = {"default": replace(base, outcome_theta="same", column_policy=policy), "death": base}
     for name, config in configs.items():
         api.anonymize(ingested, root / name, config=config)
         latest = pl.read_parquet(root / name / "parquet" / "demo.parquet").filter(pl.col("is_latest"))
@@ -221,23 +221,21 @@ def test_the_engine_runs_per_stratum_and_the_group_ids_follow_each_other() -> No
 
 
 def test_outcome_strata_need_case_groups_and_are_recorded_only_when_on() -> None:
-    assert "outcome_strata" not in AnonymizeConfig().parameters()
-    assert AnonymizeConfig(outcome_strata=True).parameters()["outcome_strata"] is True
-    with pytest.raises(ConfigError, match="outcome-strata needs a model whose groups are sets of cases"):
-        AnonymizeConfig(outcome_strata=True, model="k-anonymity")
+    assert AnonymizeConfig().parameters()["outcome_strata"] is True  # the default (docs/outcomes.md)
+    assert "outcome_strata" not in AnonymizeConfig(outcome_strata=False).parameters()
+    # a report-unit model or a method has no case groups to stratify: the run is whole, and says so
+    assert AnonymizeConfig(outcome_strata=True, model="k-anonymity").outcome_strata is False
+    assert "outcome_strata" not in AnonymizeConfig(method="ra").parameters()
 
 
 def test_the_demo_release_with_outcome_strata_never_releases_star(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """Demo, k 5, θ 0.4, ``death`` + frequency + strata: every group is serious or not, and it verifies."""
+    """Demo, k 5, θ 0.4, the defaults (``death`` + frequency + strata): every group is serious or not,
+    and it verifies."""
     root = tmp_path_factory.mktemp("outcome-strata")
     ingested = ingest_quarters([demo_source()], root / "ingested").out
-    policy = root / "death.toml"
-    policy.write_text('[demo]\noutcome = { role = "qid", hierarchy = "death", why = "seriousness" }\n')
-    config = AnonymizeConfig(
-        k=5, theta=0.4, outcome_theta="frequency", column_policy=policy, outcome_strata=True
-    )
+    config = AnonymizeConfig(k=5, theta=0.4)
     api.anonymize(ingested, root / "release", config=config)
     outcome = pl.read_parquet(root / "release" / "parquet" / "demo.parquet").get_column("outcome")
     assert set(outcome.unique()) <= {"serious", "non-serious", "other serious"}

@@ -126,6 +126,7 @@ def test_rows_agree_with_anonymize_and_the_verifier(
         config = AnonymizeConfig(
             model=model, k=3, theta=0.4, on_infeasible="raise-theta", seed=2,
             column_policy=tmp_path / "paper.csv", classes=tmp_path / "none.csv", protect_outcomes=False,
+            outcome_strata=False,
         )  # fmt: skip
         done = anonymize_folder(ingested, tmp_path / model, config=config)
         row = rows.filter(pl.col("model") == model).row(0, named=True)

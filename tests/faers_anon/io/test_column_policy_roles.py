@@ -42,7 +42,7 @@ def test_default_demo_publishes_nothing_as_is_but_the_latest_flag() -> None:
     assert DEFAULT_POLICY.field_qids() == {
         "i_f_code": "value", "init_fda_dt": "date", "fda_dt": "date", "rept_cod": "value",
         "mfr_sndr": "value", "e_sub": "value", "to_mfr": "value", "occp_cod": "occupation",
-        "reporter_country": "value", "occr_country": "value", "outcome": "outcome",
+        "reporter_country": "value", "occr_country": "value", "outcome": "death",
     }  # fmt: skip
 
 

@@ -74,7 +74,7 @@ def test_after_every_version_carries_its_groups_outcome(releases: dict[str, Path
     demo = pl.read_parquet(releases["after"] / "parquet" / "demo.parquet")
     assert demo.group_by("caseid").agg(pl.col("outcome").n_unique()).get_column("outcome").max() == 1
     codes = "(DE|LT|HO|DS|CA|RI|OT)"
-    form = rf"^(\*|serious|non-serious|none|most severe {codes}|{codes}(,{codes})*)$"
+    form = rf"^(\*|serious|non-serious|other serious|death|none|most severe {codes}|{codes}(,{codes})*)$"
     assert demo.get_column("outcome").str.contains(form).all()
     outc = pl.read_parquet(releases["after"] / "parquet" / "outc.parquet")
     # the OUTC rows are the codes each case's released value makes certain: none for serious and *
