@@ -3,6 +3,7 @@ outcome hierarchies ``seriousness`` and ``death``, with hand-worked answers."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 
 import polars as pl
@@ -17,6 +18,7 @@ from faers_anon.errors import ConfigError, InfeasibleThetaError
 from faers_anon.io.column_policy import DEFAULT_POLICY, ColumnPolicy
 from faers_anon.io.ingest import demo_source, ingest_quarters
 from faers_anon.io.qid_fields import OUTCOME_FIELD, certain_codes, field_codes, generalize_fields
+from faers_anon.release.stages import STAGES_ENV
 from faers_anon.verify.verifier import verify_release
 
 # 100 cases: OT on cases 0-33 (P = 0.34), HO on 0-28 (0.29), DE on 0-4 (0.05), reaction NAUSEA on 0-9
@@ -218,6 +220,28 @@ def test_the_engine_runs_per_stratum_and_the_group_ids_follow_each_other() -> No
     got = with_outcome_strata(strata, run)
     assert got.frame.get_column("group_id").to_list() == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]
     assert (got.groups, got.leftovers, got.merged_groups, got.first_seed) == (4, 2, 2, 1)
+
+
+@pytest.mark.parametrize("mode", ["concurrent", "sequential"])
+def test_each_stratum_runs_on_its_own_thread_unless_sequential(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(STAGES_ENV, mode)
+    threads: dict[int, str] = {}
+
+    def run(cases: pl.DataFrame) -> Partition:
+        threads[int(cases["caseid"][0])] = threading.current_thread().name
+        frame = cases.select("caseid", pl.lit(0, pl.Int64).alias("group_id"))
+        return Partition(frame=frame, groups=1, leftovers=0, forced=0, failed_groups=0, invalid_groups=0,
+                         first_seed=0, merged_groups=0)  # fmt: skip
+
+    got = with_outcome_strata(seriousness_strata(STRATA_CASES, STRATA_DEMO, STRATA_P, {}, k=5), run)
+    assert got.frame.get_column("group_id").to_list() == [0] * 6 + [1] * 6  # the same partition either way
+    main = threading.main_thread().name
+    want = (
+        {1: "faers-anon stratum 0", 7: "faers-anon stratum 1"} if mode == "concurrent" else {1: main, 7: main}
+    )
+    assert threads == want
 
 
 def test_outcome_strata_need_case_groups_and_are_recorded_only_when_on() -> None:
