@@ -12,10 +12,11 @@ peak RSS printed, each as it ends):
 1. cumulative ingest of all quarters (``faers-anon ingest Q1 … Qn``);
 2. each quarter released on its own (``release Qi``), and released with one ledger
    (``release Qi --ledger``), one after the other so both see the same load: the ratio ledgered /
-   stand-alone per quarter (wall, CPU and peak RSS), and the ledger's placement counts (returning, published, republished and
-   withheld cases and reports; pending cases retried, published, superseded), and the ledger read
-   the next quarter makes: ``open_ledger`` (the last state file) against reading every release file
-   and building the histories (the read before the state file), in this process;
+   stand-alone per quarter (wall, CPU and peak RSS), and the ledger's placement counts (returning,
+   published, republished and withheld cases and reports; pending cases retried, published,
+   superseded), and the ledger read the next quarter makes: ``open_ledger`` (the last state file)
+   against reading every release file and building the histories (the read before the state file),
+   in this process;
 3. cumulative signals over the ledgered releases (``faers-anon signals R1 … Rn``);
 4. ``faers-anon verify --series`` and the risk module's composition attack, on both series.
 

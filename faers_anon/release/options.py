@@ -133,7 +133,8 @@ _TABLE = (
         "outcome_strata",
         "bool",
         "Run the engine on serious and non-serious cases apart, so that no group's outcome is released "
-        "as * (with --outcome-theta frequency; models whose groups are cases, else ignored; docs/outcomes.md).",
+        "as * (with --outcome-theta frequency; models whose groups are cases, else ignored; "
+        "docs/outcomes.md).",
     ),  # fmt: skip
     _anonymize(
         "items_m",

@@ -44,7 +44,8 @@ def test_importing_faers_anon_leaves_the_environment_and_the_kernel_caches_alone
 
 def test_the_command_sets_the_allocator_before_polars() -> None:
     # --version loads no polars (tests/faers_anon/test_cli_startup.py): the setting is made before it is
-    code = "from faers_anon.__main__ import main\n" + _CLI + "import polars\n" + _SHOW.format(name=ALLOCATOR_ENV)
+    allocator = "import polars\n" + _SHOW.format(name=ALLOCATOR_ENV)
+    code = "from faers_anon.__main__ import main\n" + _CLI + allocator
     # polars prepends its own options when it is imported; jemalloc reads left to right: ours win
     assert _run(code, _env()).endswith("," + ALLOCATOR_CONF)
     shown = "import click; from faers_anon import _numba_cache; print(_numba_cache._progress == [click.echo])"

@@ -22,7 +22,9 @@ from faers_anon.synthetic import make_quarter, write_quarter
 
 MAIN = threading.main_thread().name
 # the whole-quarter path (with outcome strata, each stratum's QID arrays are made inside its engine run)
-CONFIG = AnonymizeConfig(k=4, theta=0.5, on_infeasible="raise-theta", seed=3, force=True, outcome_strata=False)
+CONFIG = AnonymizeConfig(
+    k=4, theta=0.5, on_infeasible="raise-theta", seed=3, force=True, outcome_strata=False
+)
 
 
 @pytest.fixture(scope="module")

@@ -144,9 +144,11 @@ KNOWLEDGE = pl.DataFrame({"drug_key": ["ASPIRIN", "ACETAMINOPHEN", "ACETAMINOPHE
                           "disease": ["Pain", "Headache", "Fever"], "weight": [1.0, 0.5, 0.5]})  # fmt: skip
 THRESHOLDS = pl.DataFrame({"value": ["HEADACHE", "PAIN"], "theta": [0.6, 1.0]})
 PARAMS: dict[str, object] = {"model": "ms-k-theta", "k": 2, "theta": 0.6, "seed": 7}
-# the default policy with the outcome's full hierarchy (exact set first), so that the rows below keep their codes
+# the default policy with the outcome's full hierarchy (exact set first): the rows below keep their codes
 FULL_OUTCOME = ColumnPolicy(
-    columns=DEFAULT_POLICY.columns, qids={**DEFAULT_POLICY.qids, "outcome": "outcome"}, trees=DEFAULT_POLICY.trees
+    columns=DEFAULT_POLICY.columns,
+    qids={**DEFAULT_POLICY.qids, "outcome": "outcome"},
+    trees=DEFAULT_POLICY.trees,
 )
 
 
