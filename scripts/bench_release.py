@@ -42,6 +42,8 @@ os.environ.setdefault("FAERS_ANON_JIT", "compiled")
 _CHILD = """
 import json, resource, sys, time
 from pathlib import Path
+import faers_anon
+faers_anon.configure()  # as the faers-anon command does: the allocator, the kernels' cache
 from faers_anon.release.pipeline import release
 from faers_anon.release.config import build_release_config
 source, out = Path(sys.argv[1]), Path(sys.argv[2])
