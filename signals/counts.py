@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
@@ -315,15 +315,26 @@ def count_2x2(
         .join(n_event, on="ekey", how="left")
         .join(n, on="stratum_id", how="left")
         .with_columns(pl.col("a", "nd", "ne").fill_null(0.0))
-        .with_columns(
-            b=pl.col("nd") - pl.col("a"),
-            c=pl.col("ne") - pl.col("a"),
-            d=pl.col("n") - pl.col("nd") - pl.col("ne") + pl.col("a"),
-        )
-        .with_columns([pl.when(pl.col(x) < _TINY).then(0.0).otherwise(pl.col(x)).alias(x) for x in "bcd"])
+        .with_columns(COMPLEMENT_CELLS)
+        .with_columns(ROUNDED_CELLS)
         .sort("key")
         .collect()
     )
+    return named_cells(counted, co)
+
+
+#: b = nd − a, c = ne − a, d = n − nd − ne + a from a, the drug's and the event's margins and n.
+COMPLEMENT_CELLS: Final = [
+    (pl.col("nd") - pl.col("a")).alias("b"),
+    (pl.col("ne") - pl.col("a")).alias("c"),
+    (pl.col("n") - pl.col("nd") - pl.col("ne") + pl.col("a")).alias("d"),
+]
+#: A cell below _TINY after the subtractions is the round-off of fractional sums: 0.
+ROUNDED_CELLS: Final = [pl.when(pl.col(x) < _TINY).then(0.0).otherwise(pl.col(x)).alias(x) for x in "bcd"]
+
+
+def named_cells(counted: pl.DataFrame, co: CoReports) -> pl.DataFrame:
+    """``counted`` (stratum_id, drug_id, event_id, a–d) as the 2x2 frame: stratum_id, drug, event, a–d."""
     return counted.select(
         "stratum_id",
         co.drug_names.get_column("drug").gather(counted.get_column("drug_id")).alias("drug"),

@@ -35,7 +35,7 @@ import numpy as np
 import polars as pl
 from scipy import sparse
 
-from signals.counts import CoReports
+from signals.counts import COMPLEMENT_CELLS, ROUNDED_CELLS, CoReports, named_cells
 from signals.strata import Interval, Missing, Stratum, has_ranges, weight_columns
 
 __all__ = ["Incidence", "Profiles", "count_profiles", "incidence", "profiles", "strata_variables", "weights"]
@@ -49,7 +49,6 @@ _DECIMALS = 9  # as signals.counts.weight_sum
 #: The sums' precision: x87 extended (64-bit significand) where numpy has it, so that each sum of
 #: products n · w is the exact one to the nearest double (module docstring); else double.
 _SUM = np.longdouble
-_TINY = 1e-9  # as signals.counts: cells below this after subtracting sums are round-off, set to 0
 
 
 def strata_variables(strata: Iterable[Stratum]) -> frozenset[str]:
@@ -212,23 +211,8 @@ def count_profiles(
         )
     schema = {"stratum_id": pl.UInt32, "drug_id": pl.UInt32, "event_id": pl.UInt32,
               **dict.fromkeys(("a", "nd", "ne", "n"), pl.Float64)}  # fmt: skip
-    counted = pl.concat([pl.DataFrame(schema=schema), *parts]).with_columns(
-        b=pl.col("nd") - pl.col("a"),
-        c=pl.col("ne") - pl.col("a"),
-        d=pl.col("n") - pl.col("nd") - pl.col("ne") + pl.col("a"),
-    )
-    counted = counted.with_columns(
-        [pl.when(pl.col(x) < _TINY).then(0.0).otherwise(pl.col(x)).alias(x) for x in "bcd"]
-    )
-    return counted.select(
-        "stratum_id",
-        co.drug_names.get_column("drug").gather(counted.get_column("drug_id")).alias("drug"),
-        co.event_names.get_column("event").gather(counted.get_column("event_id")).alias("event"),
-        "a",
-        "b",
-        "c",
-        "d",
-    )
+    counted = pl.concat([pl.DataFrame(schema=schema), *parts]).with_columns(COMPLEMENT_CELLS)
+    return named_cells(counted.with_columns(ROUNDED_CELLS), co)
 
 
 def _gathered(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:

@@ -90,7 +90,6 @@ from faers_anon.release.writer_tables import write_parquet, write_table
 __all__ = [
     "ReleaseWritten",
     "SealedRelease",
-    "finish_release",
     "place_release",
     "restricted_path",
     "seal_release",
@@ -143,7 +142,8 @@ def write_release(
     items: ItemProtection | None = None,
 ) -> ReleaseWritten:
     """Write the release folder ``out`` (layout in the module docstring; SPEC §10): its partition-independent
-    half (:func:`~faers_anon.release.writer_draft.prepare_release`), then :func:`finish_release`.
+    half (:func:`~faers_anon.release.writer_draft.prepare_release`), then :func:`seal_release` and
+    :func:`place_release`.
 
     Args:
         ingested: the ingested folder (``reports.parquet`` … ``rpsr.parquet``, optional ``rejects/``).
@@ -171,25 +171,6 @@ def write_release(
             malformed knowledge, thresholds, parameters or extra file names.
     """
     draft = prepare_release(ingested, out, policy=policy, key=key, force=force, items=items, pid=os.getpid())
-    return finish_release(
-        draft, partition, knowledge=knowledge, thresholds=thresholds, parameters=parameters,
-        extra_files=extra_files, items=items,
-    )  # fmt: skip
-
-
-def finish_release(
-    draft: ReleaseDraft,
-    partition: pl.DataFrame,
-    *,
-    knowledge: pl.DataFrame,
-    thresholds: pl.DataFrame,
-    parameters: Mapping[str, object],
-    extra_files: Mapping[str, bytes] | None = None,
-    items: ItemProtection | None = None,
-) -> ReleaseWritten:
-    """Complete ``draft`` (:func:`~faers_anon.release.writer_draft.prepare_release`) with ``partition``
-    (:func:`seal_release`) and rename it to the release folder (:func:`place_release`); arguments and
-    errors: :func:`write_release`."""
     sealed = seal_release(
         draft, partition, knowledge=knowledge, thresholds=thresholds, parameters=parameters,
         extra_files=extra_files, items=items,

@@ -1,9 +1,9 @@
 """The partition-independent half of writing a release: a draft folder (issue 18 item 6).
 
 :func:`faers_anon.release.writer.write_release` = :func:`prepare_release`, then
-:func:`faers_anon.release.writer.finish_release`. Everything here needs the ingested folder, the
-column policy and the key, never the partition, so the anonymize stage runs it on a thread beside the
-clustering engine (:func:`faers_anon.anonymize.pipeline.anonymize_folder`):
+:func:`faers_anon.release.writer.seal_release` and ``place_release``. Everything here needs the
+ingested folder, the column policy and the key, never the partition, so the anonymize stage runs it
+on a thread beside the clustering engine (:func:`faers_anon.anonymize.pipeline.anonymize_folder`):
 
 * the tables read as published (:func:`read_release_table`), their ids pseudonymized and their rows
   in release order (:func:`~faers_anon.release.writer_tables.released_rows`), DEMO with its case's OUTC
