@@ -133,6 +133,12 @@ def _changes(report: Mapping[str, Any]) -> str:
     others = ", the other combination fields by their group's common value (* = any)" if extra else ""
     dropped = (counts.get("reports_quarantined") or 0) + (counts.get("reports_deleted") or 0)
     link = (report.get("risk") or {}).get("linkage") or {}
+    outcomes = (
+        "the outcome is released as its group's common value (e.g. serious / non-serious), and OUTC holds "
+        "only the codes that value makes certain"
+        if "outcome" in extra
+        else "outcomes are released as reported"
+    )
     ids = (
         "report and case ids are replaced by keyed pseudonyms (no released id equals a raw one)"
         if link and link.get("by_ids") == 0
@@ -141,8 +147,8 @@ def _changes(report: Mapping[str, Any]) -> str:
     return (
         f"exact ages and weights are replaced by ranges{others}; {ids}; identifying free text (lot and "
         f"manufacturer numbers, countries, event dates) is dropped (column policy in manifest.json); "
-        f"{dropped:,} reports were not released (see Rows set aside). Drugs, reactions, indications and "
-        "outcomes are released as reported."
+        f"{dropped:,} reports were not released (see Rows set aside). Drugs, reactions and indications are "
+        f"released as reported; {outcomes}."
     )
 
 

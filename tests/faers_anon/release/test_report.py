@@ -194,3 +194,17 @@ def test_a_bounded_whole_list_shows_its_range() -> None:
     text = _text(render_html(report, {}))
     # unique and the mean risk are only bounded: shown as ranges; below k is the same either way
     assert "the whole reaction list10.0%–50.0%90.0%10.4–0.6" in text
+
+
+def test_the_outcome_sentence_follows_the_column_policy() -> None:
+    """With the outcome a combination field (risk's qids), the page no longer says OUTC is as reported."""
+    plain = _text(render_html(_report(), {}))
+    assert "indications are released as reported; outcomes are released as reported." in plain
+    report = _report()
+    risk = report["risk"]
+    assert isinstance(risk, dict)
+    report["risk"] = {**risk, "qids": ["age_min", "age_max", "sex", "wt_min", "wt_max", "outcome"]}
+    text = _text(render_html(report, {}))
+    assert "outcomes are released as reported" not in text
+    assert "the outcome is released as its group's common value" in text
+    assert "OUTC holds only the codes that value makes certain" in text
