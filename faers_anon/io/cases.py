@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
 import polars as pl
 
 from knowledge.values import value_key_expr
@@ -92,13 +93,20 @@ def term_codes(terms: pl.Series, /) -> tuple[pl.Series, pl.Series]:
     One hash of each row (a categorical of its own categories, so none of another column's), instead
     of a ``unique`` and a ``replace_strict`` (two). Null terms get null codes.
 
+    The distinct terms are gathered from the rows, each at its code's first row (a numpy scatter),
+    not read from the categories: ``Categories.to_series`` makes a Python string of each (0.1 CPU-s
+    for the realistic 400k quarter's five term columns).
+
     Returns:
         (UInt32 codes, one per row; the distinct non-null terms, Utf8).
     """
-    categories = pl.Categories.random()
-    categorical = terms.cast(pl.Utf8).cast(pl.Categorical(categories))
-    distinct = categories.to_series().cast(pl.Utf8)  # while ``categorical`` holds the mapping alive
-    return categorical.to_physical(), distinct
+    text = terms.cast(pl.Utf8)
+    codes = text.cast(pl.Categorical(pl.Categories.random())).to_physical()
+    present = codes.drop_nulls().to_numpy()
+    rows = np.flatnonzero(codes.is_not_null().to_numpy())
+    first = np.zeros(int(present.max()) + 1 if present.size else 0, dtype=np.int64)
+    first[present[::-1]] = rows[::-1]  # the last write wins: each code's first row
+    return codes, text.gather(first).alias(terms.name)
 
 
 def term_lists(rows: pl.LazyFrame | pl.DataFrame, name: str, /) -> pl.DataFrame:

@@ -75,6 +75,7 @@ from faers_anon.io.rejects import NOT_IN_SOURCE, note_absence, write_rejects_csv
 from faers_anon.io.schema import CHILD_TABLES, COLUMNS, TABLES
 from faers_anon.io.sources import LocalFile, check_demo_present, discover, encoding_warnings, materialize
 from faers_anon.io.staging import REPORT_NAME, discard, open_staging, publish
+from faers_anon.io.workspace import paused_gc
 from faers_anon.json_data import json_data
 from knowledge.drug_names import load_drug_names
 
@@ -169,7 +170,8 @@ def _meta(scans: list[Scan]) -> list[dict[str, Any]]:
 
 
 def _report_status(frame: pl.DataFrame, n_quarters: int) -> pl.DataFrame:
-    """Key, caseid and kept flag of the kept and deleted reports, unique on the key (kept first)."""
+    """Key, caseid and kept flag of the kept and deleted reports, unique on the key (kept first), sorted
+    by the key (sorted once here, not by each child table's :func:`~faers_anon.io.annotate._with_report`)."""
     return (
         frame.lazy()
         .filter(pl.col(STATUS) != QUARANTINED)
@@ -181,6 +183,7 @@ def _report_status(frame: pl.DataFrame, n_quarters: int) -> pl.DataFrame:
         .drop_nulls("_report_key")
         .sort("_report_kept", descending=True)
         .unique(subset=["_report_key"], keep="first")
+        .sort("_report_key")
         .collect()
     )
 
@@ -375,22 +378,23 @@ def ingest_quarters(
     check_demo_present(found)
     lookup = load_drug_names(config.drug_names) if config.drug_names is not None else None
     quarters = sorted({f.quarter for f in found if f.quarter is not None})
-    staging = open_staging(Path(out), inputs=[*paths, config.drug_names], work_dir=config.work_dir)
-    try:
-        files = [materialize(f, staging / "_work") for f in found]
-        done = _ingest(files, staging, lookup, quarters)
-        done["warnings"] = check_quarters(quarters) + encoding_warnings(files)
-        write_rejects_csv(staging / "rejects")
-        report = {
-            "tool_version": __version__,
-            "sources": [str(p) for p in paths],
-            "quarters": sorted({f.quarter for f in found if f.table in TABLES and f.quarter is not None}),
-            "drug_names": str(config.drug_names) if config.drug_names else None,
-            **done,
-        }
-        (staging / REPORT_NAME).write_text(json.dumps(json_data(report), indent=2) + "\n")
-        publish(staging, Path(out))
-    except BaseException:
-        discard(staging)
-        raise
+    with paused_gc():
+        staging = open_staging(Path(out), inputs=[*paths, config.drug_names], work_dir=config.work_dir)
+        try:
+            files = [materialize(f, staging / "_work") for f in found]
+            done = _ingest(files, staging, lookup, quarters)
+            done["warnings"] = check_quarters(quarters) + encoding_warnings(files)
+            write_rejects_csv(staging / "rejects")
+            report = {
+                "tool_version": __version__,
+                "sources": [str(p) for p in paths],
+                "quarters": sorted({f.quarter for f in found if f.table in TABLES and f.quarter is not None}),
+                "drug_names": str(config.drug_names) if config.drug_names else None,
+                **done,
+            }
+            (staging / REPORT_NAME).write_text(json.dumps(json_data(report), indent=2) + "\n")
+            publish(staging, Path(out))
+        except BaseException:
+            discard(staging)
+            raise
     return IngestResult(out=Path(out), report=report)

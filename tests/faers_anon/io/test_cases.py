@@ -137,6 +137,17 @@ def test_term_codes_number_the_distinct_terms_in_order_of_first_sight() -> None:
     assert again.to_list() == [0]
 
 
+def test_term_codes_gather_back_the_terms_even_without_any() -> None:
+    terms = pl.Series([None, "x", None, "y", "x", "z"])
+    codes, distinct = term_codes(terms)
+    assert distinct.to_list() == ["x", "y", "z"]
+    assert distinct.gather(codes).to_list() == terms.to_list()
+    none, nothing = term_codes(pl.Series([None, None], dtype=pl.Utf8))
+    assert none.to_list() == [None, None]
+    assert nothing.to_list() == []
+    assert nothing.dtype == pl.Utf8
+
+
 def test_term_lists_near_the_int64_pair_limit() -> None:
     # n = 2 values: caseids up to (2^63 - 1) // 2 - 2 pair in Int64, one more takes the Int128 path.
     edge, over = (2**63 - 1) // 2 - 2, (2**63 - 1) // 2 - 1
