@@ -282,3 +282,36 @@ def test_header_only_tables_count_zero_rows(tmp_path: Path) -> None:
 def test_missing_drug_names_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"^drug_names: .*none.tsv: no such file"):
         IngestConfig(drug_names=tmp_path / "none.tsv")
+
+
+def test_the_cyclic_gc_is_paused_during_ingest_and_restored_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+
+    from faers_anon.io import ingest as ingest_module
+    from faers_anon.io.workspace import paused_gc
+
+    seen: list[bool] = []
+    original = ingest_module._ingest
+
+    def spy(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        seen.append(gc.isenabled())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ingest_module, "_ingest", spy)
+    assert gc.isenabled()
+    ingest_quarters([], tmp_path / "out", config=IngestConfig(demo=True))
+    assert seen == [False]
+    assert gc.isenabled()
+    with pytest.raises(ZeroDivisionError), paused_gc():
+        assert not gc.isenabled()
+        _ = 1 / 0
+    assert gc.isenabled()  # restored after an exception too
+    gc.disable()
+    try:
+        with paused_gc():
+            pass
+        assert not gc.isenabled()  # a disabled collector stays disabled
+    finally:
+        gc.enable()
