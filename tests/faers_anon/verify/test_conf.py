@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
-from faers_anon.verify.conf import _low, _pair, case_codes, confidences, with_case_codes
+from faers_anon.verify.conf import _group_sums, _low, _pair, case_codes, confidences, with_case_codes
 
 
 def test_pair_packs_two_codes_into_one_key_and_back() -> None:
@@ -55,3 +56,33 @@ def test_integer_case_ids_meet_text_ids_as_their_decimal_form() -> None:
     as_text = pl.LazyFrame({"caseid": ["007", "7"], "pt": ["A", "B"]})
     found = with_case_codes(as_text, ids).collect().sort("pt")
     assert found.select("pt", "cid").rows() == [("A", 1), ("B", 0)]
+
+
+def test_group_sums_take_each_cases_largest_p_once_per_group_it_is_in() -> None:
+    """levels (0.25, 0.5, 1.0). Case 0 (group 0) holds value 3 with p 0.25 and 1.0 -> 1.0, value 5 with
+    0.5; case 1 (groups 0 and 1: a split case) holds value 3 with 0.5 twice -> 0.5; case 2 (group 1)
+    value 3 with 0.25. sigma(0, 3) = 1.0 + 0.5, sigma(0, 5) = 0.5, sigma(1, 3) = 0.5 + 0.25."""
+    levels = np.array([0.25, 0.5, 1.0])
+    rows = [(0, 3, 0), (0, 3, 2), (0, 5, 1), (1, 3, 1), (1, 3, 1), (2, 3, 0)]
+    pairs = pl.DataFrame(
+        {"key": [c * (1 << 32) + v for c, v, _ in rows], "r": [r for _, _, r in rows]},
+        schema={"key": pl.UInt64, "r": pl.UInt32},
+    )
+    cases = pl.DataFrame(
+        {"cid": [0, 1, 1, 2], "group": [0, 0, 1, 1]}, schema={"cid": pl.UInt32, "group": pl.Int64}
+    )
+    group, vid, sigma = _group_sums(pairs, cases, levels)
+    assert list(zip(group.tolist(), vid.tolist(), sigma.tolist(), strict=True)) == [
+        (0, 3, 1.5),
+        (0, 5, 0.5),
+        (1, 3, 0.75),
+    ]
+    one_each = cases.filter(~((pl.col("cid") == 1) & (pl.col("group") == 1)))  # no split: the direct path
+    group, vid, sigma = _group_sums(pairs, one_each, levels)
+    assert list(zip(group.tolist(), vid.tolist(), sigma.tolist(), strict=True)) == [
+        (0, 3, 1.5),
+        (0, 5, 0.5),
+        (1, 3, 0.25),
+    ]
+    empty = _group_sums(pairs.clear(), cases, levels)
+    assert [len(a) for a in empty] == [0, 0, 0]
