@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+import numpy as np
 import polars as pl
 
 from faers_anon.algorithms.types import QIDS, QidHierarchies
@@ -154,13 +155,32 @@ def dangerous_groups(
 ) -> int:
     """The number of dangerous groups: conf(q → s, E) > θ_s + 1e-9 for some s (SPEC §8, eq. 10).
 
-    ``thresholds`` is (value, theta); unlisted values have θ = 1 and are never dangerous. Groups are the
-    frame's ``group_id`` (the released QID tuples: :func:`faers_anon.anonymize.partition.released_groups`).
+    ``thresholds`` is (value, theta); unlisted values have θ = 1 and are never dangerous (a value listed
+    twice takes its smaller θ). Groups are the frame's ``group_id`` (the released QID tuples:
+    :func:`faers_anon.anonymize.partition.released_groups`). conf as :func:`group_confidence`, summed on
+    integers: the listed values numbered (an Enum of their texts), each (group, value) packed into one
+    key group_id · |values| + code.
     """
-    conf = group_confidence(partition, probabilities).join(
-        thresholds.select("value", "theta"), on="value", how="inner"
-    )
-    return conf.filter(pl.col("conf") > pl.col("theta") + CONF_TOLERANCE).get_column("group_id").n_unique()
+    listed = thresholds.group_by("value").agg(pl.col("theta").min()).drop_nulls("value").sort("value")
+    width = listed.height
+    code = pl.Enum(listed.get_column("value"))
+    coded = probabilities.select(
+        "caseid", pl.col("value").cast(code, strict=False).to_physical().alias("_v"), "p"
+    ).drop_nulls("_v")
+    rows = partition.select("caseid", "group_id").join(coded, on="caseid")
+    if width == 0 or rows.height == 0:
+        return 0
+    key = pl.col("group_id").cast(pl.UInt64) * width + pl.col("_v").cast(pl.UInt64)
+    sums = rows.group_by(key.alias("_key")).agg(pl.col("p").sum().alias("_sigma"))
+    sizes = partition.group_by("group_id").agg(pl.col("caseid").n_unique().alias("_n"))
+    conf = sums.select(
+        (pl.col("_key") // width).cast(partition.schema["group_id"]).alias("group_id"),
+        (pl.col("_key") % width).alias("_v"),
+        "_sigma",
+    ).join(sizes, on="group_id")
+    theta = listed.get_column("theta").to_numpy()[conf.get_column("_v").to_numpy().astype(np.int64)]
+    over = conf.get_column("_sigma").to_numpy() / conf.get_column("_n").to_numpy() > theta + CONF_TOLERANCE
+    return conf.filter(pl.Series(over)).get_column("group_id").n_unique()
 
 
 def dangerous_ratio(

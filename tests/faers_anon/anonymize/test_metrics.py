@@ -80,3 +80,17 @@ def test_field_nil_added_after_is_the_mean_over_every_qid() -> None:
     assert both.nil == 0.5 and list(both.nil_by_qid) == ["age", "sex", "weight", "occr_country", "fda_dt"]
     assert metrics.with_field_nil(base, {"fda_dt": 1.0}).nil == 0.625  # (1.5 + 1) / 4
     assert metrics.with_field_nil(base, {}) is base and both.groups == 2 and both.k_achieved == 3
+
+
+def test_dangerous_groups_take_a_values_smaller_theta_and_ignore_unlisted_values() -> None:
+    # conf(1 -> B) = 0.5 / 3 = 1/6, conf(1 -> C) = 1/3, conf(0 -> A) = 1. B listed twice (0.5 and 0.1): 0.1
+    # counts, so group 1 is dangerous through B; C unlisted (theta 1); D listed but reached by no case
+    thetas = pl.DataFrame({"value": ["B", "A", "B", "D"], "theta": [0.5, 1.0, 0.1, 0.0]})
+    assert metrics.dangerous_groups(PARTITION, PROBS, thetas) == 1
+    assert metrics.dangerous_groups(PARTITION, PROBS, thetas.head(2)) == 0  # 1/6 <= 0.5, 1 <= 1
+    # a case in two groups counts in both: group 0 = {1, 2, 3} now holds B at 0.5 / 3 > 0.1 too
+    split = pl.concat(
+        [PARTITION.select("caseid", "group_id"), pl.DataFrame({"caseid": [3], "group_id": [0]})]
+    )
+    assert metrics.dangerous_groups(split, PROBS, thetas) == 2
+    assert metrics.dangerous_groups(PARTITION, PROBS, thetas.head(0)) == 0
