@@ -337,3 +337,14 @@ def test_journalist_items_by_polars_when_words_do_not_fit(
     assert counted == words
     two = _record(counted, QIDS, {"drugs": 2})  # test_journalist_risk_with_one_and_two_known_drugs
     assert two["journalist_mean"] == pytest.approx((4 * 0.2 + 1 + 0.5 + 1 + 0.25 + 1 / 3 + 0.5) / 10)
+
+
+def test_share_linked_counts_rows_equal_to_exactly_one_raw_row_missing_equal_to_missing() -> None:
+    from faers_anon.risk._linkage import _share_linked
+
+    released = pl.DataFrame({"a": ["A", "B", "C"], "b": ["x", None, "z"]})
+    # (A, x) twice in raw: no link; (B, missing) once: linked; (C, z): no raw row has both values
+    raw = pl.DataFrame({"a": ["A", "A", "B", "C", "D"], "b": ["x", "x", None, "y", "z"]})
+    assert _share_linked(released, raw, ["a", "b"]) == pytest.approx(1 / 3)
+    assert _share_linked(released, raw, ["a"]) == pytest.approx(2 / 3)  # B and C are one raw row each
+    assert _share_linked(released, raw.head(0), ["a", "b"]) == 0.0
