@@ -7,7 +7,9 @@ patterns, classes and every tie in the kernel are deterministic.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -74,9 +76,30 @@ CLASS_WORK = 1 << 28
 MIN_CLASSES = 256
 
 
+_CLASS_BASIS: ContextVar[int] = ContextVar("class_basis", default=0)
+
+
+@contextmanager
+def class_basis(cases: int) -> Iterator[None]:
+    """Within the block, an engine run over n cases is one part of a run over ``cases`` cases (a stratum
+    split by sex, :func:`faers_anon.anonymize.value_classes.split_by_sex`): its class cap is that
+    run's cap times its share n / ``cases`` (:func:`class_cap`). Per thread (a context variable)."""
+    token = _CLASS_BASIS.set(cases)
+    try:
+        yield
+    finally:
+        _CLASS_BASIS.reset(token)
+
+
 def class_cap(n: int) -> int:
-    """The most classes the pool may have for n cases (:data:`CLASS_WORK`)."""
-    return max(MIN_CLASSES, CLASS_WORK // max(n, 1))
+    """The most classes the pool may have for n cases: max(MIN_CLASSES, CLASS_WORK / N · n / N), N = the
+    :func:`class_basis` when set (≥ n), else n (then CLASS_WORK / n, :data:`CLASS_WORK`).
+
+    A part of N cases gets its share of N's classes, so the parts' classes are about as fine as the
+    whole's (the same cases per class) and each search visits fewer of them (docs/engine.md, "Strata
+    by sex")."""
+    whole = max(n, _CLASS_BASIS.get(), 1)
+    return max(MIN_CLASSES, CLASS_WORK // whole * max(n, 1) // whole)
 
 
 def lexsort(keys: Sequence[NDArray[Any]]) -> I64:

@@ -63,7 +63,7 @@ class AnonymizeConfig:
             (θ_o = min(1, θ + P(o)); :func:`faers_anon.anonymize.thresholds.outcome_thetas`); recorded
             in the manifest only when not ``same``.
         outcome_strata: run the engine on serious and non-serious cases apart
-            (:func:`faers_anon.anonymize.value_classes.seriousness_strata`; docs/outcomes.md); recorded in
+            (:func:`faers_anon.anonymize.strata.seriousness_strata`; docs/outcomes.md); recorded in
             the manifest only when true.
         items_m: m of k^m-anonymity of the drug and reaction sets inside each group (0: off, 1 or 2;
             :mod:`faers_anon.anonymize.items`); items_strategy: ``suppress`` or ``disassociate``.

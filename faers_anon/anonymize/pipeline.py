@@ -53,6 +53,7 @@ from faers_anon.anonymize.inputs import (
 from faers_anon.anonymize.method_run import method_parameters, method_partition, publish_item_form
 from faers_anon.anonymize.partition import unit_view
 from faers_anon.anonymize.result import AnonymizeResult
+from faers_anon.anonymize.strata import seriousness_strata, with_outcome_strata
 from faers_anon.anonymize.thresholds import Thresholds
 from faers_anon.anonymize.units import engine_inputs, model_unit, partition_model, report_records
 from faers_anon.anonymize.value_classes import (
@@ -60,8 +61,6 @@ from faers_anon.anonymize.value_classes import (
     read_classes,
     read_outcomes,
     release_files,
-    seriousness_strata,
-    with_outcome_strata,
 )
 from faers_anon.io.column_policy import ColumnPolicy, load_policy
 from faers_anon.io.qid_fields import generalize_fields

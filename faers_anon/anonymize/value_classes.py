@@ -24,17 +24,12 @@ licensed MedDRA hierarchy (``--classes``). The release carries the file it was b
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import replace
-from functools import partial
 from pathlib import Path
 
 import polars as pl
 
 from faers_anon._paths import bundled
-from faers_anon.algorithms.types import Partition
 from faers_anon.errors import InputError
-from faers_anon.release.stages import Stages
 from knowledge.values import value_key_expr as _key
 
 __all__ = [
@@ -49,8 +44,6 @@ __all__ = [
     "sorted_by_case_value",
     "release_files",
     "with_class_thetas",
-    "seriousness_strata",
-    "with_outcome_strata",
 ]
 
 log = logging.getLogger(__name__)
@@ -236,75 +229,3 @@ def with_class_thetas(frame: pl.DataFrame, classes: ValueClasses | None) -> pl.D
         .otherwise(pl.col("reason"))
         .alias("reason"),
     ).drop("given")
-
-
-def seriousness_strata(
-    cases: pl.DataFrame,
-    demo: pl.DataFrame,
-    probabilities: pl.DataFrame,
-    thetas: Mapping[str, float],
-    *,
-    k: int,
-) -> list[pl.DataFrame]:
-    """``cases`` split by the seriousness of their OUTC set (docs/outcomes.md, "Strata"), or ``[cases]``.
-
-    Strata: serious (``demo.outcome`` a set of codes), non-serious (``none``), missing (null). Groups
-    made inside one stratum are released ``serious``/``other serious`` or ``non-serious``, never ``*``.
-    The split is kept only when every non-empty stratum has ≥ k cases and every protected value s
-    has its stratum share Σ_{c ∈ stratum} P(s | c) / |stratum| ≤ θ_s (else no grouping inside that
-    stratum could meet θ_s: the whole quarter is one stratum, with a logged warning).
-
-    Args:
-        cases: the cases frame (``caseid``).
-        demo: DEMO rows with ``caseid`` and ``outcome`` (:func:`faers_anon.io.qid_fields.with_outcome_sets`).
-        probabilities: P(s | c) (caseid, value, p) with the outcome pseudo-values.
-        thetas: θ_s of the protected values (:attr:`Thresholds.thetas`).
-    """
-    if "outcome" not in demo.columns:
-        return [cases]
-    kind = pl.when(pl.col("outcome").is_null()).then(2).when(pl.col("outcome") == "none").then(1).otherwise(0)
-    label = demo.select("caseid", kind.alias("stratum")).unique("caseid")
-    labelled = cases.join(label, on="caseid", how="left").with_columns(pl.col("stratum").fill_null(2))
-    strata = [labelled.filter(pl.col("stratum") == i).drop("stratum") for i in range(3)]
-    strata = [s for s in strata if s.height]
-    if len(strata) < 2 or min(s.height for s in strata) < k:
-        return [cases]
-    bounds = pl.DataFrame(
-        {"value": list(thetas), "theta": list(thetas.values())},
-        schema={"value": pl.String, "theta": pl.Float64},
-    )
-    sizes = labelled.group_by("stratum").agg(pl.len().alias("n"))
-    over = (
-        probabilities.join(bounds, on="value")
-        .join(labelled.select("caseid", "stratum"), on="caseid")
-        .group_by("stratum", "value")
-        .agg(pl.col("p").sum(), pl.col("theta").first())
-        .join(sizes, on="stratum")
-        .filter(pl.col("p") / pl.col("n") > pl.col("theta"))
-    )
-    if over.height:
-        first = over.sort("value").row(0, named=True)
-        log.warning("outcome strata not used: %d values over θ inside a stratum (e.g. %s: %.3f > %.3f)",
-                    over.height, first["value"], first["p"] / first["n"], first["theta"])  # fmt: skip
-        return [cases]
-    return strata
-
-
-def with_outcome_strata(strata: list[pl.DataFrame], run: Callable[[pl.DataFrame], Partition]) -> Partition:
-    """The engine (``run``) on each stratum, one partition: group ids offset stratum by stratum.
-
-    Stratum i's groups get ids after those of strata < i; the counts are summed and ``first_seed`` is
-    the first stratum's. The strata's engines run on threads beside each other (:class:`Stages`: the
-    kernels are ``nogil``, so two strata fill the two cores; ``FAERS_ANON_STAGES=sequential``: one after
-    the other). Each run draws from its own generator, so the partition does not depend on the order.
-    """
-    with Stages() as stages:
-        tasks = [stages.start(f"stratum {i}", partial(run, s), announce=False) for i, s in enumerate(strata)]
-        parts = [task.result() for task in tasks]
-    frames, offset = [], 0
-    for part in parts:
-        frames.append(part.frame.with_columns(pl.col("group_id") + offset))
-        offset += int(part.frame.get_column("group_id").max() or 0) + 1  # type: ignore[arg-type]
-    counts = ("groups", "leftovers", "forced", "failed_groups", "invalid_groups", "merged_groups")
-    summed = {c: sum(getattr(p, c) for p in parts) for c in counts}
-    return replace(parts[0], frame=pl.concat(frames, how="vertical_relaxed"), **summed)
