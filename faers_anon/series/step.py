@@ -31,17 +31,17 @@ from faers_anon.algorithms import Partition
 from faers_anon.anonymize.config import AnonymizeConfig
 from faers_anon.anonymize.inputs import knowledge_table, sensitive_thresholds
 from faers_anon.anonymize.partition import PARTITION_SCHEMA
-from faers_anon.anonymize.value_classes import read_classes, read_outcomes, with_classes_and_outcomes
+from faers_anon.anonymize.value_classes import read_classes, read_outcomes
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import AgencyKey
 from faers_anon.series.composition import Composition, ReleaseInputs, release_inputs
 from faers_anon.series.earlier import earlier_over_theta
+from faers_anon.series.exposed import exposed_probabilities
 from faers_anon.series.ledger import Ledger, history, open_ledger, stage
 from faers_anon.series.pending import carried, write_pending
 from faers_anon.series.placement import Planner, SeriesPlan, over_theta, unit_members
 from faers_anon.series.store import StoredRows, stored_cases, stored_deleted, stored_knowledge
 from faers_anon.series.units import pseudonym_ids
-from knowledge import case_value_probabilities
 
 __all__ = ["SeriesStep", "exposed_probabilities", "prepare", "with_frozen", "publish_with_ledger"]
 
@@ -71,53 +71,6 @@ class SeriesStep:
     pending: Path | None = None
     ids: pl.DataFrame | None = None
     inputs: ReleaseInputs | None = None
-
-
-def exposed_probabilities(
-    members: pl.DataFrame,
-    entries: pl.DataFrame,
-    knowledge: pl.DataFrame,
-    config: AnonymizeConfig,
-    outcomes: pl.DataFrame | None,
-) -> pl.DataFrame:
-    """P(s | c) of a unit's members over the union of their current values and the ledger's.
-
-    Args:
-        members: ``caseid`` (raw), ``pseudonym`` and the value lists (current or stored).
-        entries: the ledger's state (or rows); outcomes: this quarter's (caseid, outc_cod), None if
-            unbounded.
-
-    Each list attribute is the union of the member's list and every value the ledger records it
-    exposed; P is then computed as for a release (SPEC §5, with the value classes and OUTC
-    pseudo-values of :mod:`faers_anon.anonymize.value_classes`), so p is the largest an attacker holding every
-    release can read (with the current E and class file).
-    """
-    entries = entries.join(members.select(pl.col("pseudonym").alias("caseid")), on="caseid", how="semi")
-    past = entries.rename({"caseid": "pseudonym"})
-    if "history" in entries.columns:  # the ledger's state: one row per case, the union already made
-        past = past.select("pseudonym", *[pl.col(n).list.drop_nulls().alias(f"_past_{n}") for n in _LISTS])
-    else:
-        past = past.group_by("pseudonym").agg(
-            pl.col(name).explode().drop_nulls().alias(f"_past_{name}") for name in _LISTS
-        )
-    merged = [
-        pl.concat_list(n, f"_past_{n}").list.drop_nulls().list.unique().list.sort().alias(n) for n in _LISTS
-    ]
-    ids = members.select("caseid", "pseudonym")
-    union = members.join(past, on="pseudonym", how="left").with_columns(
-        pl.col(f"_past_{n}").fill_null(pl.lit([], pl.List(pl.Utf8))) for n in _LISTS
-    ).select("caseid", *merged)  # fmt: skip
-    probabilities = case_value_probabilities(union, knowledge, sensitive=config.sensitive)
-    if outcomes is not None:
-        past_codes = (
-            entries.select(pl.col("caseid").alias("pseudonym"), pl.col("outcomes").alias("outc_cod"))
-            .explode("outc_cod")
-            .join(ids, on="pseudonym")
-            .select("caseid", "outc_cod")
-        )
-        now = outcomes.select(pl.col("caseid").cast(pl.Int64), "outc_cod").join(ids, on="caseid", how="semi")
-        outcomes = pl.concat([now, past_codes])
-    return with_classes_and_outcomes(probabilities, classes=read_classes(config.classes), outcomes=outcomes)
 
 
 def _release_inputs(

@@ -34,6 +34,16 @@ def prefixes(history: str) -> list[str]:
     return ["|".join(parts[: i + 1]) for i in range(len(parts))]
 
 
+def _with_prefixes(frame: pl.DataFrame, depth: int) -> pl.DataFrame:
+    """``frame`` (``history``) with ``n`` (its number of pairs) and ``_p1`` … ``_p{depth}``: its prefixes
+    of 1 … depth pairs (the history itself from ``n`` on)."""
+    parts = pl.col("history").str.split("|")
+    return frame.with_columns(
+        parts.list.len().alias("n"),
+        *[parts.list.slice(0, i).list.join("|").alias(f"_p{i}") for i in range(1, depth + 1)],
+    )
+
+
 def unit_of(histories: pl.Series, returning: pl.Series) -> pl.DataFrame:
     """``history`` → ``unit`` for every ledger history that lies in a unit of the returning histories.
 
@@ -42,16 +52,30 @@ def unit_of(histories: pl.Series, returning: pl.Series) -> pl.DataFrame:
         returning: the histories of this quarter's returning cases.
 
     Returns:
-        ``history``, ``unit`` (Utf8), one row per history inside a unit.
+        ``history``, ``unit`` (Utf8), one row per history inside a unit. Vectorized over the prefix
+        lengths (a history has one pair per release): the loop over every history string before
+        cost 1.4 CPU-s a 100k quarter.
     """
-    wanted = set(returning.unique().to_list())
-    units = {h for h in wanted if not any(p in wanted for p in prefixes(h)[:-1])}
-    rows = []
-    for history in histories.unique().to_list():
-        inside = next((p for p in prefixes(history) if p in units), None)
-        if inside is not None:
-            rows.append((history, inside))
-    return pl.DataFrame(rows, schema={"history": pl.Utf8, "unit": pl.Utf8}, orient="row")
+    wanted = pl.DataFrame({"history": returning.unique()}, schema={"history": pl.Utf8})
+    ledger = pl.DataFrame({"history": histories.unique()}, schema={"history": pl.Utf8})
+    depth = (
+        int(pl.concat([wanted, ledger]).select(pl.col("history").str.count_matches(r"\|").max()).item() or 0)
+        + 1
+    )
+    listed = wanted.get_column("history").implode()
+    proper = pl.any_horizontal(
+        pl.lit(False), *[(pl.col("n") > i) & pl.col(f"_p{i}").is_in(listed) for i in range(1, depth)]
+    )
+    units = _with_prefixes(wanted, depth).filter(~proper).get_column("history").implode()
+    inside = pl.coalesce(
+        pl.lit(None, pl.Utf8),
+        *[pl.when(pl.col(f"_p{i}").is_in(units)).then(pl.col(f"_p{i}")) for i in range(1, depth + 1)],
+    )
+    return (
+        _with_prefixes(ledger, depth)
+        .select("history", inside.alias("unit"))
+        .filter(pl.col("unit").is_not_null())
+    )
 
 
 def intersection_pairs(members: pl.DataFrame, /) -> pl.DataFrame:

@@ -25,6 +25,7 @@ from faers_anon.series.composition import Composition, release_inputs
 from faers_anon.series.earlier import EarlierCheck, earlier_over_theta
 from faers_anon.series.step import _release_inputs
 from faers_anon.series.store import StoredRows, republished_rows
+from faers_anon.series.units import unit_of
 
 _LIST = pl.List(pl.Utf8)
 # Ledger: release 1 group 4 = {g, z}, group 9 = {w, r}; release 2 group 7 = {g, x, y}, group 8 = {w}.
@@ -145,3 +146,19 @@ def _probabilities_of(folder: Path, config: AnonymizeConfig) -> pl.DataFrame:
         ingested=folder,
     )  # fmt: skip
     return probabilities
+
+
+def test_units_vectorized_over_prefix_lengths() -> None:
+    """unit_of: a returning history is a unit unless a proper prefix of it returns too; every ledger
+    history goes to the unit among its prefixes (worked by hand; releases skipped as in a real ledger)."""
+    histories = pl.Series(["1:4", "1:4|2:7", "1:4|2:7|4:1", "1:4|3:2", "2:5", "2:5|3:3", "1:9", "3:1|4:2"])
+    returning = pl.Series(["1:4|2:7", "1:4|2:7|4:1", "2:5|3:3", "3:1|4:2", "1:4|2:7"])
+    units = unit_of(histories, returning).sort("history")
+    assert units.rows() == [
+        ("1:4|2:7", "1:4|2:7"),  # its own unit
+        ("1:4|2:7|4:1", "1:4|2:7"),  # inside "1:4|2:7", which also returns: not a unit of its own
+        ("2:5|3:3", "2:5|3:3"),
+        ("3:1|4:2", "3:1|4:2"),
+    ]  # "1:4", "1:4|3:2", "2:5", "1:9": no returning history is a prefix of them
+    empty = unit_of(histories, pl.Series([], dtype=pl.Utf8))
+    assert empty.height == 0 and empty.schema == pl.Schema({"history": pl.Utf8, "unit": pl.Utf8})
