@@ -183,44 +183,47 @@ def count_profiles(
         _product(m, weights) for m in (counts.pairs, counts.drugs, counts.events, counts.sizes)
     )
     present: np.ndarray = np.asarray((w > 0).any(axis=0))  # some member (memberships keeps w > 0)
-    parts = []
-    for s in range(w.shape[1]):
-        if wanted is None:  # rounding moves a sum by < 1e-9: round only those that may pass
-            near = np.flatnonzero(a_all[:, s] >= min_a - 1e-6)
-            a = _rounded(a_all[near, s])
-            chosen = ((a >= min_a) & (a > 0.0)).arg_true().to_numpy()
-            keys, a = counts.keys[near[chosen]], a.gather(chosen)
-        elif present[s]:
-            keys = np.unique(_wanted_keys(co, wanted, ne))
-            a = _rounded(_gathered(counts.keys, a_all[:, s], keys))
-        else:
-            continue
-        drug, event = keys // ne, keys % ne
-        parts.append(
-            pl.DataFrame(
-                {
-                    "stratum_id": pl.Series(np.full(len(keys), first_id + s), dtype=pl.UInt32),
-                    "drug_id": pl.Series(drug, dtype=pl.UInt32),
-                    "event_id": pl.Series(event, dtype=pl.UInt32),
-                    "a": a,
-                    "nd": _rounded(nd_all[drug.astype(np.int64), s]),
-                    "ne": _rounded(ne_all[event.astype(np.int64), s]),
-                    "n": _rounded(np.full(len(keys), n_all[s])),
-                }
-            )
+    # every stratum's rows at once (stratum by stratum, keys increasing): one frame, each column
+    # rounded by one polars round over all of them (element by element: as stratum by stratum)
+    if wanted is None:  # rounding moves a sum by < 1e-9: round only those that may pass
+        near = [np.flatnonzero(a_all[:, s] >= min_a - 1e-6) for s in range(w.shape[1])]
+        column = np.repeat(np.arange(w.shape[1]), [len(rows) for rows in near])
+        rows = np.concatenate([np.zeros(0, np.int64), *near])
+        a = _rounded(a_all[rows, column])
+        chosen = ((a >= min_a) & (a > 0.0)).arg_true().to_numpy()
+        keys, column, a = counts.keys[rows[chosen]], column[chosen], a.gather(chosen)
+    else:
+        wanted_keys = np.unique(_wanted_keys(co, wanted, ne))
+        column = np.repeat(np.flatnonzero(present), len(wanted_keys))
+        keys = np.tile(wanted_keys, int(present.sum()))
+        a = _rounded(_gathered(counts.keys, a_all, keys, column))
+    drug, event = keys // ne, keys % ne
+    parts = [
+        pl.DataFrame(
+            {
+                "stratum_id": pl.Series(first_id + column, dtype=pl.UInt32),
+                "drug_id": pl.Series(drug, dtype=pl.UInt32),
+                "event_id": pl.Series(event, dtype=pl.UInt32),
+                "a": a,
+                "nd": _rounded(nd_all[drug.astype(np.int64), column]),
+                "ne": _rounded(ne_all[event.astype(np.int64), column]),
+                "n": _rounded(n_all[column]),
+            }
         )
+    ]
     schema = {"stratum_id": pl.UInt32, "drug_id": pl.UInt32, "event_id": pl.UInt32,
               **dict.fromkeys(("a", "nd", "ne", "n"), pl.Float64)}  # fmt: skip
     counted = pl.concat([pl.DataFrame(schema=schema), *parts]).with_columns(COMPLEMENT_CELLS)
     return named_cells(counted.with_columns(ROUNDED_CELLS), co)
 
 
-def _gathered(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """``values`` at the rows whose key is each of ``wanted`` (``keys`` increasing); 0 for an absent key."""
+def _gathered(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, column: np.ndarray) -> np.ndarray:
+    """``values[row, column]`` at the row whose key is each of ``wanted`` (``keys`` increasing); 0 for an
+    absent key."""
     if not len(keys):
         return np.zeros(len(wanted))
     at = np.searchsorted(keys, wanted).clip(max=len(keys) - 1)
-    return np.where(keys[at] == wanted, values[at], 0.0)
+    return np.where(keys[at] == wanted, values[at, column], 0.0)
 
 
 def _wanted_keys(co: CoReports, wanted: pl.DataFrame, ne: int) -> np.ndarray:

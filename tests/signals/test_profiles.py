@@ -113,3 +113,22 @@ def test_weight_columns_are_the_memberships_with_zeros_kept() -> None:
         if w > 0
     ]
     assert sorted(members.rows()) == sorted(kept)
+
+
+def test_several_strata_come_stratum_by_stratum_those_without_members_left_out() -> None:
+    # possible reading: stratum 7 (age >= 60) has no member; 8 (age < 18) = cases 1, 2; 9 (age >= 25) =
+    # case 3 (case 4's missing age is in neither). Wanted (D, E): a = 1 in both (case 1; case 3)
+    strata = [parse_condition("age>=60"), parse_condition("age<18"), parse_condition("age>=25")]
+    found = profiles(_release(), strata_variables(strata))
+    co = _co()
+    wanted = pl.DataFrame({"drug": ["D"], "event": ["E"]})
+    w = weights(found, strata, reading="possible", caps=_CAPS)
+    got = count_profiles(co, incidence(co, found), w, first_id=7, min_a=0.0, wanted=wanted)
+    # stratum 8: nd = 2 (cases 1, 2), ne = 1, N = 2 -> b = 1, c = 0, d = 0; stratum 9: nd = ne = N = 1
+    rows = got.select("stratum_id", "drug", "event", "a", "b", "c", "d").rows()
+    assert rows == [(8, "D", "E", 1.0, 1.0, 0.0, 0.0), (9, "D", "E", 1.0, 0.0, 0.0, 0.0)]
+    members = memberships(_release(), strata, reading="possible", first_id=7)
+    assert got.equals(count_2x2(co, members, min_a=0.0, wanted=wanted))
+    above = count_profiles(co, incidence(co, found), w, first_id=7, min_a=1.0)  # no wanted: a >= min_a
+    assert above.select("stratum_id", "a").rows() == [(8, 1.0), (9, 1.0)]
+    assert above.equals(count_2x2(co, members, min_a=1.0))
