@@ -98,7 +98,7 @@ class RunInputs:
         demo, policy: the DEMO rows and the column policy: its field QIDs are clustered on (models)
             and generalized over the groups (models and methods).
         drug_names: the other published drug columns (:func:`.inputs.published_drug_names`), read
-            through E by P(s | c).
+            through E by P(s | c). known: P(s | c) and θ* already computed (a series step's).
     """
 
     reports: pl.DataFrame | None = None
@@ -107,6 +107,7 @@ class RunInputs:
     demo: pl.DataFrame | None = None
     policy: ColumnPolicy | None = None
     drug_names: pl.DataFrame | None = None
+    known: tuple[pl.DataFrame, Thresholds] | None = None
 
 
 NO_INPUTS = RunInputs()
@@ -138,7 +139,7 @@ def partition_cases(
         fed = partial(engine_inputs, cases, inputs.demo, inputs.policy, config.hierarchies(),
                       model=config.model, whole=whole)  # fmt: skip
         coded = stages.start("engine fields", fed, announce=False)
-        probabilities, thresholds = sensitive_thresholds(
+        probabilities, thresholds = inputs.known or sensitive_thresholds(
             with_drug_names(cases, inputs.drug_names), knowledge, config=config, classes=inputs.classes,
             outcomes=inputs.outcomes,
         )  # fmt: skip
@@ -322,10 +323,11 @@ def _anonymize_folder(
     """:func:`anonymize_folder` in its stages; results asked for in the old order (sequential: same order)."""
     clock = time.perf_counter()
     model = config.method is None
-    sensitive, given = config.sensitive, config.knowledge
-    mined = stages.start(
-        "E", lambda: knowledge_table(ingested, sensitive=sensitive, knowledge=given), announce=False
-    )
+    from faers_anon.series.composition import handed  # a series step's E, P(s | c), θ* of the folder
+
+    known = handed(config.frozen)
+    mine = partial(knowledge_table, ingested, sensitive=config.sensitive, knowledge=config.knowledge)
+    mined = stages.start("E", mine if known is None else lambda: known.knowledge, announce=False)
     demo_rows = stages.start("demo", lambda: read_table(ingested / "reports.parquet"), announce=False)
     cases = read_table(ingested / "cases.parquet")
     knowledge = mined.result()
@@ -338,6 +340,7 @@ def _anonymize_folder(
     inputs = RunInputs(
         reports=reports, classes=classes, outcomes=outcomes, demo=demo, policy=policy,
         drug_names=published_drug_names(ingested, policy),
+        known=None if known is None else (known.probabilities, known.thresholds),
     )  # fmt: skip
     drafts: list[Task[ReleaseDraft]] = []
 

@@ -132,24 +132,25 @@ def over_theta(
 
     conf(I(d) → s) = Σ_{e ∈ I(d)} P(s | e) / |I(d)| (SPEC §5 over the attacker's intersection, which
     is the whole unit for a member whose history is the unit's).
+
+    Histories and protected values are numbered so that the sums group integers (text keys: 2.5 s).
     """
     theta = pl.DataFrame({"value": list(thetas), "theta": list(thetas.values())},
-                         schema={"value": pl.Utf8, "theta": pl.Float64})  # fmt: skip
-    sums = (
-        members.select("unit", "history", "caseid")
-        .join(probabilities, on="caseid")
-        .group_by("unit", "history", "value")
-        .agg(pl.col("p").sum())
-    )
+                         schema={"value": pl.Utf8, "theta": pl.Float64}).with_row_index("_v")  # fmt: skip
+    keyed = members.select("unit", "history").unique().with_row_index("_h")
+    d_ids = keyed.select("unit", pl.col("history").alias("d_history"), pl.col("_h").alias("_d"))
+    e_ids = keyed.select("unit", pl.col("history").alias("e_history"), "_h")
+    protected = probabilities.join(theta.select("value", "_v"), on="value").select("caseid", "_v", "p")
+    sums = members.join(keyed, on=["unit", "history"]).select("_h", "caseid").join(protected, on="caseid")
     over = (
-        intersection_pairs(members)
-        .join(sums, left_on=["unit", "e_history"], right_on=["unit", "history"])
-        .group_by("unit", "d_history", "value")
-        .agg(pl.col("p").sum())
-        .join(_sizes(members), on=["unit", "d_history"])
-        .join(theta, on="value")
+        intersection_pairs(members).join(d_ids, on=["unit", "d_history"])
+        .join(e_ids, on=["unit", "e_history"]).select("_d", "_h")
+        .join(sums.group_by("_h", "_v").agg(pl.col("p").sum()), on="_h")
+        .group_by("_d", "_v").agg(pl.col("p").sum())
+        .join(_sizes(members).join(d_ids, on=["unit", "d_history"]).select("_d", "size", "unit"), on="_d")
+        .join(theta.select("_v", "theta"), on="_v")
         .filter(pl.col("p") / pl.col("size") > pl.col("theta") + 1e-12)
-    )
+    )  # fmt: skip
     return frozenset(over.get_column("unit").unique().to_list())
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 from pathlib import Path
 
 import polars as pl
@@ -162,3 +163,36 @@ def test_units_vectorized_over_prefix_lengths() -> None:
     ]  # "1:4", "1:4|3:2", "2:5", "1:9": no returning history is a prefix of them
     empty = unit_of(histories, pl.Series([], dtype=pl.Utf8))
     assert empty.height == 0 and empty.schema == pl.Schema({"history": pl.Utf8, "unit": pl.Utf8})
+
+
+def test_the_anonymizer_takes_the_steps_inputs_and_writes_the_same_release(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ledgered quarter's anonymizer reads E, P(s | c) and θ* from the series step (no E mined, no
+    P computed again), and the release equals the one made with them computed from the folder."""
+    import faers_anon.anonymize.pipeline as pipeline
+    import faers_anon.series.step as step
+    from faers_anon.series.generate import make_series
+
+    monkeypatch.setenv("FAERS_ANON_KEY_FILE", str(tmp_path / "agency.key"))
+    raws = make_series(300, tmp_path / "raw", quarters=2, follow=0.3, seed=3)
+    ledger = tmp_path / "ledger"
+    flags: dict[str, object] = {"k": 3, "ledger": ledger}
+    api.release([raws[0]], tmp_path / "rel0", config=api.release_config(None, flags))
+    shutil.copytree(ledger, tmp_path / "ledger-copy")
+    calls: list[str] = []
+    mined, thresholds = pipeline.knowledge_table, pipeline.sensitive_thresholds
+    monkeypatch.setattr(pipeline, "knowledge_table", lambda *a, **kw: calls.append("E") or mined(*a, **kw))
+    monkeypatch.setattr(pipeline, "sensitive_thresholds",
+                        lambda *a, **kw: calls.append("P") or thresholds(*a, **kw))  # fmt: skip
+    api.release([raws[1]], tmp_path / "handed", config=api.release_config(None, flags))
+    assert calls == []  # both taken from the step
+    monkeypatch.setattr(step, "hand_over", lambda frozen, inputs: None)
+    flags["ledger"] = tmp_path / "ledger-copy"
+    api.release([raws[1]], tmp_path / "computed", config=api.release_config(None, flags))
+    assert calls == ["E", "P"]
+    for name in ("demo", "reac", "drug", "outc"):
+        handed = pl.read_parquet(tmp_path / "handed" / "parquet" / f"{name}.parquet")
+        assert_frame_equal(handed, pl.read_parquet(tmp_path / "computed" / "parquet" / f"{name}.parquet"))
+    for name in ("knowledge.csv", "thresholds.csv"):
+        assert (tmp_path / "handed" / name).read_bytes() == (tmp_path / "computed" / name).read_bytes()
