@@ -27,6 +27,7 @@ import numpy as np
 import polars as pl
 
 from faers_anon.risk._sets import set_ids, set_members, sorted_rows
+from faers_anon.risk._unique import unique_inverse
 
 __all__ = ["class_sizes", "item_pairs", "set_ids"]  # set_ids: from ._sets
 
@@ -353,13 +354,17 @@ def equal_lists(
     if len(items):
         rarest[has] = np.minimum.reduceat(df, start[:-1][has])
     width = int(max(sid.max(initial=0), members[1].max(initial=0))) + 2
-    key = kt.astype(np.int64) * width + sid + 1
-    _, first = np.unique(np.where(has & (n > 1), key, -1), return_index=True)
-    several = first[(has & (n > 1))[first]]
+    key = kt.astype(np.int64) * width + sid + 1  # ≥ 0; + 1 below: 0 stands for "not a multi set"
+    multi = has & (n > 1)
+    _, which, _ = unique_inverse(np.where(multi, key + 1, 0).astype(np.uint64))
+    one = np.zeros(int(which.max(initial=-1)) + 1, np.int64)  # a case of each distinct key
+    one[which] = np.arange(len(which))
+    several = one[multi[one]]  # equal keys have equal sets, hence equal rarest items
     if int(rarest[several].sum()) <= CANDIDATE_BUDGET:
         return None
-    member_keys = members[0].astype(np.int64) * width + members[1] + 1
-    found, counts = np.unique(member_keys[members[1] >= 0], return_counts=True)
-    at = np.minimum(np.searchsorted(found, key), max(len(found) - 1, 0))
-    same = np.where(found[at] == key, counts[at], 0) if len(found) else np.zeros(len(key), np.int64)
+    # the members of each target's key: the keys of both sides numbered together by one value sort
+    held_by = members[0].astype(np.int64)[members[1] >= 0] * width + members[1][members[1] >= 0] + 1
+    _, which, _ = unique_inverse(np.concatenate([key, held_by]).astype(np.uint64))
+    counts = np.bincount(which[len(key) :], minlength=int(which.max(initial=-1)) + 1)
+    same = counts[which[: len(key)]] if len(counts) else np.zeros(len(key), np.int64)
     return np.where(has, same, base).astype(np.int64)
