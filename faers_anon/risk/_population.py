@@ -42,6 +42,7 @@ import numpy as np
 import polars as pl
 
 from faers_anon.risk._codes import Codes, key_expr
+from faers_anon.risk._unique import unique_inverse
 
 __all__ = ["AGE", "WEIGHT", "Population", "Ranges"]
 
@@ -227,9 +228,13 @@ class Population:
         columns = [*exact, "_star", "_sexes", "_alo", "_ahi", "_wlo", "_whi"]
         widths = {**self.codes.widths, "_star": (1 << len(exact)) - 1, "_sexes": _ALL_SEXES,
                   "_alo": self.atoms, "_ahi": self.atoms, "_wlo": self.top_w, "_whi": self.top_w}  # fmt: skip
-        cases = attributes.with_columns(key_expr(columns, widths).rank("dense").cast(pl.UInt32).alias("_qt"))
-        tuples = cases.unique("_qt").drop("caseid")
-        return cases.select("caseid", "_qt"), tuples, exact
+        # _qt: the key's dense rank (1, 2, …) by one value sort (:func:`._unique.unique_inverse`); a
+        # tuple's row: one case holding it, so the tuples come out in _qt order
+        _, which, _ = unique_inverse(attributes.select(key_expr(columns, widths)).to_series().to_numpy())
+        cases = attributes.with_columns(pl.Series("_qt", which + 1, pl.UInt32))
+        one = np.zeros(int(which.max(initial=-1)) + 1, np.int64)
+        one[which] = np.arange(len(which))
+        return cases.select("caseid", "_qt"), cases.drop("caseid")[one], exact
 
     def _ranges(
         self, queries: pl.DataFrame, exact: list[str], extra: Sequence[str] = ()
