@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from faers_anon.anonymize.partition import QID_COLUMNS
@@ -121,6 +122,25 @@ def _outcome_sets(outc: pl.DataFrame) -> pl.DataFrame:
     return masks.join(texts, on="mask").select("caseid", "outc_cod")
 
 
+def _latest(rows: pl.DataFrame, order: list[str]) -> pl.DataFrame:
+    """Each case's latest row (the largest ``order`` keys, nulls lowest), in ``caseid`` order.
+
+    The sort keys alone are sorted by (caseid, order) and the last row of each case's run is taken;
+    the chosen rows are then filtered out of ``rows`` when they come in row order (rows sorted by
+    case: a filter copies far less than a gather), else gathered.
+    """
+    keys = rows.select("caseid", *order).with_row_index("_row").sort(["caseid", *order], nulls_last=False)
+    case = keys.get_column("caseid")
+    last = case.ne_missing(case.shift(-1)).to_numpy().copy()  # a case's last row (nulls: one case)
+    last[-1:] = True
+    chosen = keys.get_column("_row").to_numpy()[last]
+    if len(chosen) > 1 and not bool(np.all(chosen[1:] > chosen[:-1])):
+        return rows[chosen]
+    mask = np.zeros(rows.height, bool)
+    mask[chosen] = True
+    return rows.filter(pl.Series(mask))
+
+
 def read_cases(
     folder: Path, *, keep: tuple[str, ...] | None = None, drug_columns: tuple[str, ...] = DRUG_COLUMNS
 ) -> CaseData:
@@ -142,10 +162,7 @@ def read_cases(
     order = [c for c in _ORDER if c in names]
     hidden = [c for c in order if c not in fields and c != "primaryid"]  # sort keys not in the view
     rows = demo.select(pl.col("primaryid", "caseid").cast(pl.Int64), *fields, *hidden).collect()
-    # the latest version: the sort keys alone are sorted, then the chosen rows gathered
-    keys = rows.select("caseid", *order).with_row_index("_row")
-    chosen = keys.sort(order, nulls_last=False).unique("caseid", keep="last").sort("caseid")
-    latest = rows.drop("primaryid", *hidden)[chosen.get_column("_row")]
+    latest = _latest(rows, order).drop("primaryid", *hidden)
     reports = rows.drop(hidden)
     if keep is None or "outc_cod" in keep:
         latest = latest.join(_outcome_sets(terms(folder, "outc", ("outc_cod",))), on="caseid", how="left")
@@ -153,7 +170,7 @@ def read_cases(
     drug = table(folder, "drug")
     present = () if drug is None else tuple(c for c in drug_columns if c in drug.collect_schema().names())
     return CaseData(
-        view=latest.sort("caseid"),
+        view=latest if latest.get_column("caseid").is_sorted() else latest.sort("caseid"),
         fields=tuple(fields),
         drugs=terms(folder, "drug", present),
         reactions=terms(folder, "reac", ("pt",)),
