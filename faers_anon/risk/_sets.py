@@ -4,7 +4,7 @@ The whole-list knowledge (``drugs: all``, SPEC §11) compares item *sets*. Each 
 (sorted) are summarized by a 64-bit set hash h(S) = Σ_{i ∈ S} r_i mod 2^64 (r_i a fixed random word
 per item; no per-case sort or list is needed) mixed with |S|; cases with the same summary get the
 same id. The ids are then **verified**: every case's sorted items are compared position by position
-with those of the first case of its id (numpy gathers over the rows); a collision (two different
+with those of one case of its id (numpy gathers over the rows); a collision (two different
 sets with one summary) makes the function fall back to numbering the item lists themselves (a
 group-by on the list), so the ids are exact either way.
 """
@@ -50,7 +50,7 @@ def _summaries(case: np.ndarray, item: np.ndarray, words: np.ndarray) -> tuple[n
 
 
 def _exact(item: np.ndarray, starts: np.ndarray, ids: np.ndarray, first: np.ndarray) -> bool:
-    """Whether every case's items equal those of the first case of its id (position by position)."""
+    """Whether every case's items equal those of the case ``first`` names for its id (by position)."""
     sizes = np.diff(np.append(starts, len(item)))
     reference = first[ids]  # the case each case is compared with
     if not np.array_equal(sizes[reference], sizes):
@@ -87,8 +87,11 @@ def set_ids(t_items: pl.LazyFrame, p_items: pl.LazyFrame | None) -> tuple[pl.Dat
     offsets = np.cumsum([0] + [len(item) for _, item in sides])
     starts = np.concatenate([s + o for (s, _), o in zip(parts, offsets[:-1], strict=True)])
     items = np.concatenate([item for _, item in sides])
-    _, first, ids = np.unique(np.concatenate([h for _, h in parts]), return_index=True, return_inverse=True)
-    ids = ids.ravel()
+    # ids: each summary's rank among the distinct summaries (numpy.unique's inverse, by polars' dense
+    # rank: no argsort); first: one case of each id, the one the others are compared with
+    ids = pl.Series(np.concatenate([h for _, h in parts])).rank("dense").cast(pl.Int64).to_numpy() - 1
+    first = np.zeros(int(ids.max(initial=-1)) + 1, np.int64)
+    first[ids] = np.arange(len(ids))
     if not _exact(items, starts, ids, first):
         ids = _by_lists(items, starts)
     cases = [case[s] for (case, _), (s, _) in zip(sides, parts, strict=True)]
