@@ -123,16 +123,13 @@ class _Lists:
         self.width = int(self.released.get_column("item").max() or 0) + 1  # type: ignore[arg-type]
         if self.raw is not None:
             self.width = max(self.width, int(self.raw.get_column("item").max() or 0) + 1)  # type: ignore[arg-type]
-        # the raw list must hold every released item for a raw case to be matched item for item
-        self.comparable = (
-            raw is not None
-            and (
-                released.select(pl.col("term").unique()).join(
-                    raw.select(pl.col("term").unique()), on="term", how="anti"
-                )
-            ).height
-            == 0
-        )
+        # the raw list must hold every released item for a raw case to be matched item for item: every
+        # released item code among the raw codes (the codes are shared; a null term never matches)
+        self.comparable = False
+        if self.raw is not None and released.get_column("term").null_count() == 0:
+            held = np.zeros(self.width, bool)
+            held[self.raw.get_column("item").to_numpy()] = True
+            self.comparable = bool(held[self.released.get_column("item").to_numpy()].all())
         self._pairs: dict[str, pl.DataFrame] = {}
         self._sets: dict[str, tuple[pl.DataFrame, pl.DataFrame]] = {}
         self.singles: dict[tuple[str, ...], pl.DataFrame] = {}  # journalist sizes on K + 1 item, by K

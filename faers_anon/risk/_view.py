@@ -181,7 +181,8 @@ def read_cases(
 
 def encode_items(*frames: pl.DataFrame) -> list[pl.DataFrame]:
     """Replace ``term`` by an integer ``item`` (UInt32), one code per distinct term over all ``frames``."""
-    names = pl.concat([f.get_column("term") for f in frames]).drop_nulls().unique().sort()
+    # each frame's distinct terms first (no copy of every row's text into one column)
+    names = pl.concat([f.get_column("term").drop_nulls().unique() for f in frames]).unique().sort()
     term = pl.Enum(names)  # item = the term's rank among the sorted distinct terms, by a hash lookup
     return [
         f.drop_nulls("term").select(
