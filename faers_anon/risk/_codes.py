@@ -50,14 +50,17 @@ class Codes:
 
 def _encode(released: pl.Series, raw: pl.Series | None) -> tuple[pl.Series, pl.Series | None, int]:
     """Dense codes (null → 0, values → 1..n) of ``released`` and ``raw`` over their union."""
-    both = released if raw is None else pl.concat([released, raw])
-    if both.dtype == pl.String:
+    if released.dtype == pl.String and (raw is None or raw.dtype == pl.String):
         # the rank of a text among the sorted distinct texts, by a hash lookup (an Enum of them):
-        # the same codes as a dense rank, without sorting every row's text
-        distinct = both.drop_nulls().unique().sort()
-        codes = (both.cast(pl.Enum(distinct)).to_physical().cast(pl.UInt32) + 1).fill_null(0)
-    else:
-        codes = both.rank("dense").fill_null(0).cast(pl.UInt32)
+        # the same codes as a dense rank, without sorting every row's text; each side's distinct
+        # texts first (no concatenated copy of every row's text)
+        sides = [released] if raw is None else [released, raw]
+        distinct = pl.concat([side.drop_nulls().unique() for side in sides]).unique().sort()
+        enum = pl.Enum(distinct)
+        coded = [(side.cast(enum).to_physical().cast(pl.UInt32) + 1).fill_null(0) for side in sides]
+        return coded[0], coded[1] if raw is not None else None, distinct.len()
+    both = released if raw is None else pl.concat([released, raw])
+    codes = both.rank("dense").fill_null(0).cast(pl.UInt32)
     width = int(codes.max() or 0)  # type: ignore[arg-type]
     if raw is None:
         return codes, None, width
