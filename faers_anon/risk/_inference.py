@@ -237,9 +237,9 @@ def inference(
     classes: tuple[pl.DataFrame, dict[str, float]] | None,
 ) -> dict[str, Any]:
     """The ``inference`` section of risk.json: per single value, per value class, per OUTC code."""
-    view = data.view
-    groups = view.select(qids).unique().with_row_index("group")
-    members = view.join(groups, on=qids, nulls_equal=True).select("caseid", "group")
+    # a group's id: the row of its first case (one window over the QIDs, missing equal to missing)
+    group = pl.col("_row").first().over(qids).alias("group")
+    members = data.view.with_row_index("_row").select("caseid", group)
     rows, names = _probability_rows(release, data)
     thresholds = _csv(release / "thresholds.csv", ("value", "theta"))
     thetas = (
@@ -260,7 +260,7 @@ def inference(
     )
     protected = values.join(coded.filter(pl.col("theta") < 1.0), on="v", how="semi")
     result: dict[str, Any] = {
-        "groups": groups.height,
+        "groups": members.get_column("group").n_unique(),
         "values": _summary(values, "value", names),
         "protected_values": _summary(protected, "value", names),
     }
