@@ -150,29 +150,24 @@ def partition_cases(
 
     def run(engine_cases: pl.DataFrame) -> Partition:
         return partition_model(
-            engine_cases,
-            knowledge,
-            model=model,
-            hierarchies=hierarchies,
-            rng=np.random.default_rng(config.seed),
-            sensitive=config.sensitive,
-            reports=inputs.reports,
-            probabilities=probabilities,
-            candidates=config.candidates,
-            scan_limit=config.scan_limit,
-            codes=codes,
-            qids=qids,
-        ).partition
+            engine_cases, knowledge, model=model, hierarchies=hierarchies,
+            rng=np.random.default_rng(config.seed), sensitive=config.sensitive, reports=inputs.reports,
+            probabilities=probabilities, candidates=config.candidates, scan_limit=config.scan_limit,
+            codes=codes, qids=qids,
+        ).partition  # fmt: skip
 
-    if config.frozen is None and config.outcome_strata and inputs.demo is not None:  # docs/outcomes.md
-        strata = seriousness_strata(cases, inputs.demo, probabilities, thresholds.thetas, k=config.k)
-        partition = with_outcome_strata(strata, run)
-    elif config.frozen is None:
-        partition = run(cases)
+    def engine(fresh: pl.DataFrame) -> Partition:  # outcome strata (docs/outcomes.md); a series' new cases
+        if not config.outcome_strata or inputs.demo is None:
+            return run(fresh)
+        strata = seriousness_strata(fresh, inputs.demo, probabilities, thresholds.thetas, k=config.k)
+        return with_outcome_strata(strata, run)
+
+    if config.frozen is None:
+        partition = engine(cases)
     else:  # a series: frozen bundles placed around the engine (faers_anon.series.step)
         from faers_anon.series.step import with_frozen  # the series step imports this module
 
-        partition = with_frozen(cases, config.frozen, run)
+        partition = with_frozen(cases, config.frozen, engine)
     if partition.invalid_groups:
         log.warning("%d groups do not satisfy %s (%d leftovers forced)", partition.invalid_groups,
                     config.model, partition.forced)  # fmt: skip
