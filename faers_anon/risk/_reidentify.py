@@ -32,7 +32,6 @@ from faers_anon.risk._codes import Codes, encode_fields, key_expr
 from faers_anon.risk._covered import covered_minima, unit_sizes
 from faers_anon.risk._own import item_lists, own_minima
 from faers_anon.risk._population import Population
-from faers_anon.risk._unique import unique_inverse
 from faers_anon.risk._units import unit_minima
 from faers_anon.risk._view import QIDS, CaseData, encode_items
 
@@ -269,11 +268,11 @@ def _prosecutor(codes: Codes, ks: KnowledgeSet, lists: dict[str, _Lists]) -> tup
     packed words each); a case without a pair is known by its item, one without items by K.
     The 1-item minima of a K are computed once for both sets.
     """
-    counts, tuple_of = _tuples(codes, ks.knows)
-    sizes = pl.Series("size", counts, pl.Int64)
+    key = key_expr(ks.knows, codes.widths)
+    sizes = codes.view.select(pl.len().over(key).cast(pl.Int64)).to_series()
     if ks.items is None:
         return sizes, True
-    targets = codes.view.select("caseid", pl.Series("kt", tuple_of, pl.UInt32))
+    targets = codes.view.select("caseid", key.rank("dense").cast(pl.UInt32).alias("kt"))
     own = lists[ks.items]
     if ks.count == "all":
         ids, kts = targets.get_column("caseid").to_numpy(), targets.get_column("kt").to_numpy()
@@ -325,18 +324,11 @@ def _sid(sets: pl.DataFrame, case_ids: np.ndarray) -> np.ndarray:
 def _upper_bounds(codes: Codes, ks: KnowledgeSet, lists: dict[str, _Lists]) -> pl.Series:
     """An upper bound of each "all" class: the cases agreeing on K that hold the target's rarest item
     (its class on K + 1 item, :func:`._own.own_minima`; a case without items: its class on K)."""
-    counts, tuple_of = _tuples(codes, ks.knows)
+    key = key_expr(ks.knows, codes.widths)
+    frame = codes.view.select(pl.len().over(key).cast(pl.Int64).alias("size"), key.rank("dense").alias("kt"))
     ids = codes.view.get_column("caseid").to_numpy()
-    single = _own_units(lists[str(ks.items)], tuple_of, ids, pairs=False)
-    return pl.Series("size", np.where(single > 0, single, counts), pl.Int64)
-
-
-def _tuples(codes: Codes, knows: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """Per released case: its class size on K alone (the cases with its key) and its K-tuple id (the
-    key's dense rank, 1, 2, …), both from one value sort of the keys (:func:`._unique.unique_inverse`)."""
-    keys = codes.view.select("caseid", key_expr(knows, codes.widths).alias("_key")).get_column("_key")
-    _, which, counts = unique_inverse(keys.cast(pl.UInt64).to_numpy())
-    return counts[which], (which + 1).astype(np.uint32)
+    single = _own_units(lists[str(ks.items)], frame.get_column("kt").to_numpy(), ids, pairs=False)
+    return pl.Series("size", np.where(single > 0, single, frame.get_column("size").to_numpy()), pl.Int64)
 
 
 def reidentify(
