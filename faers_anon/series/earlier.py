@@ -10,9 +10,13 @@ ledger history h that some case keeps (not every case of history h is published 
 
 with P(s | e) over everything e exposed before and, for a case published now, its current values
 (:func:`faers_anon.series.step.exposed_probabilities`). A conf over θ_s that publishing did not
-raise (already there before) is not charged to this release. The checked histories include those
-outside c's unit (e.g. a case first released in the group c was published in), which the bundle
-check (:func:`faers_anon.series.placement.over_theta`) does not see.
+raise (already there before) is not charged to this release. *Before* is what the earlier releases
+let an attacker read: the values the ledger records with the E the earlier releases published
+(``before``), not with this release's E: a republished case whose old drug this release's E links
+to s for the first time raises P(s | e) as much as a new value does (docs/series.md §4, "A new E
+weight is a new value": a 4 × 400k series read 0.6003 > θ 0.6 through one, issue 14). The checked
+histories include those outside c's unit (e.g. a case first released in the group c was published
+in), which the bundle check (:func:`faers_anon.series.placement.over_theta`) does not see.
 """
 
 from __future__ import annotations
@@ -78,7 +82,7 @@ def _thetas(thetas: dict[str, float]) -> pl.DataFrame:
 
 def _check(
     published: pl.DataFrame, past: pl.DataFrame, probabilities: Probabilities,
-    thetas: dict[str, float], now: pl.DataFrame | None, kept: pl.DataFrame,
+    thetas: dict[str, float], now: pl.DataFrame | None, kept: pl.DataFrame, earlier: Probabilities,
 ) -> tuple[frozenset[str], pl.DataFrame]:  # fmt: skip
     """(the failing units, the failing histories) of :func:`earlier_over_theta`, for the ``kept``
     histories only (each history's conf is computed from its own members: the result for a history
@@ -100,7 +104,7 @@ def _check(
     ids = published.select("caseid", "pseudonym").join(holders, on="pseudonym", how="semi")
     now = probabilities(published.join(holders, on="pseudonym", how="semi")) if now is None else now
     now = now.join(ids, on="caseid").join(protected, on="value", how="semi")
-    before = probabilities(_as_ledger_only(holders)).join(protected, on="value", how="semi")
+    before = earlier(_as_ledger_only(holders)).join(protected, on="value", how="semi")
     p = before.join(
         now.select(pl.col("pseudonym").alias("caseid"), "value", pl.col("p").alias("p_now")),
         on=["caseid", "value"], how="full", coalesce=True,
@@ -139,6 +143,7 @@ def earlier_over_theta(
     thetas: dict[str, float],
     *,
     now: pl.DataFrame | None = None,
+    before: Probabilities | None = None,
 ) -> frozenset[str]:
     """The units whose published cases raise some kept earlier intersection over θ* (module docstring).
 
@@ -149,11 +154,14 @@ def earlier_over_theta(
         probabilities: P(s | c) of a members frame (``caseid``, ``pseudonym``, value lists).
         thetas: θ* of the protected values.
         now: P(s | c) of ``published`` when already computed (``caseid`` raw, ``value``, ``p``).
+        before: P(s | c) with the E of the earlier releases only (module docstring); None: the same
+            as ``probabilities`` (an E that does not change between releases).
     """
     if published.is_empty() or not thetas:
         return frozenset()
     sizes = past.group_by("history").agg(pl.len().alias("n"))
-    return _check(published, past, probabilities, thetas, now, _kept(sizes, published))[0]
+    earlier = probabilities if before is None else before
+    return _check(published, past, probabilities, thetas, now, _kept(sizes, published), earlier)[0]
 
 
 class EarlierCheck:
@@ -172,15 +180,16 @@ class EarlierCheck:
     Args:
         reference: the set every later ``published`` is a subset of (rows of the same frame).
         now: P(s | c) of any subset of ``reference`` (``caseid`` raw, ``value``, ``p``).
-        past, probabilities, thetas: as :func:`earlier_over_theta`.
+        past, probabilities, thetas, before: as :func:`earlier_over_theta`.
     """
 
     def __init__(
         self, reference: pl.DataFrame, past: pl.DataFrame, probabilities: Probabilities,
-        thetas: dict[str, float], now: Probabilities,
+        thetas: dict[str, float], now: Probabilities, before: Probabilities | None = None,
     ) -> None:  # fmt: skip
         self._reference, self._past, self._thetas = reference, past, thetas
         self._probabilities, self._now = probabilities, now
+        self._before = probabilities if before is None else before
         self._sizes = past.group_by("history").agg(pl.len().alias("n"))
         self._found: tuple[pl.DataFrame, pl.DataFrame, frozenset[str]] | None = None
 
@@ -189,7 +198,7 @@ class EarlierCheck:
         if self._found is None:
             kept = _kept(self._sizes, self._reference)
             units, failing = _check(self._reference, self._past, self._probabilities, self._thetas,
-                                    self._now(self._reference), kept)  # fmt: skip
+                                    self._now(self._reference), kept, self._before)  # fmt: skip
             self._found = kept, failing, units
         return self._found
 
@@ -203,4 +212,5 @@ class EarlierCheck:
         now_kept = _kept(self._sizes, published)
         changed = pl.concat([now_kept.join(kept, on="history", how="anti"), failing])
         only = now_kept.join(changed, on="history", how="semi")
-        return _check(published, self._past, self._probabilities, self._thetas, self._now(published), only)[0]
+        return _check(published, self._past, self._probabilities, self._thetas, self._now(published), only,
+                      self._before)[0]

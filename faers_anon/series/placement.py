@@ -296,6 +296,7 @@ class Planner:
         self, cases: pl.DataFrame, entries: pl.DataFrame, pseudonym_key: bytes, *, k: int,
         probabilities: Callable[[pl.DataFrame], pl.DataFrame], thetas: dict[str, float],
         stored: pl.DataFrame | None = None, deleted: pl.Series | None = None, ids: pl.DataFrame | None = None,
+        before: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
     ) -> None:  # fmt: skip
         ids = pseudonym_ids(cases, pseudonym_key) if ids is None else ids
         self.current = cases.select("caseid", *[pl.col(c).alias(f"case_{c}") for c in _QIDS], *_LISTS).join(
@@ -310,7 +311,8 @@ class Planner:
                                 pl.Series([], dtype=pl.Int64) if deleted is None else deleted)  # fmt: skip
         self.now = Memo(probabilities)  # the members the levels try, each once
         self.placed, self.left = _place(self.members, k=k, probabilities=self.now, thetas=thetas)
-        self.earlier = EarlierCheck(self.placed, self.past, Memo(probabilities), thetas, now=self.now)
+        self.earlier = EarlierCheck(self.placed, self.past, probabilities, thetas, now=self.now,
+                                    before=Memo(probabilities if before is None else before))  # fmt: skip
 
     def plan(self, withhold: frozenset[str] = frozenset()) -> SeriesPlan:
         """The plan with the units ``withhold`` (history strings) withheld whatever the checks say."""
@@ -367,6 +369,7 @@ def plan_series(
     deleted: pl.Series | None = None,
     withhold: frozenset[str] = frozenset(),
     ids: pl.DataFrame | None = None,
+    before: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
 ) -> SeriesPlan:
     """Split this quarter's cases into fresh, published returning (with their bundles) and withheld.
 
@@ -384,7 +387,10 @@ def plan_series(
         withhold: units (their history strings) to withhold whatever the checks say (a unit found
             over θ* once the release's own E and θ* are known: :func:`faers_anon.series.step.prepare`).
         ids: ``caseid`` → ``pseudonym`` of ``cases`` when already computed (:func:`pseudonym_ids`).
+        before: P(s | c) as ``probabilities`` with the E of the earlier releases only, for what the
+            earlier intersections read before this release (:mod:`faers_anon.series.earlier`); None:
+            ``probabilities`` (an E that does not change).
     """
     planner = Planner(cases, entries, pseudonym_key, k=k, probabilities=probabilities, thetas=thetas,
-                      stored=stored, deleted=deleted, ids=ids)  # fmt: skip
+                      stored=stored, deleted=deleted, ids=ids, before=before)  # fmt: skip
     return planner.plan(withhold)

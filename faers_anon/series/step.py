@@ -166,9 +166,11 @@ def prepare(
     stored, _ = stored_cases(ledger.path, ledger.meta["releases"], key.pseudonym_key, wanted=wanted)
     past = history(ledger.state).rename({"caseid": "pseudonym"})
     withhold: frozenset[str] = frozenset()
+    earlier = _earlier_knowledge(ledger)
     planner = Planner(
         cases, ledger.state, key.pseudonym_key, k=config.k, thetas=thetas, stored=stored, deleted=deleted,
         ids=ids, probabilities=lambda m: exposed_probabilities(m, ledger.state, knowledge, config, outcomes),
+        before=lambda m: exposed_probabilities(m, ledger.state, earlier, config, outcomes),
     )  # fmt: skip
     known = planner.members.select("caseid", "pseudonym")  # the members' pseudonyms (no HMAC again)
     rows, inputs = StoredRows(ledger.path, ledger.meta["releases"]), None
@@ -199,6 +201,13 @@ def prepare(
     return SeriesStep(ledger, plan, folder, frozen, quarters, pending, ids, inputs)
 
 
+def _earlier_knowledge(ledger: Ledger) -> pl.DataFrame:
+    """E as the earlier releases published it (each weight the largest over them): what an earlier
+    intersection read before this release (:mod:`faers_anon.series.earlier`)."""
+    empty = pl.DataFrame(schema={"drug_key": pl.Utf8, "disease": pl.Utf8, "weight": pl.Float64})
+    return stored_knowledge(ledger.path, ledger.meta["releases"], empty)
+
+
 def _recheck(
     plan: SeriesPlan, inputs: ReleaseInputs, known: pl.DataFrame, ledger: Ledger, past: pl.DataFrame,
     config: AnonymizeConfig,
@@ -213,9 +222,11 @@ def _recheck(
     members = members.join(known, on="caseid")
     probabilities = partial(exposed_probabilities, entries=ledger.state, knowledge=knowledge, config=config,
                             outcomes=inputs.outcomes)  # fmt: skip
+    before = partial(probabilities, knowledge=_earlier_knowledge(ledger))
     now = probabilities(members)
     theta = inputs.thresholds.thetas
-    return over_theta(members, now, theta) | earlier_over_theta(members, past, probabilities, theta, now=now)
+    return over_theta(members, now, theta) | earlier_over_theta(members, past, probabilities, theta, now=now,
+                                                                before=before)  # fmt: skip
 
 
 def _report_counts(

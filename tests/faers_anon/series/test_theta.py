@@ -29,10 +29,15 @@ def _ids(caseids: list[int]) -> dict[int, int]:
     return dict(pseudonym_ids(pl.DataFrame({"caseid": caseids}), KEY.pseudonym_key).rows())
 
 
-def _entries(rows: list[tuple[int, int, int, list[str], list[str]]], p: dict[int, int]) -> pl.DataFrame:
-    """Ledger rows (release, raw caseid, group, reactions, outcomes) in one region."""
+def _entries(
+    rows: list[tuple[int, int, int, list[str], list[str]]], p: dict[int, int],
+    drugs: dict[int, list[str]] | None = None,
+) -> pl.DataFrame:  # fmt: skip
+    """Ledger rows (release, raw caseid, group, reactions, outcomes) in one region; ``drugs``: drug
+    keys by raw caseid."""
+    drugs = drugs or {}
     return pl.DataFrame(
-        [(r, p[c], g, "Adult", 25.0, 45.0, "F", None, None, reac, [], [], outc)
+        [(r, p[c], g, "Adult", 25.0, 45.0, "F", None, None, reac, [], drugs.get(c, []), outc)
          for r, c, g, reac, outc in rows],
         orient="row",
         schema={"release": pl.UInt32, "caseid": pl.Int64, "group": pl.UInt32, "age_group": pl.Utf8,
@@ -42,10 +47,14 @@ def _entries(rows: list[tuple[int, int, int, list[str], list[str]]], p: dict[int
     )  # fmt: skip
 
 
-def _cases(rows: list[tuple[int, list[str]]], p: dict[int, int] | None = None) -> pl.DataFrame:
+def _cases(
+    rows: list[tuple[int, list[str]]], p: dict[int, int] | None = None,
+    drugs: dict[int, list[str]] | None = None,
+) -> pl.DataFrame:  # fmt: skip
     """Super-records aged 30, F, with the given reactions (stored ones with pseudonym and store 1)."""
+    drugs = drugs or {}
     frame = pl.DataFrame(
-        [(c, 30.0, 30.0, "F", None, None, [], reac, []) for c, reac in rows], orient="row",
+        [(c, 30.0, 30.0, "F", None, None, [], reac, drugs.get(c, [])) for c, reac in rows], orient="row",
         schema={"caseid": pl.Int64, "age_min": pl.Float64, "age_max": pl.Float64, "sex": pl.Utf8,
                 "wt_min": pl.Float64, "wt_max": pl.Float64, "indications": _LIST, "reactions": _LIST,
                 "drug_keys": _LIST},
@@ -134,3 +143,51 @@ def test_the_series_step_bounds_classes_and_outcome_codes_like_a_release(ingeste
     assert {v.removeprefix(OUTC_PREFIX) for v in thetas if v.startswith(OUTC_PREFIX)} <= codes
     *_, off = _release_inputs(ingested, AnonymizeConfig(k=3, protect_outcomes=False))
     assert not any(v.startswith(OUTC_PREFIX) for v in off)
+
+
+#: Release 1 group 0 of the next two tests: 12 and 13 exposed X, 14 took drug D, 15 two other values.
+_GROUP = [(11, []), (12, ["X", "RASH"]), (13, ["X", "RASH"]), (14, []), (15, ["RASH", "COUGH"])]
+_DRUGS = {14: ["D"]}
+#: This release's E: D indicates X, which no earlier release's E said.
+_NEW_E = pl.DataFrame({"drug_key": ["D"], "disease": ["X"], "weight": [1.0]}, schema=dict(_NO_E.schema))
+
+
+def _now_and_before() -> tuple[dict[int, int], pl.DataFrame, partial[pl.DataFrame], partial[pl.DataFrame]]:
+    """Pseudonyms, ledger rows and P(s | c) through this release's E (now) and the earlier E (before)."""
+    p = _ids([c for c, _ in _GROUP])
+    entries = _entries([(1, c, 0, reac, []) for c, reac in _GROUP], p, _DRUGS)
+    probabilities = partial(exposed_probabilities, entries=entries, config=AnonymizeConfig(), outcomes=None)
+    return p, entries, partial(probabilities, knowledge=_NEW_E), partial(probabilities, knowledge=_NO_E)
+
+
+def test_a_new_e_weight_on_a_republished_case_is_a_rise() -> None:
+    # 11 returns with nothing new; its bundle {11, 14} (14: the stored mate with the fewest values)
+    # reads X at (0 + 1) / 2 = 0.5 <= 0.5 through this release's E. 12, 13, 15 stay in release 1
+    # only: their intersection, group 0, read X at 2/5 = 0.4 before (no earlier E links D to X) and
+    # now reads 3/5 = 0.6 > 0.5 through 14's D (issue 14: a 4 x 400k series at 0.60025 > 0.6). The
+    # check read "before" through the new E too (14 at 1 before and after: no rise) and published 11.
+    p, entries, now, before = _now_and_before()
+    stored = _cases(_GROUP[1:], p, _DRUGS)
+    plan = plan_series(_cases([(11, [])]), entries, KEY.pseudonym_key, k=2, probabilities=now,
+                       thetas={"X": 0.5}, stored=stored, before=before)  # fmt: skip
+    assert plan.withheld.to_list() == [11]
+    assert plan.counts["withheld_earlier"] == 1 and plan.republish.is_empty()
+    # the same plan when this release's E says nothing new about D: 11 goes out with 14
+    same = plan_series(_cases([(11, [])]), entries, KEY.pseudonym_key, k=2, probabilities=before,
+                       thetas={"X": 0.5}, stored=stored, before=before)  # fmt: skip
+    assert same.withheld.is_empty() and same.republish.rows() == [(14, 1)]
+
+
+def test_the_earlier_check_reads_before_through_the_earlier_e() -> None:
+    # 11 and 14 published (history 1:0, kept by 12, 13, 15): P(X | 14) is 0 before and 1 now, so
+    # group 0 rises from 2/5 to 3/5 > 0.5 and unit 1:0 fails; with the new E on both sides (no
+    # ``before``: the old reading) there is no rise and nothing fails.
+    p, _, now, before = _now_and_before()
+    published = _cases([(11, []), (14, [])], p, _DRUGS).select(
+        "caseid", "pseudonym", "indications", "reactions", "drug_keys", unit=pl.lit("1:0"),
+        history=pl.lit("1:0"),
+    )
+    past = pl.DataFrame({"pseudonym": list(p.values()), "history": ["1:0"] * len(p)})
+    assert earlier_over_theta(published, past, now, {"X": 0.5}, before=before) == frozenset({"1:0"})
+    assert earlier_over_theta(published, past, now, {"X": 0.6}, before=before) == frozenset()
+    assert earlier_over_theta(published, past, now, {"X": 0.5}) == frozenset()
