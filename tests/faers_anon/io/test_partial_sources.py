@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,8 @@ def full_schemas(faers_samples: Path, tmp_path_factory: pytest.TempPathFactory) 
 
 def _release(source: Path, out: Path) -> tuple[int, str]:
     result = CliRunner().invoke(cli, ["release", str(source), "-o", str(out), "--k", "5", "--theta", "0.4"])
+    if result.exc_info is not None and not isinstance(result.exception, SystemExit):  # say why, if it fails
+        return result.exit_code, result.output + "".join(traceback.format_exception(*result.exc_info))
     return result.exit_code, result.output
 
 
