@@ -82,7 +82,7 @@ _CLASS_BASIS: ContextVar[int] = ContextVar("class_basis", default=0)
 @contextmanager
 def class_basis(cases: int) -> Iterator[None]:
     """Within the block, an engine run over n cases is one part of a run over ``cases`` cases (a stratum
-    split by sex, :func:`faers_anon.anonymize.value_classes.split_by_sex`): its class cap is that
+    split by sex, :func:`faers_anon.anonymize.strata.split_by_sex`): its class cap is that
     run's cap times its share n / ``cases`` (:func:`class_cap`). Per thread (a context variable)."""
     token = _CLASS_BASIS.set(cases)
     try:

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -84,6 +85,9 @@ __all__ = [
     "run",
     "sensitive_thresholds",
 ]
+
+if TYPE_CHECKING:
+    from faers_anon.series.composition import ReleaseInputs
 
 log = logging.getLogger(__name__)
 
@@ -281,6 +285,7 @@ def anonymize_folder(
     *,
     config: AnonymizeConfig,
     beside: Callable[[], object] | None = None,
+    known: ReleaseInputs | None = None,
 ) -> AnonymizeResult:
     """Anonymize an ingested folder (:func:`run`) and write the release to ``out`` (None: compute only).
 
@@ -291,6 +296,7 @@ def anonymize_folder(
     (:func:`~faers_anon.release.writer.place_release`); E and the DEMO rows are read beside the cases.
     ``FAERS_ANON_STAGES=sequential``: each step where it ran before. A failure stops the threads,
     removes the draft and surfaces as alone. ``beside``: called right before the engine (or method).
+    ``known``: E, P(s | c) and θ* of ``ingested`` already computed (``SeriesStep.inputs``).
 
     Raises:
         InputError: a missing or unreadable ingested table or knowledge file.
@@ -300,7 +306,7 @@ def anonymize_folder(
     pid = os.getpid()
     try:
         with Stages() as stages:
-            return _anonymize_folder(ingested, out, config, stages, pid, beside)
+            return _anonymize_folder(ingested, out, config, stages, pid, beside, known)
     except BaseException:
         if out is not None:
             discard_draft(out, pid)  # after every thread has ended (the block above waits for them)
@@ -314,13 +320,11 @@ def _anonymize_folder(
     stages: Stages,
     pid: int,
     beside: Callable[[], object] | None,
+    known: ReleaseInputs | None,
 ) -> AnonymizeResult:
     """:func:`anonymize_folder` in its stages; results asked for in the old order (sequential: same order)."""
     clock = time.perf_counter()
     model = config.method is None
-    from faers_anon.series.composition import handed  # a series step's E, P(s | c), θ* of the folder
-
-    known = handed(config.frozen)
     mine = partial(knowledge_table, ingested, sensitive=config.sensitive, knowledge=config.knowledge)
     mined = stages.start("E", mine if known is None else lambda: known.knowledge, announce=False)
     demo_rows = stages.start("demo", lambda: read_table(ingested / "reports.parquet"), announce=False)

@@ -184,6 +184,7 @@ def _run(
             anonymized = anonymize_folder(
                 folder, built, config=_with_force(config, series),
                 beside=lambda: started.append(_beside_engine(stages, sources, ingested, config)),
+                known=None if series is None else series.inputs,
             )  # fmt: skip
         say(
             f"[anonymize] {anonymized.measures.groups:,} released age/sex/weight tuples (DR's groups), "

@@ -40,7 +40,7 @@ from knowledge import (
 )
 from knowledge.values import value_key_expr
 
-__all__ = ["Composition", "ReleaseInputs", "hand_over", "handed", "release_inputs"]
+__all__ = ["Composition", "ReleaseInputs", "release_inputs"]
 
 log = logging.getLogger(__name__)
 
@@ -153,18 +153,3 @@ def release_inputs(composition: Composition, config: AnonymizeConfig) -> Release
     )  # fmt: skip
     return ReleaseInputs(cases, knowledge, outcomes, probabilities, thresholds)
 
-
-#: The last attempt's inputs by the frozen-bundle file of the release they were computed for.
-_HANDED: dict[Path, ReleaseInputs] = {}
-
-
-def hand_over(frozen: Path, inputs: ReleaseInputs) -> None:
-    """Keep ``inputs`` (E, P(s | c), θ* of the folder the series step wrote, :func:`release_inputs`)
-    for that release's anonymizer, which finds them by its ``config.frozen`` (:func:`handed`)."""
-    _HANDED[frozen] = inputs
-
-
-def handed(frozen: Path | None) -> ReleaseInputs | None:
-    """The inputs handed over for ``frozen`` (taken once), None when there are none: the anonymizer
-    then computes them from the folder (the same frames: a test compares them), 1.8 CPU-s at 100k."""
-    return None if frozen is None else _HANDED.pop(frozen, None)

@@ -34,7 +34,7 @@ from faers_anon.anonymize.partition import PARTITION_SCHEMA
 from faers_anon.anonymize.value_classes import read_classes, read_outcomes
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import AgencyKey
-from faers_anon.series.composition import Composition, ReleaseInputs, hand_over, release_inputs
+from faers_anon.series.composition import Composition, ReleaseInputs, release_inputs
 from faers_anon.series.earlier import earlier_over_theta
 from faers_anon.series.exposed import exposed_probabilities
 from faers_anon.series.ledger import Ledger, history, open_ledger, stage
@@ -188,8 +188,6 @@ def prepare(
     folder = ingested if inputs is None else composition.write(work / "ingested-series")
     frozen = work / FROZEN_NAME
     plan.frozen.write_parquet(frozen)
-    if inputs is not None:  # the anonymizer takes E, P(s | c) and θ* of the written folder from here
-        hand_over(frozen, inputs)
     plan.counts["rechecked_withheld_units"] = len(withhold)
     plan.counts.update(retried)
     plan.counts["retried_published"] = retried["retried"] - int(

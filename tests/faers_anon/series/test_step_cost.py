@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import shutil
@@ -171,8 +172,9 @@ def test_the_anonymizer_takes_the_steps_inputs_and_writes_the_same_release(
     """A ledgered quarter's anonymizer reads E, P(s | c) and θ* from the series step (no E mined, no
     P computed again), and the release equals the one made with them computed from the folder."""
     import faers_anon.anonymize.pipeline as pipeline
-    import faers_anon.series.step as step
+    import faers_anon.release.pipeline as release_pipeline
     from faers_anon.series.generate import make_series
+    from faers_anon.series.step import SeriesStep
 
     monkeypatch.setenv("FAERS_ANON_KEY_FILE", str(tmp_path / "agency.key"))
     raws = make_series(300, tmp_path / "raw", quarters=2, follow=0.3, seed=3)
@@ -187,7 +189,13 @@ def test_the_anonymizer_takes_the_steps_inputs_and_writes_the_same_release(
                         lambda *a, **kw: calls.append("P") or thresholds(*a, **kw))  # fmt: skip
     api.release([raws[1]], tmp_path / "handed", config=api.release_config(None, flags))
     assert calls == []  # both taken from the step
-    monkeypatch.setattr(step, "hand_over", lambda frozen, inputs: None)
+    series_step = release_pipeline._series
+
+    def without_inputs(*args: object) -> SeriesStep | None:  # the same step, E, P(s | c), θ* not handed over
+        made = series_step(*args)  # type: ignore[arg-type]
+        return None if made is None else dataclasses.replace(made, inputs=None)
+
+    monkeypatch.setattr(release_pipeline, "_series", without_inputs)
     flags["ledger"] = tmp_path / "ledger-copy"
     api.release([raws[1]], tmp_path / "computed", config=api.release_config(None, flags))
     assert calls == ["E", "P"]
