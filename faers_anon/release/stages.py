@@ -112,7 +112,11 @@ class Task(Generic[_T]):
             self._error = Cancelled(self.name)
 
     def start(self) -> None:
-        """Run on a daemon thread of its own (daemon: an interrupted process does not wait for it)."""
+        """Run on a daemon thread of its own (daemon: an interrupted process does not wait for it).
+
+        The thread is kept before it is started: a signal handler may raise (``Interrupted``) while
+        ``Thread.start`` waits for the new thread to come up, and that thread, already created, is
+        then joined like any other (:func:`_join`)."""
         if self._announce is not None:
             self._announce()
         self._thread = threading.Thread(target=self._run, name=f"faers-anon {self.name}", daemon=True)
@@ -125,7 +129,7 @@ class Task(Generic[_T]):
                 self._announce()
             self._run()
         else:
-            self._thread.join()
+            _join(self._thread)
         if self._error is not None:
             raise self._error
         return self._value  # type: ignore[return-value]
@@ -140,7 +144,29 @@ class Task(Generic[_T]):
 
     def join(self) -> None:
         if self._thread is not None:
-            self._thread.join()
+            _join(self._thread)
+
+
+#: Seconds :func:`_join` waits for a thread whose start was interrupted to come up.
+_COME_UP_SECONDS: Final = 5.0
+
+
+def _join(thread: threading.Thread) -> None:
+    """Wait for ``thread`` to end, also when its ``start()`` was interrupted.
+
+    ``Thread.start`` creates the OS thread, then waits for it to say it is up; a signal handler raising
+    during that wait leaves a thread that runs but is not yet marked started, and ``Thread.join``
+    refuses such a thread (``RuntimeError``). So: retry until it is marked started, for at most
+    :data:`_COME_UP_SECONDS` (longer means the thread was never created: ``start()`` failed before)."""
+    deadline = time.monotonic() + _COME_UP_SECONDS
+    while True:
+        try:
+            thread.join()
+            return
+        except RuntimeError:
+            if thread.is_alive() or time.monotonic() > deadline:
+                raise
+            time.sleep(0.001)
 
 
 def _raise_in(thread: int, kind: type[BaseException]) -> None:
@@ -178,7 +204,7 @@ class Stages:
             thread = threading.Thread(
                 target=_import, args=(tuple(modules),), name="faers-anon imports", daemon=True
             )
-            self._imports.append(thread)
+            self._imports.append(thread)  # kept before start(): Task.start says why
             thread.start()
 
     def __enter__(self) -> Stages:
@@ -192,7 +218,7 @@ class Stages:
         for task in self._tasks:
             task.join()
         for thread in self._imports:
-            thread.join()
+            _join(thread)
 
 
 def _import(modules: tuple[str, ...]) -> None:

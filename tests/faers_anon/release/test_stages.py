@@ -3,10 +3,12 @@ same files as one after the other, a failed verification or a stage's error stop
 
 from __future__ import annotations
 
+import _thread
 import hashlib
 import importlib
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -21,7 +23,7 @@ import signals
 from faers_anon import risk
 from faers_anon._numba_cache import mode
 from faers_anon.cli import cli
-from faers_anon.errors import InputError, VerificationError
+from faers_anon.errors import InputError, Interrupted, VerificationError
 from faers_anon.release import pipeline as release_module
 from faers_anon.release.config import ReleaseConfig, build_release_config
 from faers_anon.release.stages import STAGES_ENV, Cancelled, Stages
@@ -239,6 +241,36 @@ def test_a_thread_sees_the_callers_context_and_is_stopped_at_its_next_python_ste
     assert len(steps) == counted  # the loop ended before the block did
     with pytest.raises(Cancelled):
         loop.result()
+
+
+def test_a_signal_while_a_stage_thread_comes_up_ends_the_block_with_the_signal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """SIGTERM's handler may raise while ``Thread.start`` waits for the new thread to come up (seen in CI:
+    the block then failed to join a thread "not started" and exited 1, not 128 + 15). Simulated here: the
+    thread comes up 50 ms after start() has already raised ``Interrupted``."""
+    real_start = threading.Thread.start
+    later: list[threading.Thread] = []
+
+    def interrupted_start(thread: threading.Thread) -> None:
+        later.append(thread)
+
+        def come_up() -> None:
+            time.sleep(0.05)
+            real_start(thread)
+
+        _thread.start_new_thread(come_up, ())
+        raise Interrupted(signal.SIGTERM)
+
+    ran: list[str] = []
+    monkeypatch.setattr(threading.Thread, "start", interrupted_start)
+    with pytest.raises(Interrupted):
+        with Stages(concurrent=True) as stages:
+            stages.start("late", lambda: ran.append("late"))
+    monkeypatch.undo()
+    (thread,) = later
+    assert thread.ident is not None and not thread.is_alive()  # it came up and the block waited for it
+    assert ran == []  # cancelled before its work began
 
 
 def test_a_wrong_stages_setting_is_one_error_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
