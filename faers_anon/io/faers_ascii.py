@@ -116,6 +116,7 @@ def _scan_lines(file: LocalFile, *, skip_rows: int) -> pl.LazyFrame:
         quote_char=None,
         schema={"_raw": pl.Utf8},
         truncate_ragged_lines=True,
+        extra_columns="ignore",  # a NUL in the first line too (polars 2.1 refuses it there otherwise)
         raise_if_empty=False,
         encoding="utf8-lossy" if file.invalid_bytes else "utf8",
     )

@@ -93,3 +93,20 @@ def test_ingest_by_kernel_writes_the_same_folder(tmp_path: Path, monkeypatch: py
     assert (outs["kernel"] / "rejects" / "rejects.csv").read_text() == (
         outs["polars"] / "rejects" / "rejects.csv"
     ).read_text()
+
+
+def test_nul_in_the_first_data_line_ends_its_text_on_both_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # polars 2.1 refused a NUL on the first data line (more fields than its schema): a traceback
+    folder = tmp_path / "q"
+    folder.mkdir()
+    (folder / "DEMO25Q1.txt").write_text("primaryid$caseid\n1$10\n")
+    path = folder / "REAC25Q1.txt"
+    path.write_bytes(b"primaryid$caseid$pt$drug_rec_act\n1$10$Rash\x00$X$Y\n2$20$Cough$\n")
+    by_polars, by_kernel = _both(path, monkeypatch)
+    assert_frame_equal(by_kernel, by_polars, check_exact=True)
+    assert by_polars.select("line", "pt", "drug_rec_act", "_short_row").rows() == [
+        (2, "Rash", None, True),
+        (3, "Cough", "", False),
+    ]
