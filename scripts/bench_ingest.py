@@ -28,6 +28,11 @@ Targets (issue "ingest" item 6): ingest ≤ 4 × baseline and ≤ 3 GB peak RSS.
 times, the ratio and the peak, and exits non-zero when a target is missed. On a shared machine the
 wall-clock ratio moves with the load of others, so it also prints the load average and each child's
 CPU time (user + system), whose ratio depends less on the load.
+``--base DIR`` compares this tree with another checkout (``git clone -q REPO DIR``, then check out the
+commit to compare with): each ingest run is paired with one of DIR's, run right before it, from a
+folder outside both trees with ``PYTHONPATH=DIR`` (the child checks which ``faers_anon`` it
+imported), and the script prints each pair's CPU seconds, both medians and the median per-pair
+difference: on a shared machine only runs made side by side compare.
 """
 
 from __future__ import annotations
@@ -51,9 +56,12 @@ for path in sys.argv[1:]:
     ).collect()
 """
 _INGEST = """
-import sys
+import os, sys
 from pathlib import Path
 import faers_anon
+if os.environ.get("BENCH_INGEST_TREE"):  # --base: the checkout this child must run
+    tree = Path(os.environ["BENCH_INGEST_TREE"]).resolve()
+    assert Path(faers_anon.__file__).resolve().is_relative_to(tree), (faers_anon.__file__, str(tree))
 faers_anon.configure()  # as the faers-anon command does before polars is imported (allocator)
 from faers_anon.io.ingest import ingest_quarters
 result = ingest_quarters([Path(sys.argv[1])], Path(sys.argv[2]))
@@ -121,10 +129,17 @@ class Run(NamedTuple):
     cpu: float  # user + system seconds of the child
 
 
-def _timed(command: list[str]) -> Run:
-    """Run a child process; return its wall time, peak RSS and CPU time (that child alone)."""
+def _timed(command: list[str], *, tree: Path | None = None) -> Run:
+    """Run a child process; return its wall time, peak RSS and CPU time (that child alone).
+
+    ``tree``: run the package of that checkout instead of this one (from its parent folder, so that
+    neither this tree nor ``tree`` itself is the child's first path entry).
+    """
+    env = None
+    if tree is not None:
+        env = os.environ | {"PYTHONPATH": str(tree), "BENCH_INGEST_TREE": str(tree)}
     start = time.perf_counter()
-    child = subprocess.Popen(command, cwd=REPO)
+    child = subprocess.Popen(command, cwd=REPO if tree is None else tree.parent, env=env)
     _, status, usage = os.wait4(child.pid, 0)
     elapsed = time.perf_counter() - start
     child.returncode = os.waitstatus_to_exitcode(status)
@@ -152,11 +167,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="ingest runs; the median counts")
     parser.add_argument("--shape", choices=("small", "realistic"), default="small", help="synthetic shape")
     parser.add_argument("--profile", type=int, default=0, help="print the N costliest functions of one run")
+    parser.add_argument("--base", type=Path, help="another checkout: each ingest run paired with one of it")
     args = parser.parse_args()
+    if args.base is not None:
+        args.base = args.base.resolve()  # the base's runs start elsewhere: no relative paths
+        if not (args.base / "faers_anon" / "__init__.py").is_file():
+            raise SystemExit(f"bench_ingest: --base {args.base}: not a faers-anon checkout")
     load_before = _load()
     with tempfile.TemporaryDirectory(prefix="bench_ingest_") as tmp:
         work = Path(tmp)
-        data = args.data
+        data = args.data.resolve() if args.data is not None else None
         if data is None:
             data = work / "quarter"
             script = REPO / "scripts" / "make_synthetic_quarter.py"
@@ -171,12 +191,24 @@ def main() -> None:
         base = min(
             (_timed([sys.executable, "-c", _BASELINE, *files]) for _ in range(3)), key=lambda r: r.wall
         )
-        runs = [
-            _timed(
-                [sys.executable, "-c", _INGEST, str(data), str(work / f"out{i}"), *(["--summary"] * (i == 0))]
+        runs, based = [], []
+        for i in range(max(args.runs, 1)):
+            if args.base is not None:
+                based.append(
+                    _timed([sys.executable, "-c", _INGEST, str(data), str(work / f"base{i}")], tree=args.base)
+                )
+            runs.append(
+                _timed(
+                    [
+                        sys.executable,
+                        "-c",
+                        _INGEST,
+                        str(data),
+                        str(work / f"out{i}"),
+                        *(["--summary"] * (i == 0)),
+                    ]
+                )
             )
-            for i in range(max(args.runs, 1))
-        ]
         if args.profile:
             _timed([sys.executable, "-c", _PROFILE, str(data), str(work / "profiled"), str(args.profile)])
     ingest = statistics.median(r.wall for r in runs)
@@ -190,6 +222,13 @@ def main() -> None:
     print(f"ratio:    {ratio:6.2f} x  (target <= {args.ratio:g})")
     print(f"peak RSS: {peak:6.2f} GB (target <= {args.memory_gb:g})")
     print(f"cpu:      baseline {base.cpu:.2f} s, ingest {cpu:.2f} s ({cpu / base.cpu:.2f} x)")
+    if based:
+        pairs = ", ".join(f"{r.cpu:.2f}/{b.cpu:.2f}" for r, b in zip(runs, based, strict=True))
+        change = statistics.median(r.cpu - b.cpu for r, b in zip(runs, based, strict=True))
+        print(f"base:     {args.base}: CPU s this tree/base by pair {pairs}")
+        base_cpu, base_peak = statistics.median(b.cpu for b in based), max(b.peak for b in based)
+        print(f"          medians {cpu:.2f} / {base_cpu:.2f} s, per pair {change:+.2f} s", end="")
+        print(f" (base peak {base_peak:.2f} GB)")
     print(f"load:     {load_before} before, {_load()} after (1, 5, 15 min averages)")
     if ratio > args.ratio or peak > args.memory_gb:
         raise SystemExit("bench_ingest: target missed")
