@@ -34,13 +34,16 @@ STATE_SCHEMA: dict[str, pl.DataType] = {
     "wt_min": pl.Float64(), "wt_max": pl.Float64(),
     **{name: pl.List(pl.Utf8()) for name in LISTS},
 }  # fmt: skip
+_OLD = {name: f"_old_{name}" for name in LISTS}
 
 
 def advance(state: pl.DataFrame, entries: pl.DataFrame, index: int, /) -> pl.DataFrame:
     """The state after release ``index``, whose ledger rows are ``entries`` (module docstring).
 
-    The cases of only one side are taken as they are; only those in both are merged (the list
-    union on every row cost 5.6 s on a 100k release at load 15).
+    The cases of only one side are taken as they are; of those in both, a value list is unioned
+    only where this release exposed a value the state does not hold (elsewhere the union is the
+    state's list, already unique and sorted): at a 100k quarter 4, 20,732 of 83,876 republished or
+    returning cases, 0.87 -> 0.51 CPU-s (polars evaluates every branch of a ``when`` on every row).
 
     Args:
         state: the state before (:data:`STATE_SCHEMA`; empty for the first release).
@@ -53,19 +56,22 @@ def advance(state: pl.DataFrame, entries: pl.DataFrame, index: int, /) -> pl.Dat
         *_REGION,
         *LISTS,
     )
-    both = state.join(new.select("caseid"), on="caseid", how="semi")
-    old_only = state.join(new.select("caseid"), on="caseid", how="anti")
-    again = new.join(both.select("caseid", "history", *[pl.col(n).alias(f"_old_{n}") for n in LISTS]),
-                     on="caseid", how="left", suffix="_old")  # fmt: skip
-    merged = again.with_columns(
-        pl.when(pl.col("history_old").is_null()).then(pl.col("history"))
-        .otherwise(pl.concat_str(["history_old", "history"], separator="|")).alias("history"),
-        *[pl.when(pl.col(f"_old_{n}").is_null()).then(pl.col(n))
-          .otherwise(pl.concat_list(f"_old_{n}", n).list.unique().list.sort()).alias(n) for n in LISTS],
-    )  # fmt: skip
+    published = pl.col("caseid").is_in(new.get_column("caseid").implode())
+    before = state.filter(published).select("caseid", pl.col("history").alias("_history"),
+                                            *[pl.col(n).alias(o) for n, o in _OLD.items()])  # fmt: skip
+    again = new.join(before, on="caseid").with_columns(
+        pl.concat_str(["_history", "history"], separator="|").alias("history"),
+        pl.any_horizontal(pl.col(n).list.set_difference(o).list.len() > 0 for n, o in _OLD.items())
+        .alias("_grown"),
+    )
+    same = again.filter(~pl.col("_grown")).with_columns(pl.col(o).alias(n) for n, o in _OLD.items())
+    grown = again.filter("_grown").with_columns(
+        pl.concat_list(o, n).list.unique().list.sort().alias(n) for n, o in _OLD.items()
+    )
+    fresh = new.filter(~pl.col("caseid").is_in(before.get_column("caseid").implode()))
+    parts = (state.filter(~published), fresh, same, grown)
     return (
-        pl.concat([old_only.select(list(STATE_SCHEMA)), merged.select(list(STATE_SCHEMA))],
-                  how="vertical_relaxed")  # fmt: skip
+        pl.concat([part.select(list(STATE_SCHEMA)) for part in parts], how="vertical_relaxed")
         .cast(STATE_SCHEMA)  # type: ignore[arg-type]
         .sort("caseid")
     )
