@@ -23,6 +23,12 @@ machine), and between stages they go back (release 22.3 s, peak 3.38 GB). A ``_R
 user set is left alone (and, appended after polars' own options, wins as before). The setting takes
 effect only when :func:`configure` runs before polars is imported (the ``faers-anon`` command always
 does); after, it does nothing.
+
+Decision (the series step's child process, :mod:`faers_anon.series.apart`): the step runs alone in a
+child whose peak is what matters, not its speed within a stage, so its allocator hands freed pages
+back within a second and skips the lazy ``MADV_FREE`` state (:data:`STEP_ALLOCATOR_CONF`; muzzy pages
+still count in RSS until the kernel needs them) — unless the user chose a setting, which the child
+inherits (:func:`child_environment`).
 """
 
 from __future__ import annotations
@@ -34,12 +40,17 @@ from typing import Any, Final
 
 from faers_anon._numba_cache import refresh_kernels, set_progress
 
-__all__ = ["ALLOCATOR_ENV", "ALLOCATOR_CONF", "configure", "configure_allocator"]
+__all__ = ["ALLOCATOR_CONF", "ALLOCATOR_ENV", "STEP_ALLOCATOR_CONF", "child_environment", "configure",
+           "configure_allocator"]  # fmt: skip
 
 #: The environment variable polars' jemalloc reads its options from.
 ALLOCATOR_ENV: Final = "_RJEM_MALLOC_CONF"
 #: Purge pages unused for 10 s, dirty or muzzy (module docstring).
 ALLOCATOR_CONF: Final = "dirty_decay_ms:10000,muzzy_decay_ms:10000"
+#: The series step's child process: freed pages back within 1 s, no muzzy stage (module docstring).
+STEP_ALLOCATOR_CONF: Final = "dirty_decay_ms:1000,muzzy_decay_ms:0"
+#: What polars itself sets when nobody chose (its ``__init__``).
+_POLARS_CONF: Final = "dirty_decay_ms:500,muzzy_decay_ms:1000"
 
 
 def configure_allocator() -> bool:
@@ -52,6 +63,16 @@ def configure_allocator() -> bool:
         return False
     os.environ[ALLOCATOR_ENV] = ALLOCATOR_CONF
     return True
+
+
+def child_environment() -> dict[str, str]:
+    """This process's environment for the series step's child: :data:`STEP_ALLOCATOR_CONF` where
+    :func:`configure` chose the allocator's setting (or none was made), the user's setting as it is."""
+    env = dict(os.environ)
+    chosen = env.get(ALLOCATOR_ENV)  # polars prepends its own options when it is imported
+    if chosen is None or chosen.endswith(ALLOCATOR_CONF) or chosen == _POLARS_CONF:
+        env[ALLOCATOR_ENV] = STEP_ALLOCATOR_CONF
+    return env
 
 
 def configure(progress: Callable[[str], Any] | None = None) -> None:

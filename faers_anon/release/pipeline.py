@@ -186,6 +186,8 @@ def _run(
                 beside=lambda: started.append(_beside_engine(stages, sources, ingested, config)),
                 known=None if series is None else series.inputs,
             )  # fmt: skip
+        if series is not None:  # E, P(s | c) and θ* used: not held under the checks
+            series = replace(series, inputs=None)
         say(
             f"[anonymize] {anonymized.measures.groups:,} released age/sex/weight tuples (DR's groups), "
             f"NIL {anonymized.nil:.4f}, "
@@ -214,9 +216,11 @@ def _run(
     if series is None:
         _publish(built, out, force=config.force)
     else:  # the release and the ledger: both or neither
+        from faers_anon.series.apart import with_state
         from faers_anon.series.step import publish_with_ledger
 
-        publish_with_ledger(series, built, out, load_key(config.anonymize.key_file),
+        key = load_key(config.anonymize.key_file)
+        publish_with_ledger(with_state(series, key), built, out, key,
                             lambda: _publish(built, out, force=config.force))  # fmt: skip
     say(f"[report] written ({seconds['report']:.1f} s; release {time.perf_counter() - begin:.1f} s)")
     return ReleaseResult(
@@ -362,7 +366,7 @@ def _series(ingested: IngestResult, work: Path, config: ReleaseConfig, say: Prog
     """The series step before anonymization (:mod:`faers_anon.series.step`); None without a ledger."""
     if config.ledger is None:
         return None
-    from faers_anon.series.step import prepare
+    from faers_anon.series.apart import prepare_apart as prepare  # in a child process (its module)
 
     key = load_key(config.anonymize.key_file)
     step = prepare(config.ledger, ingested.out, ingested.report["quarters"], work, config.anonymize, key)

@@ -10,6 +10,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from faers_anon._numba_cache import STAMP
 from faers_anon._runtime import ALLOCATOR_CONF, ALLOCATOR_ENV
 
@@ -69,3 +71,18 @@ def test_the_users_setting_wins() -> None:
 def test_configure_after_polars_changes_nothing() -> None:
     code = "import polars; import faers_anon; faers_anon.configure(); " + _SHOW.format(name=ALLOCATOR_ENV)
     assert ALLOCATOR_CONF not in _run(code, _env())
+
+
+def test_the_step_child_gets_a_short_decay_unless_the_user_chose(monkeypatch: pytest.MonkeyPatch) -> None:
+    from faers_anon._runtime import STEP_ALLOCATOR_CONF, child_environment
+
+    polars_own = "dirty_decay_ms:500,muzzy_decay_ms:1000"
+    monkeypatch.setenv(ALLOCATOR_ENV, polars_own + "," + ALLOCATOR_CONF)  # configure's, after polars' import
+    assert child_environment()[ALLOCATOR_ENV] == STEP_ALLOCATOR_CONF == "dirty_decay_ms:1000,muzzy_decay_ms:0"
+    monkeypatch.setenv(ALLOCATOR_ENV, polars_own)  # nobody chose: polars' own
+    assert child_environment()[ALLOCATOR_ENV] == STEP_ALLOCATOR_CONF
+    monkeypatch.delenv(ALLOCATOR_ENV)
+    assert child_environment()[ALLOCATOR_ENV] == STEP_ALLOCATOR_CONF
+    monkeypatch.setenv(ALLOCATOR_ENV, polars_own + ",dirty_decay_ms:0")  # the user's: inherited as it is
+    assert child_environment()[ALLOCATOR_ENV] == polars_own + ",dirty_decay_ms:0"
+    assert os.environ[ALLOCATOR_ENV] == polars_own + ",dirty_decay_ms:0"  # this process's left alone
