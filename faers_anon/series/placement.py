@@ -311,8 +311,9 @@ class Planner:
                                 pl.Series([], dtype=pl.Int64) if deleted is None else deleted)  # fmt: skip
         self.now = Memo(probabilities)  # the members the levels try, each once
         self.placed, self.left = _place(self.members, k=k, probabilities=self.now, thetas=thetas)
+        before = before if isinstance(before, Memo) else Memo(probabilities if before is None else before)
         self.earlier = EarlierCheck(self.placed, self.past, probabilities, thetas, now=self.now,
-                                    before=Memo(probabilities if before is None else before))  # fmt: skip
+                                    before=before)  # fmt: skip
 
     def plan(self, withhold: frozenset[str] = frozenset()) -> SeriesPlan:
         """The plan with the units ``withhold`` (history strings) withheld whatever the checks say."""

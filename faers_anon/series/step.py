@@ -8,10 +8,11 @@ and the returning cases are planned with their units (:mod:`faers_anon.series.pl
 release's own E, P(s | c) and θ* are those of the composition (:mod:`faers_anon.series.composition`:
 the quarter without the withheld cases, every table by caseid, with the republished cases' stored
 rows, :mod:`faers_anon.series.store`), computed in memory; a planned unit over θ* with them is
-withheld and the plan made again. The composition that passes is written once, inside the private
-work folder (nothing of the withheld cases reaches the writer); the frozen units are written to
-``frozen.parquet`` for :func:`with_frozen`, which places them around the engine (the engine sees only
-the other cases).
+withheld and the plan made again (:mod:`faers_anon.series.recheck`: from the second attempt on,
+only what the withheld units changed is checked again). The composition that passes is written once,
+inside the private work folder (nothing of the withheld cases reaches the writer); the frozen units
+are written to ``frozen.parquet`` for :func:`with_frozen`, which places them around the engine (the
+engine sees only the other cases).
 
 At publication (:func:`publish_with_ledger`): the ledger update is staged, the release renamed into
 place, then the ledger committed; see :mod:`faers_anon.series.ledger` for the failure cases.
@@ -22,7 +23,6 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import partial
 from pathlib import Path
 
 import polars as pl
@@ -35,17 +35,15 @@ from faers_anon.anonymize.value_classes import read_classes, read_outcomes
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import AgencyKey
 from faers_anon.series.composition import Composition, ReleaseInputs, release_inputs
-from faers_anon.series.earlier import earlier_over_theta
 from faers_anon.series.exposed import exposed_probabilities
 from faers_anon.series.ledger import Ledger, history, open_ledger, stage
 from faers_anon.series.pending import carried, write_pending
-from faers_anon.series.placement import Planner, SeriesPlan, over_theta, unit_members
+from faers_anon.series.placement import Memo, Planner, SeriesPlan, unit_members
+from faers_anon.series.recheck import Recheck
 from faers_anon.series.store import StoredRows, stored_cases, stored_deleted, stored_knowledge
 from faers_anon.series.units import pseudonym_ids
 
 __all__ = ["SeriesStep", "exposed_probabilities", "prepare", "with_frozen", "publish_with_ledger"]
-
-_LISTS = ("indications", "reactions", "drug_keys")
 
 FROZEN_NAME = "frozen.parquet"
 
@@ -166,13 +164,14 @@ def prepare(
     stored, _ = stored_cases(ledger.path, ledger.meta["releases"], key.pseudonym_key, wanted=wanted)
     past = history(ledger.state).rename({"caseid": "pseudonym"})
     withhold: frozenset[str] = frozenset()
-    earlier = _earlier_knowledge(ledger)
+    before = _before(ledger, config, outcomes)
     planner = Planner(
         cases, ledger.state, key.pseudonym_key, k=config.k, thetas=thetas, stored=stored, deleted=deleted,
         ids=ids, probabilities=lambda m: exposed_probabilities(m, ledger.state, knowledge, config, outcomes),
-        before=lambda m: exposed_probabilities(m, ledger.state, earlier, config, outcomes),
+        before=before,
     )  # fmt: skip
     known = planner.members.select("caseid", "pseudonym")  # the members' pseudonyms (no HMAC again)
+    recheck = Recheck(ledger, past, known, config, before)
     rows, inputs = StoredRows(ledger.path, ledger.meta["releases"]), None
     for _ in range(_ATTEMPTS):
         plan = planner.plan(withhold)
@@ -181,7 +180,7 @@ def prepare(
             break
         composition = Composition(ingested, plan.withheld, _added(rows(plan.republish), offered))
         inputs = release_inputs(composition, config)
-        failing = _recheck(plan, inputs, known, ledger, past, config)
+        failing = recheck(plan, inputs)
         if not failing:
             break
         withhold |= failing
@@ -199,32 +198,17 @@ def prepare(
     return SeriesStep(ledger, plan, folder, frozen, quarters, pending, ids, inputs)
 
 
-def _earlier_knowledge(ledger: Ledger) -> pl.DataFrame:
-    """E as the earlier releases published it (each weight the largest over them): what an earlier
-    intersection read before this release (:mod:`faers_anon.series.earlier`)."""
+def _before(ledger: Ledger, config: AnonymizeConfig, outcomes: pl.DataFrame | None) -> Memo:
+    """P(s | c) of ledger-only members (``caseid`` = pseudonym, no current values) through E as the
+    earlier releases published it (each weight the largest over them): what an earlier intersection
+    read before this release (:mod:`faers_anon.series.earlier`). It depends on neither the plan nor
+    the attempt, so the plan's rounds and every recheck share one memo (no OUTC code of this quarter:
+    a ledger-only member has none; the ledger's are read); before, each recheck computed it again
+    (≈ 1 CPU-s an attempt at 100k)."""
     empty = pl.DataFrame(schema={"drug_key": pl.Utf8, "disease": pl.Utf8, "weight": pl.Float64})
-    return stored_knowledge(ledger.path, ledger.meta["releases"], empty)
-
-
-def _recheck(
-    plan: SeriesPlan, inputs: ReleaseInputs, known: pl.DataFrame, ledger: Ledger, past: pl.DataFrame,
-    config: AnonymizeConfig,
-) -> frozenset[str]:  # fmt: skip
-    """The planned units over θ* with the release's own E (and every earlier release's) and θ*:
-    their bundles (:func:`faers_anon.series.placement.over_theta`) or the earlier intersections
-    they reach (:func:`faers_anon.series.earlier.earlier_over_theta`)."""
-    knowledge = stored_knowledge(ledger.path, ledger.meta["releases"], inputs.knowledge)
-    members = inputs.cases.select("caseid", *_LISTS).join(
-        plan.frozen.select("caseid", "bundle", "unit", "history"), on="caseid"
-    )
-    members = members.join(known, on="caseid")
-    probabilities = partial(exposed_probabilities, entries=ledger.state, knowledge=knowledge, config=config,
-                            outcomes=inputs.outcomes)  # fmt: skip
-    before = partial(probabilities, knowledge=_earlier_knowledge(ledger))
-    now = probabilities(members)
-    theta = inputs.thresholds.thetas
-    return over_theta(members, now, theta) | earlier_over_theta(members, past, probabilities, theta, now=now,
-                                                                before=before)  # fmt: skip
+    earlier = stored_knowledge(ledger.path, ledger.meta["releases"], empty)
+    codes = None if outcomes is None else outcomes.clear()
+    return Memo(lambda m: exposed_probabilities(m, ledger.state, earlier, config, codes))
 
 
 def _report_counts(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import random
 import shutil
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from faers_anon.anonymize.config import AnonymizeConfig
 from faers_anon.io.ingest import IngestConfig
 from faers_anon.release.manifest import sha256_file
 from faers_anon.series.composition import Composition, release_inputs
-from faers_anon.series.earlier import EarlierCheck, earlier_over_theta
+from faers_anon.series.earlier import EarlierCheck, _contained, earlier_over_theta
 from faers_anon.series.step import _release_inputs
 from faers_anon.series.store import StoredRows, republished_rows
 from faers_anon.series.units import unit_of
@@ -65,6 +66,26 @@ def test_an_earlier_check_of_a_subset_equals_the_full_check() -> None:
         for units in itertools.combinations(["1:4|2:7", "2:7", "1:9|2:8"], n):
             subset = PUBLISHED.filter(pl.col("unit").is_in(list(units)))
             assert check(subset) == earlier_over_theta(subset, PAST, _probabilities, thetas)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_containment_by_cut_histories_equals_the_pairs(seed: int) -> None:
+    # random ledgers of up to 4 releases with a few groups each (big groups: many histories share a
+    # pair); h lies in H when every release:group pair of h is one of H's
+    rng = random.Random(seed)
+    histories = set()
+    for _ in range(300):
+        releases = sorted(rng.sample(range(1, 5), rng.randint(1, 4)))
+        histories.add("|".join(f"{r}:{rng.randint(0, 3)}" for r in releases))
+    outer = pl.DataFrame({"pseudonym": range(len(histories)), "history": sorted(histories)})
+    outer = pl.concat([outer, outer.with_columns(pl.col("pseudonym") + 1000)])  # two cases a history
+    inner = pl.DataFrame({"history": rng.sample(sorted(histories), 60)})
+    expected = {
+        (h, c) for h in inner.get_column("history") for c, big in outer.iter_rows()
+        if set(h.split("|")) <= set(big.split("|"))
+    }  # fmt: skip
+    found = _contained(outer, inner, "pseudonym")
+    assert set(found.iter_rows()) == expected and found.height == len(expected)
 
 
 def _store(ledger: Path, index: int, rows: dict[str, pl.DataFrame]) -> dict[str, object]:

@@ -1,0 +1,233 @@
+"""The recheck of a plan's units with the release's own E and θ*, attempt after attempt (issue 14 item 7).
+
+Source: docs/series.md §4 (rule 4) and §6 ("The series step's cost, fifth session"). The series step
+plans with this quarter's E and θ*, then checks every planned unit again with the E and θ* its
+composition mines (:func:`faers_anon.series.step.prepare`): the bundle check
+(:func:`faers_anon.series.placement.over_theta`) and the earlier intersections
+(:mod:`faers_anon.series.earlier`). A unit failing there is withheld and the plan made again, which
+changes the composition, so its E and θ* — and the next attempt checks again.
+
+From the second attempt on, only what can change is checked (:class:`Recheck`); the units a
+re-plan keeps are those of the last attempt less the withheld ones (:class:`.placement.Planner`:
+each unit's bundle is chosen once), and for them:
+
+* P(s | c) of a member is a function of its own value lists (now and in the ledger), its OUTC codes
+  (its own rows, the same in both compositions), the class file and E's rows of its drugs
+  (:func:`faers_anon.series.exposed.exposed_probabilities`; SPEC §5). So only a member holding a
+  drug whose E rows changed (drug keys as P reads them, each (drug, value) at its largest weight)
+  can have a new P, and only for a value of a changed row or a class holding one (Δ values); the
+  others keep the last attempt's rows.
+* The bundle check of (unit, s) reads only the members' P(s) and θ_s. Every unit the last attempt
+  kept passed there for every s, so it still passes for s outside the Δ values and the values whose
+  θ changed (V*): only V* is checked (θ* restricted to V*).
+* The earlier check of (history h, s) reads the published holders' P(s), the others' P(s) before
+  (fixed) and θ_s. Removing units only lowers the published holders' sums (P now ≥ P before:
+  :class:`.earlier.EarlierCheck`), so an h kept in the last attempt that passed for s still passes
+  for s outside V*; the histories kept now and not then, and those failing then, are checked for
+  every value, every kept history for V*.
+
+A unit the last attempt did not check (not expected: a re-plan only removes units) makes the attempt
+check everything. Each shortcut gives the full check's units; tests compare them on hand-built
+cases (tests/faers_anon/series/test_recheck.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+import polars as pl
+
+from faers_anon.anonymize.config import AnonymizeConfig
+from faers_anon.anonymize.value_classes import CLASS_PREFIX, read_classes
+from faers_anon.series.composition import ReleaseInputs
+from faers_anon.series.earlier import check_histories, kept_histories
+from faers_anon.series.exposed import exposed_probabilities
+from faers_anon.series.ledger import Ledger
+from faers_anon.series.placement import SeriesPlan, over_theta
+from faers_anon.series.store import stored_knowledge
+from knowledge.drug_names import name_key_expr
+from knowledge.values import value_key_expr
+
+__all__ = ["Recheck", "changed_rows"]
+
+_OWN = ("indications", "reactions")
+_LISTS = (*_OWN, "drug_keys")
+Probabilities = Callable[[pl.DataFrame], pl.DataFrame]
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """What one attempt checked: E as P reads it (``drug_key``, ``value``, ``weight``), θ*, the units,
+    P(s | c) of the members (``caseid``, ``value``, ``p``), the kept and the failing histories."""
+
+    knowledge: pl.DataFrame
+    thetas: dict[str, float]
+    units: pl.DataFrame
+    probabilities: pl.DataFrame
+    kept: pl.DataFrame
+    failing: pl.DataFrame
+
+
+def _as_read(knowledge: pl.DataFrame) -> pl.DataFrame:
+    """E as :func:`knowledge.case_value_probabilities` reads it: keys made canonical, the largest
+    weight of each (drug, value) (P keeps the largest p of a pair)."""
+    return (
+        knowledge.select(
+            name_key_expr(pl.col("drug_key")).alias("drug_key"),
+            value_key_expr(pl.col("disease")).alias("value"),
+            "weight",
+        )  # fmt: skip
+        .group_by("drug_key", "value")
+        .agg(pl.col("weight").max())
+    )
+
+
+def changed_rows(before: pl.DataFrame, after: pl.DataFrame) -> pl.DataFrame:
+    """(``drug_key``, ``value``) whose weight differs between two E as P reads them (:func:`_as_read`),
+    a row present in one only included."""
+    joined = before.join(after, on=["drug_key", "value"], how="full", coalesce=True, suffix="_after")
+    differs = pl.col("weight").ne_missing(pl.col("weight_after"))
+    return joined.filter(differs).select("drug_key", "value")
+
+
+@dataclass(frozen=True, slots=True)
+class _Change:
+    """What changed since the last attempt: ``drugs`` whose E rows changed; ``values``: the P values
+    that may change (the changed rows' values and the classes holding one); ``reads``: the values
+    those are computed from (the changed rows' values and every member of those classes);
+    ``moved``: the values whose θ changed."""
+
+    drugs: pl.Series
+    values: list[str]
+    reads: list[str]
+    moved: list[str]
+
+    @property
+    def wanted(self) -> list[str]:
+        """V*: the values whose check may change."""
+        return sorted({*self.values, *self.moved})
+
+
+def _change(last: _Attempt, knowledge: pl.DataFrame, thetas: dict[str, float],
+            config: AnonymizeConfig) -> _Change:  # fmt: skip
+    """The drugs, values and θ that changed between ``last`` and this attempt's E (as P reads it)."""
+    rows = changed_rows(last.knowledge, knowledge)
+    values = rows.get_column("value").unique()
+    members = read_classes(config.classes).members
+    touched = members.join(members.filter(pl.col("value").is_in(values.implode())).select("class").unique(),
+                           on="class")  # fmt: skip
+    moved = [v for v in thetas.keys() | last.thetas.keys() if thetas.get(v) != last.thetas.get(v)]
+    classes = [CLASS_PREFIX + c for c in touched.get_column("class").unique().to_list()]
+    reads = {*values.to_list(), *touched.get_column("value").to_list()}
+    return _Change(rows.get_column("drug_key").unique(), sorted({*values.to_list(), *classes}), sorted(reads),
+                   sorted(moved))  # fmt: skip
+
+
+def _only_terms(frame: pl.DataFrame, reads: list[str]) -> pl.DataFrame:
+    """``frame`` with its indication and reaction lists cut to the terms whose value (the canonical key
+    P reads a term as) is in ``reads``: a term outside adds no P row for those values."""
+    terms = pl.concat([frame.get_column(n).explode() for n in _OWN]).drop_nulls().unique().to_frame("term")
+    keep = terms.filter(value_key_expr(pl.col("term")).is_in(reads)).get_column("term").implode()
+    return frame.with_columns(pl.col(n).list.filter(pl.element().is_in(keep)) for n in _OWN)
+
+
+def _holding(members: pl.DataFrame, entries: pl.DataFrame, drugs: pl.Series) -> pl.DataFrame:
+    """``caseid`` of the members holding one of ``drugs`` now or in the ledger (its drug keys as
+    :func:`knowledge.case_value_probabilities` reads them)."""
+    wanted = drugs.implode()
+    now = members.select("caseid", "drug_keys").explode("drug_keys").filter(pl.col("drug_keys").is_in(wanted))
+    past = (
+        entries.select(pl.col("caseid").alias("pseudonym"), "drug_keys")
+        .join(members.select("pseudonym"), on="pseudonym", how="semi")
+        .explode("drug_keys")
+        .filter(pl.col("drug_keys").is_in(wanted))
+        .join(members.select("caseid", "pseudonym"), on="pseudonym")
+    )
+    return pl.concat([now.select("caseid"), past.select("caseid")]).unique()
+
+
+class Recheck:
+    """The failing units of each attempt's plan (module docstring), checking from the second attempt
+    on only what the withheld units changed.
+
+    Args:
+        ledger: the opened ledger; past: ``pseudonym``, ``history`` of its cases; known: ``caseid`` →
+        ``pseudonym`` of the planned members; config: the run's options; before: P(s | c) of ledger-only
+        members through the earlier releases' E (:mod:`faers_anon.series.earlier`), shared with the plan.
+    """
+
+    def __init__(self, ledger: Ledger, past: pl.DataFrame, known: pl.DataFrame, config: AnonymizeConfig,
+                 before: Probabilities) -> None:  # fmt: skip
+        self._ledger, self._past, self._known, self._config = ledger, past, known, config
+        self._before = before
+        self._sizes = past.group_by("history").agg(pl.len().alias("n"))
+        self._last: _Attempt | None = None
+
+    def __call__(self, plan: SeriesPlan, inputs: ReleaseInputs) -> frozenset[str]:
+        """The planned units over θ* with the release's own E (and every earlier release's) and θ*:
+        their bundles or the earlier intersections they reach."""
+        ledger = self._ledger
+        knowledge = stored_knowledge(ledger.path, ledger.meta["releases"], inputs.knowledge)
+        members = inputs.cases.select("caseid", *_LISTS).join(
+            plan.frozen.select("caseid", "bundle", "unit", "history"), on="caseid"
+        )
+        members = members.join(self._known, on="caseid")
+        probabilities = partial(exposed_probabilities, entries=ledger.state, knowledge=knowledge,
+                                config=self._config, outcomes=inputs.outcomes)  # fmt: skip
+        thetas = inputs.thresholds.thetas
+        read = _as_read(knowledge)
+        units = members.select("unit").unique()
+        last = self._last
+        if last is None or units.join(last.units, on="unit", how="anti").height:
+            now = probabilities(members)
+            failing, checked = self._full(members, now, probabilities, thetas)
+        else:
+            change = _change(last, read, thetas, self._config)
+            now = self._renewed(members, last, knowledge, change)
+            failing, checked = self._changed(members, now, probabilities, thetas, change.wanted, last)
+        self._last = _Attempt(read, thetas, units, now, *checked)
+        return failing
+
+    def _renewed(self, members: pl.DataFrame, last: _Attempt, knowledge: pl.DataFrame,
+                 change: _Change) -> pl.DataFrame:  # fmt: skip
+        """P(s | c) of the members: the last attempt's rows, those of the changed values computed again
+        for the members holding a changed drug (with the E rows and terms of the values they read)."""
+        rows = last.probabilities.join(members.select("caseid"), on="caseid", how="semi")
+        again = _holding(members, self._ledger.state, change.drugs)
+        if again.is_empty() or not change.values:
+            return rows
+        values = pl.Series(change.values, dtype=pl.Utf8).implode()
+        holders = _only_terms(members.join(again, on="caseid", how="semi"), change.reads)
+        ids = holders.select(pl.col("pseudonym").alias("caseid"))
+        entries = _only_terms(self._ledger.state.join(ids, on="caseid", how="semi"), change.reads)
+        table = knowledge.filter(value_key_expr(pl.col("disease")).is_in(change.reads))
+        fresh = exposed_probabilities(holders, entries, table, self._config, None)
+        renew = pl.col("caseid").is_in(again.get_column("caseid").implode()) & pl.col("value").is_in(values)
+        fresh = fresh.filter(pl.col("value").is_in(values))
+        return pl.concat([rows.filter(~renew), fresh]).sort("caseid", "value")
+
+    def _full(
+        self, members: pl.DataFrame, now: pl.DataFrame, probabilities: Probabilities, thetas: dict[str, float]
+    ) -> tuple[frozenset[str], tuple[pl.DataFrame, pl.DataFrame]]:
+        """Every unit's bundle and every earlier intersection it reaches (the first attempt)."""
+        kept = kept_histories(self._sizes, members)
+        units, failing = check_histories(members, self._past, probabilities, thetas, now, kept, self._before)
+        return over_theta(members, now, thetas) | units, (kept, failing)
+
+    def _changed(
+        self, members: pl.DataFrame, now: pl.DataFrame, probabilities: Probabilities,
+        thetas: dict[str, float], wanted: list[str], last: _Attempt,
+    ) -> tuple[frozenset[str], tuple[pl.DataFrame, pl.DataFrame]]:  # fmt: skip
+        """The checks of V* (``wanted``) for every unit and kept history, and of every value for the
+        histories kept now only or failing last (module docstring)."""
+        some = {v: thetas[v] for v in wanted if v in thetas}
+        kept = kept_histories(self._sizes, members)
+        fresh = pl.concat([kept.join(last.kept, on="history", how="anti"), last.failing])
+        only = kept.join(fresh, on="history", how="semi")
+        past, before = self._past, self._before
+        units, failing = check_histories(members, past, probabilities, thetas, now, only, before)
+        units_v, failing_v = check_histories(members, past, probabilities, some, now, kept, before)
+        failing = pl.concat([failing, failing_v]).unique()
+        return over_theta(members, now, some) | units | units_v, (kept, failing)
