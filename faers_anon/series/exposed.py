@@ -6,13 +6,16 @@ the units' members, the recheck's members and the earlier intersections' holders
 the union of its current lists and every value the ledger records it exposed, its OUTC codes those
 of this quarter and the ledger's, and P is computed as for a release.
 
-Cost: P(s | c) explodes the lists and keeps one row per (case, value), so the union is not made
-unique or sorted per row (that took 0.8 CPU-s a call, six calls a 100k quarter). Keeping each case's
-rows over the calls and recomputing only where E's rows of its drugs changed was tried and does not
-pay: each attempt's own E changes the weights of the common drugs (a withheld unit's cases change
-every share of their drugs), which 70 % (first recheck) and 42 % (second) of the members hold, the
-republished members' OUTC codes differ between the quarter's and the composition's, and the
-bookkeeping cost more than the rows it saved (100k quarter 4).
+Cost: P(s | c) explodes the lists and keeps one row per (case, value), so the union is not sorted
+per row (that took 0.8 CPU-s a call, six calls a 100k quarter); it is made unique (``list.unique``,
+no sort): a republished member's stored lists repeat its ledger values, and P's explode, join and
+sort over the repeats cost more (a 100k quarter 4's 88,852 members: 1.94 → 1.44 CPU-s). Keeping each
+case's rows over the calls and recomputing only where E's rows of its drugs changed was tried and
+does not pay here (:mod:`.recheck` does it for a recheck's later attempts, per changed value): each
+attempt's own E changes the weights of the common drugs (a withheld unit's cases change every share
+of their drugs), which 70 % (first recheck) and 42 % (second) of the members hold, the republished
+members' OUTC codes differ between the quarter's and the composition's, and the bookkeeping cost
+more than the rows it saved (100k quarter 4).
 """
 
 from __future__ import annotations
@@ -55,8 +58,8 @@ def exposed_probabilities(
         past = past.group_by("pseudonym").agg(
             pl.col(name).explode().drop_nulls().alias(f"_past_{name}") for name in _LISTS
         )
-    # P(s | c) explodes the lists and keeps one row per (case, value): order and repeats do not matter
-    merged = [pl.concat_list(n, f"_past_{n}").list.drop_nulls().alias(n) for n in _LISTS]
+    # P(s | c) explodes the lists and keeps one row per (case, value): order does not matter, repeats cost
+    merged = [pl.concat_list(n, f"_past_{n}").list.drop_nulls().list.unique().alias(n) for n in _LISTS]
     ids = members.select("caseid", "pseudonym")
     union = members.join(past, on="pseudonym", how="left").with_columns(
         pl.col(f"_past_{n}").fill_null(pl.lit([], pl.List(pl.Utf8))) for n in _LISTS
