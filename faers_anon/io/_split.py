@@ -18,7 +18,6 @@ costs more than it saves); tests check that both paths give the same frame.
 
 from __future__ import annotations
 
-import mmap
 from pathlib import Path
 from typing import Any, Final
 
@@ -132,21 +131,6 @@ def _split(data: Any, start: int, width: int, slot: Any, views: Any, out: Any) -
     return row
 
 
-def _zeros(shape: tuple[int, ...], dtype: type[np.generic]) -> np.ndarray:
-    """A zeroed array in an anonymous mapping of its own, which the kernel gives in small pages.
-
-    Decision (speed): numpy asks for transparent huge pages for any array of 4 MiB or more, and
-    with Linux's THP ``defrag`` setting ``madvise`` each 2 MiB fault may first compact memory, which
-    on a machine whose memory is shared and fragmented costs more than faulting small pages: DRUG's
-    views (591 MB) took 0.20–0.81 s of system time in huge pages, 0.25–0.43 s in 4 KiB pages (157 k
-    faults instead of 5.6 k); its split 1.09–1.33 against 0.87–1.20 CPU-s (docs/scale.md "Eighth round").
-    """
-    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
-    if size == 0:
-        return np.zeros(shape, dtype=dtype)
-    return np.frombuffer(mmap.mmap(-1, size), dtype=dtype).reshape(shape)
-
-
 def _column(views: np.ndarray, valid: np.ndarray | None, data: pa.Buffer) -> pl.Series:
     """One Utf8 column of views over ``data``; ``valid`` None when no value is null."""
     rows = views.shape[0]
@@ -181,8 +165,8 @@ def split_file(path: Path, width: int, fields: dict[str, int]) -> pl.DataFrame:
         slot[f] = c
     lines = _count_lines(data, start) if start < data.shape[0] else 0
     with mode("compiled"):
-        views = _zeros((len(fields) + 1, lines, 2), np.uint64)
-        out = _zeros((2, lines), np.uint32)
+        views = np.zeros((len(fields) + 1, lines, 2), dtype=np.uint64)
+        out = np.zeros((2, lines), dtype=np.uint32)
         rows = _split(data, start, width, slot, views, out) if lines else 0
     count = out[1, :rows]
     fewest = int(count.min()) if rows else width

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from faers_anon.io import _split, faers_ascii
+from faers_anon.io import faers_ascii
 from faers_anon.io.ingest import ingest_quarters
 from faers_anon.io.sources import discover, materialize
 
@@ -111,12 +110,3 @@ def test_nul_in_the_first_data_line_ends_its_text_on_both_paths(
         (2, "Rash", None, True),
         (3, "Cough", "", False),
     ]
-
-
-def test_views_arrays_are_zeroed_and_writable() -> None:
-    views = _split._zeros((3, 5, 2), np.uint64)  # in an anonymous mapping of its own (small pages)
-    assert views.shape == (3, 5, 2) and views.dtype == np.uint64
-    assert not views.any() and views.flags.writeable and views.flags.c_contiguous
-    views[2, 4, 1] = 7
-    assert int(views.sum()) == 7
-    assert _split._zeros((2, 0), np.uint32).shape == (2, 0)  # no rows: no mapping of 0 bytes
