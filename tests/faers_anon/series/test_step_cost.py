@@ -117,6 +117,23 @@ def test_stored_rows_come_as_republished_rows_gives_them_call_after_call(tmp_pat
     assert last["drug"].rows() == [(3, "A"), (1, "B"), (1, "D")]  # by store, then in the file's order
 
 
+def test_stored_rows_keep_only_the_last_calls_rows(tmp_path: Path) -> None:
+    """Between attempts only the rows of the last call are held (not every row read beside them), and
+    a case left out and asked for again is read again, in the same order as before."""
+    drug = pl.DataFrame({"caseid": [3, 1, 2, 1], "drug_key": ["A", "B", "C", "D"]})
+    cases = pl.DataFrame({"caseid": [1, 2, 3], "pseudonym": [4, 5, 6]})
+    releases = [_store(tmp_path, 1, {"drug": drug, "cases": cases})]
+    rows = StoredRows(tmp_path, releases)
+    every = rows(pl.DataFrame({"caseid": [1, 2, 3], "store": [1, 1, 1]}))
+    assert every["drug"].rows() == [(3, "A"), (1, "B"), (2, "C"), (1, "D")]
+    subset = rows(pl.DataFrame({"caseid": [1], "store": [1]}))  # a re-plan withheld cases 2 and 3
+    assert subset["drug"].rows() == [(1, "B"), (1, "D")]
+    held = [part.select("caseid", "drug_key").rows() for part in rows._rows["drug"]]
+    assert held == [[(1, "B"), (1, "D")]]  # case 1's rows only: 2 rows held, not the 4 read
+    again = rows(pl.DataFrame({"caseid": [2, 1, 3], "store": [1, 1, 1]}))
+    assert again["drug"].rows() == every["drug"].rows()
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("composition")
