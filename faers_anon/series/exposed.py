@@ -29,6 +29,8 @@ from knowledge import case_value_probabilities
 __all__ = ["exposed_probabilities"]
 
 _LISTS = ("indications", "reactions", "drug_keys")
+#: Members per P(s | c) computation (module docstring).
+CHUNK = 100_000
 
 
 def exposed_probabilities(
@@ -48,8 +50,24 @@ def exposed_probabilities(
     Each list attribute is the union of the member's list and every value the ledger records it
     exposed; P is then computed as for a release (SPEC §5, with the value classes and OUTC
     pseudo-values of :mod:`faers_anon.anonymize.value_classes`), so p is the largest an attacker
-    holding every release can read (with the current E and class file).
+    holding every release can read (with the current E and class file). Computed per :data:`CHUNK`
+    members (module docstring).
     """
+    if members.height <= CHUNK:
+        return _exposed(members, entries, knowledge, config, outcomes)
+    chunk = ((pl.col("caseid").rank("dense") - 1) // CHUNK).alias("_chunk")
+    parts = members.with_columns(chunk).partition_by("_chunk", include_key=False, as_dict=True)
+    return pl.concat([_exposed(parts[key], entries, knowledge, config, outcomes) for key in sorted(parts)])
+
+
+def _exposed(
+    members: pl.DataFrame,
+    entries: pl.DataFrame,
+    knowledge: pl.DataFrame,
+    config: AnonymizeConfig,
+    outcomes: pl.DataFrame | None,
+) -> pl.DataFrame:
+    """:func:`exposed_probabilities` of one chunk of members."""
     entries = entries.join(members.select(pl.col("pseudonym").alias("caseid")), on="caseid", how="semi")
     past = entries.rename({"caseid": "pseudonym"})
     if "history" in entries.columns:  # the ledger's state: one row per case, the union already made
