@@ -52,7 +52,7 @@ def test_seriousness_strata_carry_the_size_of_the_stratum_each_part_was_cut_from
     ]
     assert strata.basis == [12, 12, 8]
     assert strata[0].columns == ["caseid", "sex"]
-    # the default minimum (50,000 cases): two strata, each its own basis
+    # the default minimum (20,000 cases): two strata, each its own basis
     assert [s.height for s in seriousness_strata(CASES, DEMO, P, {}, k=5)] == [12, 8]
 
 
@@ -87,3 +87,16 @@ def test_strata_run_on_two_workers_largest_first_within_their_basis(
     names = {name for name, _ in seen.values()}
     main = threading.main_thread().name
     assert names <= ({"faers-anon engine 0", "faers-anon engine 1"} if mode == "concurrent" else {main})
+
+
+@pytest.mark.parametrize(("size", "parts"), [(20_000, 2), (19_999, 1)])
+def test_the_default_minimum_cuts_a_stratum_from_20000_cases(size: int, parts: int) -> None:
+    """20,000 (not 50,000): a 100k quarter's ~40k non-serious stratum and a ledgered release's fresh
+    strata are cut too (docs/engine.md, "The threshold"); 19,999 cases stay one stratum."""
+    half = size // 2
+    labelled = pl.DataFrame(
+        {"caseid": list(range(size)), "sex": ["F"] * half + ["M"] * (size - half), "stratum": [0] * size}
+    )
+    got = split_by_sex(labelled, P.clear(), {}, k=5)
+    assert got.get_column("stratum").n_unique() == parts
+    assert got.filter(pl.col("caseid") < half).get_column("stratum").unique().to_list() == [0]
