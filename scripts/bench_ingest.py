@@ -32,8 +32,8 @@ CPU time (user + system), whose ratio depends less on the load.
 commit to compare with): each ingest run is paired with one of DIR's, run right before it in even
 pairs and right after it in odd ones (the second run of a pair tended to cost less: 5 pairs in 6, by
 up to 2 CPU-s at load 8), from a folder outside both trees with ``PYTHONPATH=DIR`` (the child checks
-which ``faers_anon`` it imported), and the script prints each pair's CPU seconds, both medians and the
-median per-pair difference: on a shared machine only runs made side by side compare.
+which ``faers_anon`` it imported), and the script prints each pair's CPU and wall seconds, both medians
+and the median per-pair differences: on a shared machine only runs made side by side compare.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def timed(name, fn):
     return wrapper
 for name in ("typed_rows", "annotated_children", "write_split", "table_report", "term_lists",
              "_report_status", "_finish_reports", "combine", "write_table", "kept_columns",
-             "version_summary", "normalization_counts", "materialize", "_ingest_deleted",
+             "version_summary", "normalization_counts", "materialize", "deleted_lists",
              "quarter_accounting", "_cases"):
     if hasattr(ingest, name):
         setattr(ingest, name, timed(name, getattr(ingest, name)))
@@ -234,6 +234,11 @@ def main() -> None:
         base_cpu, base_peak = statistics.median(b.cpu for b in based), max(b.peak for b in based)
         print(f"          medians {cpu:.2f} / {base_cpu:.2f} s, per pair {change:+.2f} s", end="")
         print(f" (base peak {base_peak:.2f} GB)")
+        walls = ", ".join(f"{r.wall:.2f}/{b.wall:.2f}" for r, b in zip(runs, based, strict=True))
+        wall_change = statistics.median(r.wall - b.wall for r, b in zip(runs, based, strict=True))
+        base_wall = statistics.median(b.wall for b in based)
+        print(f"          wall s by pair {walls}", end="")
+        print(f"; medians {ingest:.2f} / {base_wall:.2f} s, per pair {wall_change:+.2f} s")
     print(f"load:     {load_before} before, {_load()} after (1, 5, 15 min averages)")
     if ratio > args.ratio or peak > args.memory_gb:
         raise SystemExit("bench_ingest: target missed")

@@ -1,4 +1,5 @@
-"""The lazy chain of one table: raw text → typed → normalized → rules as columns → status.
+"""The lazy chain of one table: raw text → typed → normalized → rules as columns → status; the DELETE
+lists checked and written (:func:`deleted_lists`).
 
 Source: SPEC §3; docs/architecture.md "The ingested folder"; the rule order of
 :mod:`faers_anon.io.rules`. DEMO's chain is returned lazy, for :mod:`faers_anon.io.ingest` to collect;
@@ -14,16 +15,20 @@ child files have none).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from faers_anon.io import normalize, rules
 from faers_anon.io.cases import term_codes
-from faers_anon.io.faers_ascii import ScannedFile, empty_frame
+from faers_anon.io.faers_ascii import ScannedFile, empty_frame, scan_deleted
 from faers_anon.io.ingest_report import DELETED_STATUS, FILE_CODE, KEPT, QUARANTINED, STATUS
+from faers_anon.io.outputs import file_meta, kept_columns, table_report, write_split
 from faers_anon.io.parse import empty_to_null, parse
 from faers_anon.io.schema import COLUMNS, Kind
+from faers_anon.io.sources import LocalFile
 from knowledge.drug_names import name_key_expr
 
 __all__ = [
@@ -35,6 +40,7 @@ __all__ = [
     "report_key",
     "report_rules",
     "child_rules",
+    "deleted_lists",
 ]
 
 
@@ -245,3 +251,22 @@ def annotated_children(
     return annotated.with_columns(
         pl.when(pl.col(STATUS) == KEPT).then(case).otherwise("caseid").alias("caseid")
     ).collect()
+
+
+def deleted_lists(files: list[LocalFile], out: Path) -> tuple[pl.Series, dict[str, Any]]:
+    """Check and write the DELETE lists (``deleted.parquet``, its rejects); return the distinct deleted
+    caseids and the table's report entry."""
+    scans = [scan_deleted(f).with_columns(pl.lit(i, pl.UInt32).alias(FILE_CODE)) for i, f in enumerate(files)]
+    schema = {"quarter": pl.Utf8, "source_file": pl.Utf8, "line": pl.Int64, "raw_caseid": pl.Utf8,
+              "caseid": pl.Int64, FILE_CODE: pl.UInt32}  # fmt: skip
+    lists = pl.concat(scans) if scans else pl.LazyFrame(schema=schema)
+    checks = rules.RuleSet(row=rules.deleted_list_rules())
+    frame = checked(
+        lists.with_columns(pl.col("raw_caseid").alias(rules.raw_name("caseid"))), checks, pl.lit(False)
+    )
+    frame_df = frame.collect()
+    written = write_split(frame_df, "deleted", out, checks, columns=["caseid"])
+    ids = kept_columns(frame_df, ["caseid"]).get_column("caseid").unique()
+    report = table_report(frame_df, "deleted", written, [file_meta(f) for f in files])
+    report["distinct_caseids"] = ids.len()
+    return ids, report

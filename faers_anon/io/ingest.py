@@ -19,9 +19,7 @@ accounting per quarter in ``by_quarter``), ingested one quarter at a time by the
 Decisions: drug keys are computed once per distinct name; quarter and file are carried as small
 integer codes inside the chain (lookups, windows and counts on integers) and as the contract's Utf8
 columns in the output. Work runs as two tasks at a time (much of a table's work, such as Parquet
-encoding, runs on one core): the first child table is read while DEMO is annotated, DEMO's writing
-and counts run beside the child tables, each child table computes the super-record value lists it
-feeds, and the case merge runs beside the tables that feed none (scheduling in :func:`_run`).
+encoding, runs on one core; scheduling in :func:`_run`).
 Parquet is written by Arrow's encoder (:mod:`faers_anon.io.outputs`). A quarter with data files but
 no DEMO is refused before anything is written.
 
@@ -47,21 +45,21 @@ import polars as pl
 from faers_anon import __version__
 from faers_anon._paths import bundled
 from faers_anon.errors import ConfigError, InputError
-from faers_anon.io import cumulative, rules
+from faers_anon.io import cumulative
 from faers_anon.io.annotate import (
     Scan,
     annotated_children,
     annotated_reports,
-    checked,
     child_rules,
+    deleted_lists,
     report_key,
     report_rules,
     typed_rows,
 )
 from faers_anon.io.cases import TERM_LISTS, combine, term_lists, version_summary
 from faers_anon.io.cumulative import check_quarters, index_columns, ingest_series, quarter_accounting
-from faers_anon.io.faers_ascii import scan_deleted, scan_table
-from faers_anon.io.ingest_report import FILE_CODE, KEPT, QUARANTINED, STATUS, IngestResult
+from faers_anon.io.faers_ascii import scan_table
+from faers_anon.io.ingest_report import KEPT, QUARANTINED, STATUS, IngestResult
 from faers_anon.io.outputs import (
     Sink,
     file_meta,
@@ -132,23 +130,6 @@ def demo_source() -> Path:
     return zips[0]
 
 
-def _ingest_deleted(files: list[LocalFile], out: Path) -> tuple[pl.Series, dict[str, Any]]:
-    scans = [scan_deleted(f).with_columns(pl.lit(i, pl.UInt32).alias(FILE_CODE)) for i, f in enumerate(files)]
-    schema = {"quarter": pl.Utf8, "source_file": pl.Utf8, "line": pl.Int64, "raw_caseid": pl.Utf8,
-              "caseid": pl.Int64, FILE_CODE: pl.UInt32}  # fmt: skip
-    lists = pl.concat(scans) if scans else pl.LazyFrame(schema=schema)
-    checks = rules.RuleSet(row=rules.deleted_list_rules())
-    frame = checked(
-        lists.with_columns(pl.col("raw_caseid").alias(rules.raw_name("caseid"))), checks, pl.lit(False)
-    )
-    frame_df = frame.collect()
-    written = write_split(frame_df, "deleted", out, checks, columns=["caseid"])
-    ids = kept_columns(frame_df, ["caseid"]).get_column("caseid").unique()
-    report = table_report(frame_df, "deleted", written, [file_meta(f) for f in files])
-    report["distinct_caseids"] = ids.len()
-    return ids, report
-
-
 def _scans(files: list[LocalFile], table: str, quarters: list[str]) -> list[Scan]:
     chosen = [f for f in files if f.source.table == table]
     return [
@@ -189,20 +170,37 @@ def _report_status(frame: pl.DataFrame, n_quarters: int) -> pl.DataFrame:
 
 
 def _finish_reports(
-    frame: pl.DataFrame, scans: list[Scan], out: Path, quarters: list[str], outputs: _Outputs
-) -> tuple[dict[str, Any], dict[str, Any], pl.DataFrame | None]:
-    """Write DEMO; return its report entry (with ``by_quarter``, :func:`quarter_accounting`), the
-    normalization counts and the version summary (for a quarter of a series, its kept rows'
-    versions, summarized with every quarter's at the end; its kept rows are staged)."""
+    frame: pl.DataFrame,
+    scans: list[Scan],
+    out: Path,
+    quarters: list[str],
+    outputs: _Outputs,
+    early: Future[Any],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Give ``early`` the version summary first, for the case merge (a quarter of a series: its kept
+    rows' versions, summarized with every quarter's at the end; its kept rows are staged); then write
+    DEMO and return its report entry (with ``by_quarter``, :func:`quarter_accounting`) and counts."""
+    kept = kept_columns(frame, _VERSION_COLUMNS)
+    early.set_result(kept if outputs.stage is not None else version_summary(kept))
+    del kept
     kept_to = outputs.stage / "reports.arrow" if outputs.stage is not None else None
     written = write_split(
         frame, "demo", out, report_rules(), columns=_REPORT_ORDER, sink=outputs.sink, kept_to=kept_to
     )
     report = table_report(frame, "demo", written, _meta(scans))
     report["by_quarter"] = quarter_accounting(frame, quarters) if outputs.stage is None else []
-    normalization = normalization_counts(frame, report["values_nulled"])
-    versions = kept_columns(frame, _VERSION_COLUMNS)
-    return report, normalization, versions if outputs.stage is not None else version_summary(versions)
+    return report, normalization_counts(frame, report["values_nulled"])
+
+
+def _publishing(early: Future[Any], fn: Any, *args: Any) -> Any:
+    """``fn(*args, early)``; should it fail before giving ``early`` its result, ``early`` gets the
+    exception (a task waiting for it fails instead of waiting forever)."""
+    try:
+        return fn(*args, early)
+    except BaseException as exc:
+        if not early.done():
+            early.set_exception(exc)
+        raise
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -247,26 +245,27 @@ def _run(
             {"quarter": q, "table": table, "reason": NOT_IN_SOURCE} for q in sorted(q for q in absent if q)
         ]
 
-    def child(table: str, rows: Future[pl.DataFrame] | None) -> tuple[dict[str, Any], pl.DataFrame | None]:
+    def child(table: str, rows: Future[pl.DataFrame] | None, lists: Future[Any]) -> dict[str, Any]:
         typed = rows.result() if rows is not None else typed_rows(table, children[table])
         frame = annotated_children(table, typed, report_status, deleted_ids, lookup, n_quarters=len(quarters))
         del typed
+        name = _LISTS.get(table)  # the value lists first: the case merge waits for them, not the writing
+        kept = kept_columns(frame, ["caseid", TERM_LISTS[name][0]]) if name else None
+        lists.set_result(term_lists(kept, name) if name and kept is not None else None)
+        del kept
         columns = [*COLUMNS[table], *_OUTPUT_EXTRA.get(table, ())]
         written = write_split(frame, table, out, child_rules(table), columns=columns, sink=outputs.sink)
-        report = table_report(frame, table, written, _meta(children[table]))
-        if table not in _LISTS:
-            return report, None
-        name = _LISTS[table]
-        return report, term_lists(kept_columns(frame, ["caseid", TERM_LISTS[name][0]]), name)
+        return table_report(frame, table, written, _meta(children[table]))
 
     # Two tasks at a time: much of a table's work (Parquet encoding, Python glue) runs on one core,
     # so a second task keeps the other core busy. The first child table is read while DEMO is
     # annotated (reading needs nothing from DEMO); only DEMO's report status is needed before child
-    # rows are checked; DEMO's writing, counts and version summary run beside the child tables, and
-    # each table feeding the super-records computes its value lists in its own task. The case merge
-    # is queued right after the last of those tables, so it runs beside the remaining ones; it
-    # waits only for tasks queued before it, which have all started (no task waits for a queued one).
+    # rows are checked; DEMO's writing and counts run beside the child tables. The case merge needs
+    # DEMO's version summary and the value lists, which each task gives (``early``) before it writes
+    # its Parquet: the merge runs beside DRUG's writing (the longest). It is queued right after the
+    # last table feeding it and waits only for tasks queued before it, which have all started.
     index = None
+    early: dict[str, Future[Any]] = {t: Future() for t in ("reports", *CHILD_TABLES)}
     with ThreadPoolExecutor(max_workers=2) as pool:
         present = list(CHILD_TABLES)  # every table is written; an absent one has no rows
         first = pool.submit(typed_rows, present[0], children[present[0]]) if present else None
@@ -275,23 +274,24 @@ def _run(
             frame = annotated_reports(demo_scans, deleted_ids, outputs.later).collect()
             report_status = _report_status(frame, len(quarters))
             index = index_columns(frame) if outputs.stage is not None else None
-            demo = pool.submit(_finish_reports, frame, demo_scans, out, quarters, outputs)
+            finish = (frame, demo_scans, out, quarters, outputs)
+            demo = pool.submit(_publishing, early["reports"], _finish_reports, *finish)
             del frame
         feeding = [t for t in present if t in _LISTS]
-        done: dict[str, Future[tuple[dict[str, Any], pl.DataFrame | None]]] = {}
-        merged = pool.submit(_merge, out, demo, {}, outputs) if demo is not None and not feeding else None
+        done: dict[str, Future[dict[str, Any]]] = {}
+        merged = pool.submit(_merge, out, early, [], outputs) if demo is not None and not feeding else None
         for i, table in enumerate(present):
-            done[table] = pool.submit(child, table, first if i == 0 else None)
+            done[table] = pool.submit(_publishing, early[table], child, table, first if i == 0 else None)
             if demo is not None and feeding and table == feeding[-1]:
-                merged = pool.submit(_merge, out, demo, {t: done[t] for t in feeding}, outputs)
+                merged = pool.submit(_merge, out, early, feeding, outputs)
         del first
         tables: dict[str, Any] = {}
         normalization: dict[str, Any] = {}
         by_quarter: list[dict[str, Any]] = []
         if demo is not None:
-            tables["reports"], normalization, _ = demo.result()
+            tables["reports"], normalization = demo.result()
             by_quarter = tables["reports"].pop("by_quarter")
-        tables |= {table: future.result()[0] for table, future in done.items()}
+        tables |= {table: future.result() for table, future in done.items()}
         cases = merged.result() if merged is not None else _NO_CASES
     result: dict[str, Any] = {"tables": tables, "by_quarter": by_quarter, "missing_tables": missing,
             "normalization": normalization, "cases": cases}  # fmt: skip
@@ -306,7 +306,7 @@ def _ingest(
 ) -> dict[str, Any]:
     """The DELETE lists, then every data file: one run, or quarter by quarter when several quarters
     have DEMO (:func:`faers_anon.io.cumulative.ingest_series`, memory bounded by one quarter)."""
-    deleted_ids, deleted_report = _ingest_deleted([f for f in files if f.source.table == "deleted"], out)
+    deleted_ids, deleted_report = deleted_lists([f for f in files if f.source.table == "deleted"], out)
 
     def quarter(
         chosen: list[LocalFile], quarter: str, sink: Sink, stage: Path, later: pl.Series
@@ -327,17 +327,12 @@ def _ingest(
             "cases": done["cases"]}  # fmt: skip
 
 
-def _merge(
-    out: Path,
-    demo: Future[tuple[dict[str, Any], dict[str, Any], pl.DataFrame | None]],
-    feeding: dict[str, Future[tuple[dict[str, Any], pl.DataFrame | None]]],
-    outputs: _Outputs,
-) -> dict[str, int]:
-    """Write ``cases.parquet`` from DEMO's version summary and the value lists of the child tables
-    (for a quarter of a series: stage its versions and value lists,
-    :func:`faers_anon.io.cumulative.stage_case_parts`)."""
-    lists = {_LISTS[t]: kept for t, f in feeding.items() if (kept := f.result()[1]) is not None}
-    versions = demo.result()[2]
+def _merge(out: Path, early: dict[str, Future[Any]], feeding: list[str], outputs: _Outputs) -> dict[str, int]:
+    """Write ``cases.parquet`` from DEMO's version summary and the value lists of the ``feeding`` child
+    tables, given early by their tasks (for a quarter of a series: stage its versions and value
+    lists, :func:`faers_anon.io.cumulative.stage_case_parts`)."""
+    lists = {_LISTS[t]: kept for t in feeding if (kept := early[t].result()) is not None}
+    versions = early["reports"].result()
     if outputs.stage is not None and versions is not None:
         cumulative.stage_case_parts(outputs.stage, versions, lists)
         return _NO_CASES

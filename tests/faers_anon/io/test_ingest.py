@@ -315,3 +315,52 @@ def test_the_cyclic_gc_is_paused_during_ingest_and_restored_after(
         assert not gc.isenabled()  # a disabled collector stays disabled
     finally:
         gc.enable()
+
+
+def test_cases_are_merged_while_drug_is_still_being_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The case merge needs only DEMO's versions and the value lists, given before each table's
+    Parquet: DRUG's writing waits (up to 20 s) for cases.parquet to be started, which happens only
+    if the merge does not wait for DRUG's whole task."""
+    import threading
+
+    from faers_anon.io import ingest as ingest_module
+
+    merging = threading.Event()
+    waited: list[bool] = []
+    write_split, cases = ingest_module.write_split, ingest_module._cases
+
+    def drug_waits(frame: pl.DataFrame, table: str, *args: Any, **kwargs: Any) -> Any:
+        if table == "drug":
+            waited.append(merging.wait(timeout=20))
+        return write_split(frame, table, *args, **kwargs)
+
+    def merge(*args: Any) -> dict[str, int]:
+        merging.set()
+        return cases(*args)
+
+    monkeypatch.setattr(ingest_module, "write_split", drug_waits)
+    monkeypatch.setattr(ingest_module, "_cases", merge)
+    report = ingest_quarters([], tmp_path / "out", config=IngestConfig(demo=True)).report
+    assert waited == [True]
+    assert report["cases"]["cases"] == pl.read_parquet(tmp_path / "out" / "cases.parquet").height > 0
+    assert report["tables"]["drug"]["kept"] == pl.read_parquet(tmp_path / "out" / "drug.parquet").height > 0
+
+
+def test_a_table_failing_before_its_value_lists_fails_the_ingest_instead_of_hanging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from faers_anon.io import ingest as ingest_module
+
+    annotated = ingest_module.annotated_children
+
+    def broken(table: str, *args: Any, **kwargs: Any) -> pl.DataFrame:
+        if table == "reac":
+            raise RuntimeError("reac broke")
+        return annotated(table, *args, **kwargs)
+
+    monkeypatch.setattr(ingest_module, "annotated_children", broken)
+    with pytest.raises(RuntimeError, match="^reac broke$"):
+        ingest_quarters([], tmp_path / "out", config=IngestConfig(demo=True))
+    assert not (tmp_path / "out").exists()
