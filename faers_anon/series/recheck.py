@@ -40,20 +40,19 @@ from functools import partial
 import polars as pl
 
 from faers_anon.anonymize.config import AnonymizeConfig
-from faers_anon.anonymize.value_classes import CLASS_PREFIX, read_classes
 from faers_anon.series.composition import ReleaseInputs
 from faers_anon.series.earlier import check_histories, kept_histories
 from faers_anon.series.exposed import exposed_probabilities
 from faers_anon.series.ledger import Ledger
 from faers_anon.series.placement import SeriesPlan, over_theta
+from faers_anon.series.renew import Change, as_read, changed_rows, only_terms, renewed
+from faers_anon.series.renew import change as change_of
 from faers_anon.series.store import stored_knowledge
-from knowledge.drug_names import name_key_expr
 from knowledge.values import value_key_expr
 
 __all__ = ["Recheck", "changed_rows"]
 
-_OWN = ("indications", "reactions")
-_LISTS = (*_OWN, "drug_keys")
+_LISTS = ("indications", "reactions", "drug_keys")
 Probabilities = Callable[[pl.DataFrame], pl.DataFrame]
 
 
@@ -68,69 +67,6 @@ class _Attempt:
     probabilities: pl.DataFrame
     kept: pl.DataFrame
     failing: pl.DataFrame
-
-
-def _as_read(knowledge: pl.DataFrame) -> pl.DataFrame:
-    """E as :func:`knowledge.case_value_probabilities` reads it: keys made canonical, the largest
-    weight of each (drug, value) (P keeps the largest p of a pair)."""
-    return (
-        knowledge.select(
-            name_key_expr(pl.col("drug_key")).alias("drug_key"),
-            value_key_expr(pl.col("disease")).alias("value"),
-            "weight",
-        )  # fmt: skip
-        .group_by("drug_key", "value")
-        .agg(pl.col("weight").max())
-    )
-
-
-def changed_rows(before: pl.DataFrame, after: pl.DataFrame) -> pl.DataFrame:
-    """(``drug_key``, ``value``) whose weight differs between two E as P reads them (:func:`_as_read`),
-    a row present in one only included."""
-    joined = before.join(after, on=["drug_key", "value"], how="full", coalesce=True, suffix="_after")
-    differs = pl.col("weight").ne_missing(pl.col("weight_after"))
-    return joined.filter(differs).select("drug_key", "value")
-
-
-@dataclass(frozen=True, slots=True)
-class _Change:
-    """What changed since the last attempt: ``drugs`` whose E rows changed; ``values``: the P values
-    that may change (the changed rows' values and the classes holding one); ``reads``: the values
-    those are computed from (the changed rows' values and every member of those classes);
-    ``moved``: the values whose θ changed."""
-
-    drugs: pl.Series
-    values: list[str]
-    reads: list[str]
-    moved: list[str]
-
-    @property
-    def wanted(self) -> list[str]:
-        """V*: the values whose check may change."""
-        return sorted({*self.values, *self.moved})
-
-
-def _change(last: _Attempt, knowledge: pl.DataFrame, thetas: dict[str, float],
-            config: AnonymizeConfig) -> _Change:  # fmt: skip
-    """The drugs, values and θ that changed between ``last`` and this attempt's E (as P reads it)."""
-    rows = changed_rows(last.knowledge, knowledge)
-    values = rows.get_column("value").unique()
-    members = read_classes(config.classes).members
-    touched = members.join(members.filter(pl.col("value").is_in(values.implode())).select("class").unique(),
-                           on="class")  # fmt: skip
-    moved = [v for v in thetas.keys() | last.thetas.keys() if thetas.get(v) != last.thetas.get(v)]
-    classes = [CLASS_PREFIX + c for c in touched.get_column("class").unique().to_list()]
-    reads = {*values.to_list(), *touched.get_column("value").to_list()}
-    return _Change(rows.get_column("drug_key").unique(), sorted({*values.to_list(), *classes}), sorted(reads),
-                   sorted(moved))  # fmt: skip
-
-
-def _only_terms(frame: pl.DataFrame, reads: list[str]) -> pl.DataFrame:
-    """``frame`` with its indication and reaction lists cut to the terms whose value (the canonical key
-    P reads a term as) is in ``reads``: a term outside adds no P row for those values."""
-    terms = pl.concat([frame.get_column(n).explode() for n in _OWN]).drop_nulls().unique().to_frame("term")
-    keep = terms.filter(value_key_expr(pl.col("term")).is_in(reads)).get_column("term").implode()
-    return frame.with_columns(pl.col(n).list.filter(pl.element().is_in(keep)) for n in _OWN)
 
 
 def _holding(members: pl.DataFrame, entries: pl.DataFrame, drugs: pl.Series) -> pl.DataFrame:
@@ -177,36 +113,34 @@ class Recheck:
         probabilities = partial(exposed_probabilities, entries=ledger.state, knowledge=knowledge,
                                 config=self._config, outcomes=inputs.outcomes)  # fmt: skip
         thetas = inputs.thresholds.thetas
-        read = _as_read(knowledge)
+        read = as_read(knowledge)
         units = members.select("unit").unique()
         last = self._last
         if last is None or units.join(last.units, on="unit", how="anti").height:
             now = probabilities(members)
             failing, checked = self._full(members, now, probabilities, thetas)
         else:
-            change = _change(last, read, thetas, self._config)
+            change = change_of(last.knowledge, read, self._config, (last.thetas, thetas))
             now = self._renewed(members, last, knowledge, change)
             failing, checked = self._changed(members, now, probabilities, thetas, change.wanted, last)
         self._last = _Attempt(read, thetas, units, now, *checked)
         return failing
 
     def _renewed(self, members: pl.DataFrame, last: _Attempt, knowledge: pl.DataFrame,
-                 change: _Change) -> pl.DataFrame:  # fmt: skip
+                 change: Change) -> pl.DataFrame:  # fmt: skip
         """P(s | c) of the members: the last attempt's rows, those of the changed values computed again
         for the members holding a changed drug (with the E rows and terms of the values they read)."""
         rows = last.probabilities.join(members.select("caseid"), on="caseid", how="semi")
         again = _holding(members, self._ledger.state, change.drugs)
         if again.is_empty() or not change.values:
             return rows
-        values = pl.Series(change.values, dtype=pl.Utf8).implode()
-        holders = _only_terms(members.join(again, on="caseid", how="semi"), change.reads)
+        holders = only_terms(members.join(again, on="caseid", how="semi"), change.reads)
         ids = holders.select(pl.col("pseudonym").alias("caseid"))
-        entries = _only_terms(self._ledger.state.join(ids, on="caseid", how="semi"), change.reads)
+        entries = only_terms(self._ledger.state.join(ids, on="caseid", how="semi"), change.reads)
         table = knowledge.filter(value_key_expr(pl.col("disease")).is_in(change.reads))
-        fresh = exposed_probabilities(holders, entries, table, self._config, None)
-        renew = pl.col("caseid").is_in(again.get_column("caseid").implode()) & pl.col("value").is_in(values)
-        fresh = fresh.filter(pl.col("value").is_in(values))
-        return pl.concat([rows.filter(~renew), fresh]).sort("caseid", "value")
+        return renewed(
+            rows, again, exposed_probabilities(holders, entries, table, self._config, None), change.values
+        )
 
     def _full(
         self, members: pl.DataFrame, now: pl.DataFrame, probabilities: Probabilities, thetas: dict[str, float]

@@ -75,7 +75,7 @@ def test_changed_rows_compare_e_as_p_reads_it() -> None:
     after = pl.DataFrame(
         [("ASPIRIN", "Headache", 0.7), ("B", "X", 0.3), ("C", "Y", 0.1)], schema=_E, orient="row"
     )
-    read = recheck_module._as_read
+    read = recheck_module.as_read
     rows = changed_rows(read(before), read(after)).sort("drug_key")
     assert rows.rows() == [("B", "X"), ("C", "Y")]
 
