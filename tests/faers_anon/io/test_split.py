@@ -110,3 +110,61 @@ def test_nul_in_the_first_data_line_ends_its_text_on_both_paths(
         (2, "Rash", None, True),
         (3, "Cough", "", False),
     ]
+
+
+_FRESH = """
+import sys
+from pathlib import Path
+from faers_anon.io import faers_ascii
+from faers_anon.io.ingest import ingest_quarters
+from faers_anon.io.sources import discover, materialize
+faers_ascii.KERNEL_MIN_BYTES = 0
+folder = Path(sys.argv[1])
+local = materialize([f for f in discover([folder]) if f.table == "reac"][0], folder.parent / "work")
+scanned = faers_ascii.scan_table(local, "reac")
+by_polars = faers_ascii.scan_table(local, "reac", kernel=False).frame.collect()
+print("numba" in sys.modules, faers_ascii.kernel_loaded())
+by_kernel = scanned.frame.collect()
+print("numba" in sys.modules, faers_ascii.kernel_loaded(), by_kernel.equals(by_polars))
+split, by_kernel = faers_ascii._split_by_kernel, []
+def spy(file, *args):
+    by_kernel.append(file.source.table)
+    return split(file, *args)
+faers_ascii._split_by_kernel = spy
+faers_ascii._LOADED.clear()  # as in a new process: DEMO by polars while the kernel loads
+ingest_quarters([folder], folder.parent / "out1")
+print(sorted(by_kernel))
+by_kernel.clear()
+ingest_quarters([folder], folder.parent / "out2")  # the kernel is loaded now: DEMO by it too
+print(sorted(by_kernel))
+"""
+
+
+def test_numba_is_loaded_when_a_kernel_frame_is_collected_and_demo_waits_for_nothing(tmp_path: Path) -> None:
+    """Scanning a large file imports no numba (its kernel costs ~0.6-0.9 CPU-s on one core once per
+    process); until the kernel has run, an ingest reads DEMO by polars, the child tables by the kernel."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "q"
+    folder.mkdir()
+    (folder / "DEMO25Q1.txt").write_text("primaryid$caseid$caseversion\n1$10$1\n2$20$1\n")
+    (folder / "REAC25Q1.txt").write_bytes((HEADER + "\n".join(LINES)).encode())
+    (folder / "DRUG25Q1.txt").write_text(
+        "primaryid$caseid$drug_seq$drugname$prod_ai\n1$10$1$A$a\n2$20$1$B$\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", _FRESH, str(folder)], capture_output=True, text=True, check=False, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "False False",
+        "True True True",
+        "['drug', 'reac']",
+        "['demo', 'drug', 'reac']",
+    ]
+    folders = [tmp_path / name for name in ("out1", "out2")]
+    for name in ("reports", "drug", "reac", "cases"):
+        assert pl.read_parquet(folders[0] / f"{name}.parquet").equals(
+            pl.read_parquet(folders[1] / f"{name}.parquet")
+        )
