@@ -38,6 +38,15 @@ are rarely in the table): the fit may then end with α1 → 0 and p → 1, which
 pair as the other gamma alone would (Q_n ≈ 0 for n ≥ 1). That is the maximum, not a failure; the
 fitted prior is printed and stored (``ebgm_prior``) so that a reader sees it.
 
+Reproducibility: the prior is a function of the *multiset* of pairs (``squash`` sorts; E of whole counts
+is exact): every run on one machine and library build gives the same bits. The ridge α1 → 0, p → 1
+amplifies a last-bit change (one ulp in half the E of the real 2022Q3 quarter moves α1 = 2.3·10⁻⁵ to
+1.2–2.5·10⁻⁵, EBGM ≤ 6·10⁻⁵ relative): elsewhere, give back the stored prior (``--ebgm-prior``).
+scipy's BFGS hides a stalled line search's notice by ``warnings.catch_warnings``, process-wide and not
+thread-safe: a thread leaving its own (matplotlib imported in the background, numba compiling) restores
+filters without that ignore, so pytest's "error" failed a release now and then. It changes no number
+(the best start is kept): it is ignored at import and again before each fit if a restore dropped that.
+
 Edges: n = 0 (a panel pair never reported) gives the posterior of an unreported pair, with its
 upper bound EB95; E = 0 (the drug or the event has no case in the stratum) makes the posterior the
 prior (Q = p). Fractional n (the ``expected`` reading of released ranges) goes through the same
@@ -58,12 +67,6 @@ from scipy.optimize import elementwise, minimize
 from scipy.special import digamma, expit, gammainc, gammaincinv, gammaln, logit
 
 from signals.errors import SignalsError
-
-# A BFGS start whose line search stalls ends early with scipy's LineSearchWarning; _fit keeps the best
-# of its starts by the objective, so the notice says nothing to the user (and pytest's "error" filter
-# turned it into a failed release in one CI run of a real extract: the fit's path depends on the data).
-# Filtered by its message: scipy does not export the class (scipy.optimize._linesearch is private).
-warnings.filterwarnings("ignore", message="The line search algorithm did not converge")
 
 __all__ = ["GammaMixture", "DEFAULT_PRIOR", "fit_prior", "ebgm_scores", "squash"]
 
@@ -131,6 +134,8 @@ _CLEAR = 1e-4  # |F(level) − q| / q beyond which F(level) decides a quantile a
 # fits already made in this process, by a digest of their input (the prior is a pure function of it)
 _FITTED: dict[bytes, GammaMixture] = {}
 _FITTED_KEPT = 8
+_NOTICE = "The line search algorithm did not converge"  # scipy's LineSearchWarning (its class is private)
+warnings.filterwarnings("ignore", message=_NOTICE)  # and again in _fit when a catch_warnings dropped it
 
 
 def squash(n: np.ndarray, e: np.ndarray, /) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -152,10 +157,9 @@ def squash(n: np.ndarray, e: np.ndarray, /) -> tuple[np.ndarray, np.ndarray, np.
                 (pl.col("rank") - pl.col("keep")) * pl.col("bins") // (pl.col("size") - pl.col("keep"))
             )
         )
-        .group_by("n", "group")
-        # a bin's mean over its values in one order (the group-by's row order varies from run to run)
+        .group_by("n", "group")  # rows and groups come in thread order: sorted, the sums are fixed
         .agg(pl.col("e").sort().mean(), pl.len().alias("w"))
-        .sort("n", "group")  # group_by order varies by thread: the sums, hence the fit, did too
+        .sort("n", "group")
     )
     return (
         squashed.get_column("n").to_numpy(),
@@ -257,6 +261,8 @@ def _fit(a: np.ndarray, expected: np.ndarray, n_star: int) -> GammaMixture:
     if a.size < _MIN_PAIRS or np.unique(n).size < 2:
         return DEFAULT_PRIOR
     best = None
+    if not any(f[0] == "ignore" and f[1] is not None and f[1].pattern == _NOTICE for f in warnings.filters):
+        warnings.filterwarnings("ignore", message=_NOTICE)  # module docstring: Reproducibility
     points = _Points(n, e)
     log_fact = gammaln(n + 1.0)
     scale = 1.0 / w.sum()  # the mean over pairs: gradient tolerances then mean the same at any size
