@@ -41,7 +41,7 @@ fitted prior is printed and stored (``ebgm_prior``) so that a reader sees it.
 Reproducibility: the prior is a function of the *multiset* of pairs (``squash`` sorts; E of whole counts
 is exact): every run on one machine and library build gives the same bits. The ridge α1 → 0, p → 1
 amplifies a last-bit change (one ulp in half the E of the real 2022Q3 quarter moves α1 = 2.3·10⁻⁵ to
-1.2–2.5·10⁻⁵, EBGM ≤ 6·10⁻⁵ relative): elsewhere, give back the stored prior (``--ebgm-prior``).
+1.2–2.5·10⁻⁵, scores ≤ 6·10⁻⁵ relative): elsewhere, give back the stored prior (``--ebgm-prior``).
 scipy's BFGS hides a stalled line search's notice by ``warnings.catch_warnings``, process-wide and not
 thread-safe: a thread leaving its own (matplotlib imported in the background, numba compiling) restores
 filters without that ignore, so pytest's "error" failed a release now and then. It changes no number
