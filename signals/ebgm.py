@@ -43,8 +43,8 @@ is exact): every run on one machine and library build gives the same bits. The r
 amplifies a last-bit change (one ulp in half the E of the real 2022Q3 quarter moves α1 = 2.3·10⁻⁵ to
 1.2–2.5·10⁻⁵, scores ≤ 6·10⁻⁵ relative): elsewhere, give back the stored prior (``--ebgm-prior``).
 scipy's BFGS hides a stalled line search's notice by ``warnings.catch_warnings``, process-wide and not
-thread-safe: a thread leaving its own (matplotlib imported in the background, numba compiling) restores
-filters without that ignore, so pytest's "error" failed a release now and then. It changes no number
+thread-safe: a thread leaving its own (matplotlib's import, numba's compiler beside the fit) restores
+filters without that ignore, so pytest's "error" could fail a release now and then. It changes no number
 (the best start is kept): it is ignored at import and again before each fit if a restore dropped that.
 
 Edges: n = 0 (a panel pair never reported) gives the posterior of an unreported pair, with its
