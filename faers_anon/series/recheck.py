@@ -34,7 +34,7 @@ cases (tests/faers_anon/series/test_recheck.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import polars as pl
@@ -115,13 +115,15 @@ class Recheck:
         thetas = inputs.thresholds.thetas
         read = as_read(knowledge)
         units = members.select("unit").unique()
-        last = self._last
+        last, self._last = self._last, None  # its P(s | c) is let go once renewed (memory: 400k quarters)
         if last is None or units.join(last.units, on="unit", how="anti").height:
+            last = None
             now = probabilities(members)
             failing, checked = self._full(members, now, probabilities, thetas)
         else:
             change = change_of(last.knowledge, read, self._config, (last.thetas, thetas))
             now = self._renewed(members, last, knowledge, change)
+            last = replace(last, probabilities=now.clear())  # the checks read the kept and failing histories
             failing, checked = self._changed(members, now, probabilities, thetas, change.wanted, last)
         self._last = _Attempt(read, thetas, units, now, *checked)
         return failing

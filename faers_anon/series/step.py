@@ -179,6 +179,7 @@ def prepare(
             inputs = None
             break
         composition = Composition(ingested, plan.withheld, _added(rows(plan.republish), offered))
+        inputs = None  # the last attempt's frames are let go before this one's are computed (memory)
         inputs = release_inputs(composition, config)
         failing = recheck(plan, inputs)
         if not failing:
