@@ -1,5 +1,6 @@
-"""The lazy chain of one table: raw text → typed → normalized → rules as columns → status; the DELETE
-lists checked and written (:func:`deleted_lists`).
+"""The lazy chain of one table: raw text → typed → normalized → rules as columns → status.
+
+The DELETE lists are checked and written here too (:func:`deleted_lists`).
 
 Source: SPEC §3; docs/architecture.md "The ingested folder"; the rule order of
 :mod:`faers_anon.io.rules`. DEMO's chain is returned lazy, for :mod:`faers_anon.io.ingest` to collect;
