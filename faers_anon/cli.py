@@ -17,6 +17,7 @@ the one click would print from the commands themselves).
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
@@ -196,6 +197,9 @@ class FaersAnonGroup(click.Group):
         if message is not None:
             click.echo("Error: " + " ".join(message.split()), err=True)
         if standalone_mode:
+            # The process ends here: frozen, the heap is not walked again by the interpreter's exit
+            # (numba and polars leave ~140k objects; 0.25-0.35 CPU-s of an ingest's exit, helper run).
+            gc.freeze()
             sys.exit(code)
         return code
 

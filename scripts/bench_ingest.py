@@ -68,6 +68,8 @@ from faers_anon.io.ingest import ingest_quarters
 result = ingest_quarters([Path(sys.argv[1])], Path(sys.argv[2]))
 if sys.argv[3:] == ["--summary"]:
     print(result.summary())
+import gc
+gc.freeze()  # as the faers-anon command does before it exits (faers_anon.cli)
 """
 _PROFILE = """
 import faers_anon
