@@ -8,8 +8,10 @@ and own privacy figures beside DR; signals (survival overall and per stratum for
 criterion under the ``expected`` reading; per criterion — Evans, ROR025 > 1, IC025 > 0, EB05 ≥ 2 —
 its rule, count floor and source with the survival overall, pooled over the strata and in the worst
 stratum, and the panel's; the reference panel with its Mantel–Haenszel ROR; release-only
-signals); rejects per table and reason. Stage timings differ from run to run, so they go to
-manifest.json's ``timings`` (left out of reproducibility checks), not into the report.
+signals; the MGPS prior each side's EBGM was scored under, ``ebgm_prior``, in the
+``--ebgm-prior`` form — exact decimals, :func:`prior_option`); rejects per table and reason. Stage
+timings differ from run to run, so they go to manifest.json's ``timings`` (left out of
+reproducibility checks), not into the report.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ if TYPE_CHECKING:
     from faers_anon.release.config import ReleaseConfig
     from faers_anon.verify.verifier import Verdict
     from signals import Comparison
+    from signals.ebgm import GammaMixture
 
-__all__ = ["build_report", "by_criterion", "report_inputs"]
+__all__ = ["build_report", "by_criterion", "prior_option", "report_inputs"]
 
 _PANEL_READING = "expected"
 _PANEL_COLUMNS = [
@@ -47,6 +50,18 @@ _PANEL_COLUMNS = [
 
 def _rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
     return frame.to_dicts()
+
+
+def prior_option(prior: GammaMixture | None) -> str | None:
+    """``alpha1,beta1,alpha2,beta2,p`` as ``--ebgm-prior`` reads it back; None without EBGM.
+
+    Each number is Python's shortest round-trip decimal (``repr``), so the prior read back is the
+    fitted one to the last bit: the fit's last bits vary across machines (signals/ebgm.py,
+    "Reproducibility"), a prior given back does not.
+    """
+    if prior is None:
+        return None
+    return ",".join(repr(float(v)) for v in (prior.alpha1, prior.beta1, prior.alpha2, prior.beta2, prior.p))
 
 
 def _rejects(ingested: IngestResult) -> list[dict[str, Any]]:
@@ -182,6 +197,10 @@ def build_report(
             "by_criterion": by_criterion(overview),
             "panel": _rows(panel),
             "new_signals": _rows(new.head(100)),
+            "ebgm_prior": {
+                "raw": prior_option(comparison.raw.ebgm_prior),
+                "release": prior_option(comparison.release.ebgm_prior),
+            },
         },
         "verification": {
             "ok": verdict.ok,
