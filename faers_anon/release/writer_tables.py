@@ -43,9 +43,21 @@ _KEEP = frozenset({"primaryid", "caseid", "quarter", "source_file", "line", "cas
 _SPECIAL = r"[$\r\n]"
 
 
+#: Rows per row group of the release's Parquet files (polars' default, pinned).
+ROW_GROUP = 1 << 18
+
+
 def write_parquet(frame: pl.DataFrame, path: Path) -> None:
-    """Parquet with the release's fixed settings (same inputs, same bytes)."""
-    frame.write_parquet(path, compression="zstd", compression_level=3, statistics=True)
+    """Parquet with the release's fixed settings (same inputs, same bytes).
+
+    The row-group size is given: without it polars cuts a large frame's row groups and pages where
+    its chunks end, and its chunks depend on its thread count (a 436,767-row DRUG chunked 4 ways:
+    4 different files); with it, the same bytes for every chunking (tests/faers_anon/release/
+    test_writer_tables.py). Frames under :data:`ROW_GROUP` rows (the demo's) are written as before.
+    """
+    frame.write_parquet(
+        path, compression="zstd", compression_level=3, statistics=True, row_group_size=ROW_GROUP
+    )
 
 
 def published(table: str, names: Sequence[str], policy: ColumnPolicy) -> list[str]:

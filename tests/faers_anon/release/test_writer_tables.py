@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import polars as pl
 
 from faers_anon.io.column_policy import DEFAULT_POLICY, ShapedTable
-from faers_anon.release.writer_tables import published, published_columns, sort_key, write_tables
+from faers_anon.release.writer_tables import (
+    ROW_GROUP,
+    published,
+    published_columns,
+    sort_key,
+    write_parquet,
+    write_tables,
+)
 
 
 def _sorted(frame: pl.DataFrame, keys: list[str], **options: int) -> list[int]:
@@ -77,3 +85,16 @@ def test_ascii_text_replaces_only_where_needed_and_counts_the_cells(tmp_path: Pa
     assert text == "primaryid$pt$route$dose\n12$A B$ORAL$18\n3$C$$0.5\n"
     assert counts["reac"]["ascii_replaced_cells"] == 1
     assert counts["reac"]["quarters"] == {"2025Q1": {"rows_in": 2, "rows_out": 2}}
+
+
+def test_parquet_bytes_do_not_depend_on_chunks(tmp_path: Path) -> None:
+    n = ROW_GROUP + 10_000  # two row groups: polars cut them where its chunks ended
+    frame = pl.DataFrame({"primaryid": range(n), "drugname": [f"DRUG {i % 7_919}" for i in range(n)]})
+    digests = set()
+    for rows in (n, n // 3, 997):
+        chunked = pl.concat([frame.slice(i, rows) for i in range(0, n, rows)], rechunk=False)
+        assert chunked.n_chunks() == -(-n // rows)
+        write_parquet(chunked, tmp_path / f"{rows}.parquet")
+        assert pl.read_parquet(tmp_path / f"{rows}.parquet").equals(frame)
+        digests.add(hashlib.sha256((tmp_path / f"{rows}.parquet").read_bytes()).hexdigest())
+    assert len(digests) == 1
