@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 
 from faers_anon.io.outputs import Sink, write_rows, write_table
@@ -25,7 +26,7 @@ def _frame(n: int = 60_000) -> pl.DataFrame:
     return pl.DataFrame(
         {
             "caseid": range(n),
-            "mfr_num": [f"US-MAKER-{i:012d}-X" for i in range(n)],
+            "lot_num": [f"US-MAKER-{i:012d}-X" for i in range(n)],
             "reactions": [[f"reaction {i % 997}", f"event {i % 89} of case {i}"] for i in range(n)],
         }
     )
@@ -47,9 +48,18 @@ def test_write_table_bytes_do_not_depend_on_chunks(tmp_path: Path) -> None:
     assert len(digests) == 1
 
 
+def test_a_unique_text_column_is_written_plain(tmp_path: Path) -> None:
+    frame = _frame(100).with_columns(pl.col("lot_num").alias("mfr_num"))
+    write_table(frame, tmp_path / "t.parquet")
+    chunk = pq.read_metadata(tmp_path / "t.parquet").row_group(0)
+    encodings = {chunk.column(i).path_in_schema: chunk.column(i).encodings for i in range(chunk.num_columns)}
+    assert "RLE_DICTIONARY" in encodings["lot_num"]
+    assert "RLE_DICTIONARY" not in encodings["mfr_num"]
+
+
 def test_written_slices_and_sink_bytes_do_not_depend_on_chunks(tmp_path: Path) -> None:
     frame = _frame()
-    columns, where = [pl.col("caseid"), pl.col("mfr_num"), pl.col("reactions")], pl.col("caseid") % 7 != 3
+    columns, where = [pl.col("caseid"), pl.col("lot_num"), pl.col("reactions")], pl.col("caseid") % 7 != 3
     digests, sunk = set(), set()
     for rows in (frame.height, 997):
         write_rows(_chunked(frame, rows), tmp_path / f"rows{rows}.parquet", where=where, columns=columns)
