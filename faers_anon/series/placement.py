@@ -212,7 +212,8 @@ def _trim(members: pl.DataFrame, target: int) -> pl.DataFrame:
         .group_by("unit", "d_history")
         .agg(pl.col("r").sum().alias("sup"))
     )
-    added = pl.min_horizontal(pl.col("n") - pl.col("r"), (target - pl.col("sup")).clip(lower_bound=0))
+    short = (target - pl.col("sup").cast(pl.Int64)).clip(lower_bound=0)  # counts are UInt32: no wrap
+    added = pl.min_horizontal(pl.col("n") - pl.col("r"), short)
     quota = classes.join(sup, left_on=["unit", "history"], right_on=["unit", "d_history"]).select(
         "unit", "history", pl.when(pl.col("r") > 0).then(pl.col("r") + added).otherwise(0).alias("quota")
     )
