@@ -162,6 +162,8 @@ def _write(frame: pl.DataFrame, path: Path, *, metadata: dict[str, str] | None =
         if path.suffix.lower() == ".csv":
             frame.write_csv(path)
         else:
-            frame.write_parquet(path, compression="zstd", metadata=metadata)
+            # row groups of fixed rows: without the size polars cuts them where its chunks end (the
+            # chunks depend on its thread count), as faers_anon/release/writer_tables.py write_parquet
+            frame.write_parquet(path, compression="zstd", metadata=metadata, row_group_size=1 << 18)
     except OSError as exc:
         raise InputError(f"cannot write ({exc.strerror})", path=path) from exc
