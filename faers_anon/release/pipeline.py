@@ -28,7 +28,9 @@ Beside the engine (numba code holding no GIL: on 2 cores, what it leaves of the 
 ``anonymize_folder``'s ``beside`` hook, after its own two-core work of reading and encoding) run the
 raw halves of signals and risk (:func:`signals.raw_side`, :func:`faers_anon.risk.raw_cases`), the
 SHA-256 of the sources, and the import of the later stages' modules (:data:`LATER_MODULES`, ~0.6 s:
-:meth:`~faers_anon.release.stages.Stages.preload`), which no longer delays ingest. Each stage imports
+:meth:`~faers_anon.release.stages.Stages.preload`), which no longer delays ingest. With a ledger they
+start before the series step instead: they read only the quarter as ingested, and the step's child
+process (:mod:`faers_anon.series.apart`) leaves part of the two cores idle. Each stage imports
 its modules where used, in this thread: at once when loaded, with the module's own error if the early
 import failed. The manifest keeps the writer's hashes of its files (the verify stage re-read each).
 Timing: ``seconds`` (and manifest.json ``timings``) holds each stage's own wall time, from its start
@@ -177,13 +179,18 @@ def _run(
         f"{ingested.report['cases']['cases']:,} cases ({seconds['ingest']:.1f} s)"
     )
     with Stages(say) as stages:
-        started: list[Beside] = []  # by anonymize_folder, right before the engine starts
+        started: list[Beside] = []  # with a ledger: before the series step; else right before the engine
+
+        def beside() -> None:
+            started.append(_beside_engine(stages, sources, ingested, config))
+
+        if config.ledger is not None:
+            beside()
         series = _series(ingested, work, config, say)
         with _stage("anonymize", seconds, say):
             folder = ingested.out if series is None else series.ingested
             anonymized = anonymize_folder(
-                folder, built, config=_with_force(config, series),
-                beside=lambda: started.append(_beside_engine(stages, sources, ingested, config)),
+                folder, built, config=_with_force(config, series), beside=None if started else beside,
                 known=None if series is None else series.inputs,
             )  # fmt: skip
         if series is not None:  # E, P(s | c) and θ* used: not held under the checks

@@ -1,0 +1,170 @@
+"""A ledgered release starts the work that needs no series step beside it (issue 14 item 7, wall time).
+
+The raw halves of signals and risk, the sources' SHA-256 and the later modules' import read only the
+quarter as ingested, so with ``--ledger`` they start before the series step (its child process) instead
+of right before the engine. Checked: they have started before the step is called; the release's files
+and the ledger's new files are the same as when every stage runs one after the other; a step that
+fails is one ``Error:`` line and an interrupted step leaves no thread, no release and no work folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+import signals
+from faers_anon import risk
+from faers_anon.cli import cli
+from faers_anon.errors import InputError, Interrupted
+from faers_anon.release import pipeline as release_module
+from faers_anon.release.config import ReleaseConfig, build_release_config
+from faers_anon.release.stages import STAGES_ENV
+from faers_anon.series import apart
+from faers_anon.series.generate import make_series
+
+RAW_HALVES = ("signals_raw", "risk_raw")
+
+
+@pytest.fixture(scope="module")
+def series(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two linked quarters of 300 cases; the ledger after the first one's ledgered release."""
+    root = tmp_path_factory.mktemp("series")
+    raws = make_series(300, root / "raw", quarters=2, follow=0.3, seed=5)
+    ledger = root / "ledger"
+    release_module.release([raws[0]], root / "rel0", config=_config(root, ledger))
+    return {"raw1": raws[1], "ledger": ledger}
+
+
+def _config(tmp_path: Path, ledger: Path) -> ReleaseConfig:
+    config = build_release_config(flag_options={"k": 3, "seed": 5})
+    (tmp_path / "work").mkdir(exist_ok=True)
+    return replace(config, work=tmp_path / "work", ledger=ledger)
+
+
+def _recorded(monkeypatch: pytest.MonkeyPatch, step: Any = None) -> list[str]:
+    """The order in which the raw halves and the series step are called; in concurrent mode the step
+    (``step``, or the real one) waits until both raw halves were called (at most 30 s)."""
+    events: list[str] = []
+    for name, (home, function) in zip(RAW_HALVES, ((signals, "raw_side"), (risk, "raw_cases")), strict=True):
+        real = getattr(home, function)
+
+        def traced(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            events.append(_name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(home, function, traced)  # the pipeline imports each where it uses it
+    prepare = step or apart.prepare_apart
+
+    def series_step(*args: Any, **kwargs: Any) -> Any:
+        deadline = time.monotonic() + 30
+        while os.environ.get(STAGES_ENV) == "concurrent" and time.monotonic() < deadline:
+            if set(RAW_HALVES) <= set(events):
+                break
+            time.sleep(0.01)
+        events.append("step")
+        return prepare(*args, **kwargs)
+
+    monkeypatch.setattr(apart, "prepare_apart", series_step)
+    return events
+
+
+def _files(folder: Path) -> dict[str, str]:
+    """SHA-256 of every file; manifest.json without its run-time fields, certificate.json by its key,
+    ledger.json's records without the release's path and manifest hash, and without the MAC."""
+    out = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        if path.name == "manifest.json":
+            manifest = json.loads(data)
+            manifest.pop("created"), manifest.pop("timings")
+            data = json.dumps(manifest, sort_keys=True).encode()
+        elif path.name == "certificate.json":
+            data = json.loads(data)["public_key"].encode()
+        elif path.name == "ledger.json":
+            meta = json.loads(data)
+            meta.pop("mac")
+            for record in meta["releases"]:
+                record.pop("release"), record.pop("manifest_sha256")
+            data = json.dumps(meta, sort_keys=True).encode()
+        out[path.relative_to(folder).as_posix()] = hashlib.sha256(data).hexdigest()
+    return out
+
+
+def test_with_a_ledger_the_raw_halves_start_before_the_series_step_with_the_same_files(
+    series: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = _recorded(monkeypatch)
+    runs = {}
+    for chosen in ("sequential", "concurrent"):
+        monkeypatch.setenv(STAGES_ENV, chosen)
+        ledger = tmp_path / f"ledger-{chosen}"
+        shutil.copytree(series["ledger"], ledger)
+        events.clear()
+        result = release_module.release([series["raw1"]], tmp_path / chosen, config=_config(tmp_path, ledger))
+        runs[chosen] = (_files(result.path), _files(ledger), list(events), result.seconds)
+    (seq_release, seq_ledger, seq_events, _), (release, ledger_files, con_events, seconds) = runs.values()
+    assert seq_events == ["step", "signals_raw", "risk_raw"]  # one after the other: in stage order
+    assert sorted(con_events[:2]) == sorted(RAW_HALVES) and con_events[2:] == ["step"]
+    assert len(seq_release) > 20 and release == seq_release
+    assert "release-0002.parquet" in ledger_files and ledger_files == seq_ledger
+    assert {"signals_raw", "risk_raw", "anonymize"} <= seconds.keys()
+    assert not list((tmp_path / "work").iterdir())
+
+
+def test_a_failed_series_step_is_one_error_line_and_stops_the_raw_halves(
+    series: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(STAGES_ENV, "concurrent")
+
+    def failing(ledger: Path, *_: object) -> object:
+        raise InputError("simulated: ledger unreadable", path=ledger)
+
+    events = _recorded(monkeypatch, failing)
+    ledger, work = tmp_path / "ledger", tmp_path / "work"
+    shutil.copytree(series["ledger"], ledger)
+    work.mkdir()
+    before = _files(ledger)
+    result = CliRunner().invoke(cli, ["release", str(series["raw1"]), "-o", str(tmp_path / "out"), "--k", "3",
+                                      "--ledger", str(ledger), "--work-dir", str(work)])  # fmt: skip
+    assert result.exit_code == 1, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "simulated: ledger unreadable" in errors[0], result.output
+    assert "Traceback" not in result.output
+    assert sorted(events[:2]) == sorted(RAW_HALVES) and events[2:] == ["step"]
+    assert not (tmp_path / "out").exists() and not list(work.iterdir()) and _files(ledger) == before
+    assert not [t for t in threading.enumerate() if t.name.startswith("faers-anon ")]
+
+
+def test_an_interrupted_series_step_stops_the_raw_halves_and_leaves_nothing(
+    series: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(STAGES_ENV, "concurrent")
+
+    def interrupted(*_: object) -> object:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(60)  # the handler raises Interrupted here
+        raise AssertionError("not interrupted")
+
+    events = _recorded(monkeypatch, interrupted)
+    ledger = tmp_path / "ledger"
+    shutil.copytree(series["ledger"], ledger)
+    before = _files(ledger)
+    start = time.monotonic()
+    with pytest.raises(Interrupted):
+        release_module.release([series["raw1"]], tmp_path / "out", config=_config(tmp_path, ledger))
+    assert time.monotonic() - start < 60
+    assert sorted(events[:2]) == sorted(RAW_HALVES) and events[2:] == ["step"]
+    assert not (tmp_path / "out").exists() and not list((tmp_path / "work").iterdir())
+    assert _files(ledger) == before
+    assert not [t for t in threading.enumerate() if t.name.startswith("faers-anon ")]
