@@ -1,4 +1,4 @@
-"""Splitting a FAERS file's lines into ``$`` fields in one pass over its bytes (a numba kernel).
+"""Splitting a FAERS file's lines into ``$`` fields in one pass over its bytes (a compiled kernel).
 
 Source: the reading rules of :mod:`faers_anon.io.faers_ascii` (its module docstring), which the
 kernel reproduces for a valid UTF-8 file exactly as polars' line reader and ``str.split`` give them:
@@ -12,123 +12,223 @@ a list of new strings and takes each field out of the list: on the realistic 400
 (1.76 M lines × 20 fields) ≈ 1.4 CPU-s, against ≈ 0.6 for this kernel, which writes each field's
 Arrow string *view* (16 bytes: the length and up to 12 bytes inline, else a 4-byte prefix and the
 offset into the file's mapped bytes), so no field is copied, and polars takes the views as they are.
-Used for files of :data:`faers_anon.io.faers_ascii.KERNEL_MIN_BYTES` or more (below, importing numba
-costs more than it saves); tests check that both paths give the same frame.
+Used for files of :data:`faers_anon.io.faers_ascii.KERNEL_MIN_BYTES` or more; tests check that both
+paths give the same frame.
+
+Decision (compiler): the kernel is written as LLVM IR with llvmlite (:func:`_split_module`), compiled
+by LLVM's JIT once per process (:func:`_kernel`, ≈ 0.1 CPU-s) and called through ctypes, which
+releases the GIL during the call. It was a numba function: the same loop at the same speed (DRUG
+0.52–0.56 against 0.59–0.87 CPU-s, the same views on DRUG and on 3,000 fuzzed files), but numba cost
+each ingest ≈ 0.85 CPU-s on one core before the first table was split: its import 0.26–0.37, its CPU
+target's first call 0.28–0.39, and ``scipy.linalg`` 0.16–0.25, which that target imports
+(``numba.np.arraymath._check_blas``). llvmlite is numba's own compiler library, installed with it.
 """
 
 from __future__ import annotations
 
+import ctypes
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
-
-from faers_anon._numba_cache import mode, njit
+from llvmlite import ir
 
 __all__ = ["MAX_BYTES", "split_file"]
 
 #: Largest file the kernel reads: a view's offset is 32-bit.
 MAX_BYTES: Final = (1 << 31) - 1
 _DOLLAR, _LF, _CR, _NUL = 36, 10, 13, 0
-
-
-@njit(cache=True, inline="always")
-def _view(data: Any, a: int, b: int) -> tuple[Any, Any]:
-    """The Arrow view of ``data[a:b]`` as two little-endian words: (length | 4 bytes, 8 bytes inline)
-    when at most 12 bytes long, else (length | prefix, buffer 0 | offset ``a``)."""
-    n = b - a
-    w0 = np.uint64(n)
-    w1 = np.uint64(0)
-    if n <= 12:
-        m = n if n < 4 else 4
-        for t in range(m):
-            w0 |= np.uint64(data[a + t]) << np.uint64(32 + 8 * t)
-        for t in range(4, n):
-            w1 |= np.uint64(data[a + t]) << np.uint64(8 * (t - 4))
-    else:
-        for t in range(4):
-            w0 |= np.uint64(data[a + t]) << np.uint64(32 + 8 * t)
-        w1 = np.uint64(a) << np.uint64(32)
-    return w0, w1
+_I8, _I32, _I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
+#: The kernel's C signature: data, n_bytes, start, width, slot, views, lines, extra, out -> rows.
+_SIGNATURE = ctypes.CFUNCTYPE(
+    ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
+    ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
+)  # fmt: skip
 
 
 def _count_lines(data: np.ndarray, start: int) -> int:
     """Lines from byte ``start`` on (a last line without ``\\n`` counts).
 
     numpy's compare and count, 4 MiB at a time (no large temporary): 0.035 CPU-s for the realistic
-    400k quarter's DRUG (160 MB), against 0.09 for a numba loop.
+    400k quarter's DRUG (160 MB), against 0.09 for a compiled loop.
     """
     step = 1 << 22
     chunks = range(start, data.shape[0], step)
     return 1 + sum(int(np.count_nonzero(data[i : i + step] == _LF)) for i in chunks)
 
 
-@njit(cache=True)
-def _split(data: Any, start: int, width: int, slot: Any, views: Any, out: Any) -> int:
-    """Split the lines of ``data`` from byte ``start`` (line 2); return the rows written.
+def _c(value: int) -> ir.Constant:
+    return ir.Constant(_I64, value)
 
-    ``slot[f]``: the output column of header field ``f`` (-1: not kept). Per row, into zeroed
-    arrays: the view of each kept field present in ``views[slot[f], row]``, of the surplus fields in
-    ``views[-1, row]`` (only when they fail ``no_extra_fields``), the line number in ``out[0, row]``
-    and the field count in ``out[1, row]``.
+
+class _Locals:
+    """The i64 local variables of one IR function, as stack slots (LLVM's SROA makes them registers):
+    ``v.name`` loads one, ``v.set(name=value)`` stores."""
+
+    def __init__(self, b: ir.IRBuilder, **initial: ir.Value | int) -> None:
+        self._b, self._slots = b, {name: b.alloca(_I64, name=name) for name in initial}
+        self.set(**initial)
+
+    def __getattr__(self, name: str) -> ir.Value:
+        return self._b.load(self._slots[name], name=name)
+
+    def set(self, **values: ir.Value | int) -> None:
+        for name, value in values.items():
+            self._b.store(value if isinstance(value, ir.Value) else _c(value), self._slots[name])
+
+
+@contextmanager
+def _while(b: ir.IRBuilder, condition: Callable[[], ir.Value]) -> Iterator[ir.Block]:
+    """``while condition(): <body>``; yields the loop's exit block (``break``: a branch to it)."""
+    head, body, done = (b.append_basic_block(name) for name in ("head", "body", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    b.cbranch(condition(), body, done)
+    b.position_at_end(body)
+    yield done
+    if b.block.terminator is None:
+        b.branch(head)
+    b.position_at_end(done)
+
+
+def _byte(b: ir.IRBuilder, data: ir.Value, index: ir.Value) -> ir.Value:
+    """``data[index]`` as an i64."""
+    return b.zext(b.load(b.gep(data, [index])), _I64)
+
+
+def _view_function(module: ir.Module) -> ir.Function:
+    """``view(data, a, z, dst)``: the Arrow view of ``data[a:z]`` as two little-endian words at ``dst``:
+    (length | 4 bytes << 32, 8 bytes inline) when at most 12 bytes long, else (length | prefix << 32,
+    buffer 0 | offset ``a`` << 32)."""
+    kind = ir.FunctionType(ir.VoidType(), [_I8.as_pointer(), _I64, _I64, _I64.as_pointer()])
+    fn = ir.Function(module, kind, "view")
+    fn.linkage = "internal"
+    fn.attributes.add("alwaysinline")
+    data, a, z, dst = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    n = b.sub(z, a)
+    v = _Locals(b, w0=n, w1=0, t=0)
+    prefix = b.select(b.icmp_signed("<", n, _c(4)), n, _c(4))
+    with _while(b, lambda: b.icmp_signed("<", v.t, prefix)):
+        t = v.t
+        shift = b.add(_c(32), b.mul(_c(8), t))
+        v.set(w0=b.or_(v.w0, b.shl(_byte(b, data, b.add(a, t)), shift)), t=b.add(t, _c(1)))
+    with b.if_else(b.icmp_signed("<=", n, _c(12))) as (inline, offset):
+        with inline:
+            v.set(t=4)
+            with _while(b, lambda: b.icmp_signed("<", v.t, n)):
+                t = v.t
+                shift = b.mul(_c(8), b.sub(t, _c(4)))
+                v.set(w1=b.or_(v.w1, b.shl(_byte(b, data, b.add(a, t)), shift)), t=b.add(t, _c(1)))
+        with offset:
+            v.set(w1=b.shl(a, _c(32)))
+    b.store(v.w0, dst)
+    b.store(v.w1, b.gep(dst, [_c(1)]))
+    b.ret_void()
+    return fn
+
+
+def _split_module() -> ir.Module:
+    """The IR of ``split(data, n_bytes, start, width, slot, views, lines, extra, out) -> rows``.
+
+    Splits the lines of ``data[:n_bytes]`` from byte ``start`` (line 2). ``slot[f]``: the output column
+    of header field ``f`` (-1: not kept). Per row, into zeroed arrays: the view of each kept field
+    present at ``views[slot[f], row]`` (``views`` is C-ordered ``(columns, lines, 2)``), of the surplus
+    fields at ``views[extra, row]`` (only when they fail ``no_extra_fields``), the line number at
+    ``out[0, row]`` and the field count at ``out[1, row]`` (``out`` is ``(2, lines)`` of uint32).
     """
-    n_bytes = data.shape[0]
-    extra = views.shape[0] - 1
-    i = start
-    row = 0
-    line = 2
-    while i < n_bytes:
-        f = 0
-        begin = i
-        surplus = i
-        end = n_bytes
-        stop = -1
-        p = i
-        while p < n_bytes:
-            b = data[p]
-            if b == _DOLLAR:
-                if stop < 0:
-                    if f < width:
-                        c = slot[f]
-                        if c >= 0:
-                            w0, w1 = _view(data, begin, p)
-                            views[c, row, 0] = w0
-                            views[c, row, 1] = w1
-                    f += 1
-                    begin = p + 1
-                    if f == width:
-                        surplus = begin
-            elif b == _LF:
-                end = p
-                break
-            elif b == _NUL:
-                if stop < 0:
-                    stop = p
-            p += 1
-        if stop < 0:
-            stop = end
-        if stop > i and data[stop - 1] == _CR:
-            stop -= 1
-        if stop > i:
-            if f < width:
-                c = slot[f]
-                if c >= 0:
-                    w0, w1 = _view(data, begin, stop)
-                    views[c, row, 0] = w0
-                    views[c, row, 1] = w1
-            f += 1
-            if f > width and not (f == width + 1 and data[stop - 1] == _DOLLAR):
-                w0, w1 = _view(data, surplus, stop)
-                views[extra, row, 0] = w0
-                views[extra, row, 1] = w1
-            out[0, row] = line
-            out[1, row] = f
-            row += 1
-        line += 1
-        i = end + 1
-    return row
+    module = ir.Module(name="faers_split")
+    view = _view_function(module)
+    p8, p32, p64 = _I8.as_pointer(), _I32.as_pointer(), _I64.as_pointer()
+    kind = ir.FunctionType(_I64, [p8, _I64, _I64, _I64, p64, p64, _I64, _I64, p32])
+    fn = ir.Function(module, kind, "split")
+    data, n_bytes, start, width, slot, views, lines, extra, out = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    v = _Locals(b, i=start, row=0, line=2, f=0, begin=0, surplus=0, end=0, stop=0, p=0)
+
+    def put(column: ir.Value, a: ir.Value, z: ir.Value) -> None:
+        index = b.mul(b.add(b.mul(column, lines), v.row), _c(2))
+        b.call(view, [data, a, z, b.gep(views, [index])])
+
+    def put_field(a: ir.Value, z: ir.Value) -> None:  # field f, if it is within the width and kept
+        with b.if_then(b.icmp_signed("<", v.f, width)):
+            column = b.load(b.gep(slot, [v.f]))
+            with b.if_then(b.icmp_signed(">=", column, _c(0))):
+                put(column, a, z)
+
+    with _while(b, lambda: b.icmp_signed("<", v.i, n_bytes)):  # one line per pass
+        i = v.i
+        v.set(f=0, begin=i, surplus=i, end=n_bytes, stop=-1, p=i)
+        with _while(b, lambda: b.icmp_signed("<", v.p, n_bytes)) as line_end:
+            p = v.p
+            byte = _byte(b, data, p)
+            with b.if_else(b.icmp_signed("==", byte, _c(_DOLLAR))) as (dollar, other):
+                with dollar, b.if_then(b.icmp_signed("<", v.stop, _c(0))):
+                    put_field(v.begin, p)
+                    f = b.add(v.f, _c(1))
+                    v.set(f=f, begin=b.add(p, _c(1)))
+                    with b.if_then(b.icmp_signed("==", f, width)):
+                        v.set(surplus=v.begin)
+                with other:
+                    with b.if_then(b.icmp_signed("==", byte, _c(_LF))):
+                        v.set(end=p)
+                        b.branch(line_end)
+                    first_nul = b.and_(b.icmp_signed("==", byte, _c(_NUL)), b.icmp_signed("<", v.stop, _c(0)))
+                    with b.if_then(first_nul):
+                        v.set(stop=p)
+            v.set(p=b.add(v.p, _c(1)))
+        with b.if_then(b.icmp_signed("<", v.stop, _c(0))):
+            v.set(stop=v.end)
+        with b.if_then(b.icmp_signed(">", v.stop, i)):
+            with b.if_then(b.icmp_signed("==", _byte(b, data, b.sub(v.stop, _c(1))), _c(_CR))):
+                v.set(stop=b.sub(v.stop, _c(1)))
+        with b.if_then(b.icmp_signed(">", v.stop, i)):  # not blank: a row
+            put_field(v.begin, v.stop)
+            f = b.add(v.f, _c(1))
+            v.set(f=f)
+            trailing = b.and_(  # one more field than the header, empty: a trailing "$"
+                b.icmp_signed("==", f, b.add(width, _c(1))),
+                b.icmp_signed("==", _byte(b, data, b.sub(v.stop, _c(1))), _c(_DOLLAR)),
+            )
+            with b.if_then(b.and_(b.icmp_signed(">", f, width), b.not_(trailing))):
+                put(extra, v.surplus, v.stop)
+            row = v.row
+            b.store(b.trunc(v.line, _I32), b.gep(out, [row]))
+            b.store(b.trunc(f, _I32), b.gep(out, [b.add(lines, row)]))
+            v.set(row=b.add(row, _c(1)))
+        v.set(line=b.add(v.line, _c(1)), i=b.add(v.end, _c(1)))
+    b.ret(v.row)
+    return module
+
+
+_COMPILING = threading.Lock()
+_COMPILED: list[Any] = []  # the execution engine (owns the machine code) and the callable
+
+
+def _kernel() -> Callable[..., int]:
+    """The compiled ``split`` of :func:`_split_module` (compiled by the first call in the process)."""
+    with _COMPILING:
+        if not _COMPILED:
+            import llvmlite.binding as llvm
+
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            machine = llvm.Target.from_default_triple().create_target_machine(
+                cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=2
+            )
+            module = llvm.parse_assembly(str(_split_module()))
+            module.verify()
+            passes = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(speed_level=2))
+            passes.getModulePassManager().run(module, passes)
+            engine = llvm.create_mcjit_compiler(module, machine)
+            engine.finalize_object()
+            _COMPILED.extend([engine, _SIGNATURE(engine.get_function_address("split"))])
+        return _COMPILED[-1]  # type: ignore[no-any-return]
 
 
 def _column(views: np.ndarray, valid: np.ndarray | None, data: pa.Buffer) -> pl.Series:
@@ -164,10 +264,14 @@ def split_file(path: Path, width: int, fields: dict[str, int]) -> pl.DataFrame:
     for c, f in enumerate(fields.values()):
         slot[f] = c
     lines = _count_lines(data, start) if start < data.shape[0] else 0
-    with mode("compiled"):
-        views = np.zeros((len(fields) + 1, lines, 2), dtype=np.uint64)
-        out = np.zeros((2, lines), dtype=np.uint32)
-        rows = _split(data, start, width, slot, views, out) if lines else 0
+    views = np.zeros((len(fields) + 1, lines, 2), dtype=np.uint64)
+    out = np.zeros((2, lines), dtype=np.uint32)
+    rows = 0
+    if lines:
+        arrays = (data, slot, views, out)
+        pointers = [a.ctypes.data for a in arrays]
+        rows = _kernel()(pointers[0], data.shape[0], start, width, pointers[1], pointers[2], lines,
+                         len(fields), pointers[3])  # fmt: skip
     count = out[1, :rows]
     fewest = int(count.min()) if rows else width
     columns = [

@@ -16,11 +16,10 @@ How a file is read, and why:
   one line) fail the ``no_extra_fields`` rule; the surplus is kept as ``extra_fields`` for the
   restricted reject file. (A full split costs less than a bounded ``splitn``, whose substring
   search is slower than the single-byte one of ``split``.) A valid UTF-8 file of
-  :data:`KERNEL_MIN_BYTES` or more is split instead by the numba kernel of
-  :mod:`faers_anon.io._split`, which gives the same frame without copying a field. numba is imported
-  and its kernel loaded (≈ 0.6–0.9 CPU-s on one core, once per process: numba's CPU target, which
-  imports ``scipy.linalg``) only when the first such frame is collected, not when it is scanned;
-  ``kernel=False`` reads a file by polars whatever its size (:func:`kernel_loaded`).
+  :data:`KERNEL_MIN_BYTES` or more is split instead by the compiled kernel of
+  :mod:`faers_anon.io._split`, which gives the same frame without copying a field; it is compiled
+  (≈ 0.1 CPU-s, once per process) when the first such frame is collected, not when it is scanned.
+  ``kernel=False`` reads a file by polars whatever its size.
 * Short rows (fewer fields than the header, e.g. ``1$2$3`` in DEMO) fail the ``enough_fields``
   rule and are quarantined: their missing fields cannot be told from a record cut short (FORMAT.md
   §7 notes that some loaders pad them; we do not publish a guess). A legacy record broken by an
@@ -34,7 +33,6 @@ How a file is read, and why:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,7 +47,6 @@ __all__ = [
     "ScannedFile",
     "read_header",
     "scan_table",
-    "kernel_loaded",
     "scan_deleted",
     "scan_primaryids",
     "empty_frame",
@@ -68,7 +65,6 @@ INVALID_BYTES = "_invalid_bytes"
 #: :mod:`faers_anon.io._split`; smaller ones, and files with invalid bytes, by polars.
 KERNEL_MIN_BYTES = 16 << 20
 _REPLACEMENT = "\ufffd"
-_LOADED = threading.Event()  # set once the kernel has split a file in this process
 _FIELDS = "_fields"
 
 
@@ -147,18 +143,13 @@ def _meta(file: LocalFile) -> list[pl.Expr]:
     ]
 
 
-def kernel_loaded() -> bool:
-    """Whether the split kernel has already run in this process (numba imported, its kernel loaded)."""
-    return _LOADED.is_set()
-
-
 def scan_table(file: LocalFile, table: str, /, *, kernel: bool = True) -> ScannedFile:
     """Scan one data file of ``table`` into raw text columns (nothing is read until collected).
 
     Args:
         file: a local UTF-8 file of a FAERS data table.
         table: one of :data:`~faers_anon.io.schema.TABLES`.
-        kernel: split a large valid file by the numba kernel (module docstring); False: by polars.
+        kernel: split a large valid file by the compiled kernel (module docstring); False: by polars.
 
     Returns:
         The scanned file; see :class:`ScannedFile`.
@@ -215,14 +206,12 @@ def _split_by_kernel(
     file: LocalFile, width: int, fields: dict[str, int], columns: Sequence[str]
 ) -> pl.LazyFrame:
     """The frame of :func:`scan_table` from :func:`faers_anon.io._split.split_file` (a large valid
-    UTF-8 file): the same columns and values, split (and numba imported) when the frame is collected."""
+    UTF-8 file): the same columns and values, split (and the kernel compiled) when the frame is collected."""
 
     def split() -> pl.DataFrame:
-        from faers_anon.io._split import split_file  # imports numba: only for a file this large
+        from faers_anon.io._split import split_file  # imports llvmlite: only for a file this large
 
-        frame = split_file(file.path, width, fields)
-        _LOADED.set()
-        return frame
+        return split_file(file.path, width, fields)
 
     schema = {"line": pl.Int64, **dict.fromkeys(fields, pl.Utf8), "_count": pl.UInt32, "_surplus": pl.Utf8}
     return pl.defer(split, schema=schema).select(

@@ -58,7 +58,7 @@ from faers_anon.io.annotate import (
 )
 from faers_anon.io.cases import TERM_LISTS, combine, term_lists, version_summary
 from faers_anon.io.cumulative import check_quarters, index_columns, ingest_series, quarter_accounting
-from faers_anon.io.faers_ascii import kernel_loaded, scan_table
+from faers_anon.io.faers_ascii import scan_table
 from faers_anon.io.ingest_report import KEPT, QUARANTINED, STATUS, IngestResult
 from faers_anon.io.outputs import (
     Sink,
@@ -130,11 +130,11 @@ def demo_source() -> Path:
     return zips[0]
 
 
-def _scans(files: list[LocalFile], table: str, quarters: list[str], *, kernel: bool = True) -> list[Scan]:
+def _scans(files: list[LocalFile], table: str, quarters: list[str]) -> list[Scan]:
     chosen = [f for f in files if f.source.table == table]
     code = {q: i for i, q in enumerate(quarters)}
     return [
-        Scan(scan=scan_table(f, table, kernel=kernel), file_code=i, quarter_code=code[f.source.quarter or ""])
+        Scan(scan=scan_table(f, table), file_code=i, quarter_code=code[f.source.quarter or ""])
         for i, f in enumerate(chosen)
     ]
 
@@ -235,9 +235,7 @@ def _run(
     report_status = pl.DataFrame(
         schema={"_report_key": pl.Int64, "_report_caseid": pl.Int64, "_report_kept": pl.Boolean}
     )
-    # Until numba's kernel is loaded (once per process, ≈ 0.6-0.9 CPU-s on one core) DEMO is read by
-    # polars (≈ 0.15 CPU-s more), on the main thread while the first child table's task loads it.
-    demo_scans = _scans(files, "demo", quarters, kernel=kernel_loaded())
+    demo_scans = _scans(files, "demo", quarters)
     missing: list[dict[str, str]] = []
     demo_quarters = {s.scan.file.source.quarter for s in demo_scans}
     children: dict[str, list[Scan]] = {}

@@ -196,10 +196,10 @@ def paused_gc() -> Iterator[None]:
     """Within the block, Python's cyclic garbage collector does not run; as it was after.
 
     Decision (speed): the ingest allocates few Python objects that could form cycles (its data lives
-    in polars and Arrow), but numba's import inside it and the glue around the tables trigger a few
-    hundred collections, full ones over every module object loaded (0.3-0.5 CPU-s of a 400k-case
-    ingest, ``gc.callbacks``). Reference counting still frees everything that is not in a cycle, and
-    the cycles left are collected after the block.
+    in polars and Arrow), but the imports inside it (numba's, when it split the files) and the glue
+    around the tables trigger a few hundred collections, full ones over every module object loaded
+    (0.3-0.5 CPU-s of a 400k-case ingest, ``gc.callbacks``). Reference counting still frees everything
+    that is not in a cycle, and the cycles left are collected after the block.
     """
     enabled = gc.isenabled()
     gc.disable()

@@ -1,8 +1,9 @@
-"""The numba line splitter (faers_anon.io._split) reads a file as the polars path does, field for field."""
+"""The compiled line splitter (faers_anon.io._split) reads a file as the polars path does, field for field."""
 
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import polars as pl
@@ -117,32 +118,20 @@ import sys
 from pathlib import Path
 from faers_anon.io import faers_ascii
 from faers_anon.io.ingest import ingest_quarters
-from faers_anon.io.sources import discover, materialize
 faers_ascii.KERNEL_MIN_BYTES = 0
-folder = Path(sys.argv[1])
-local = materialize([f for f in discover([folder]) if f.table == "reac"][0], folder.parent / "work")
-scanned = faers_ascii.scan_table(local, "reac")
-by_polars = faers_ascii.scan_table(local, "reac", kernel=False).frame.collect()
-print("numba" in sys.modules, faers_ascii.kernel_loaded())
-by_kernel = scanned.frame.collect()
-print("numba" in sys.modules, faers_ascii.kernel_loaded(), by_kernel.equals(by_polars))
 split, by_kernel = faers_ascii._split_by_kernel, []
 def spy(file, *args):
     by_kernel.append(file.source.table)
     return split(file, *args)
 faers_ascii._split_by_kernel = spy
-faers_ascii._LOADED.clear()  # as in a new process: DEMO by polars while the kernel loads
-ingest_quarters([folder], folder.parent / "out1")
-print(sorted(by_kernel))
-by_kernel.clear()
-ingest_quarters([folder], folder.parent / "out2")  # the kernel is loaded now: DEMO by it too
-print(sorted(by_kernel))
+ingest_quarters([Path(sys.argv[1])], Path(sys.argv[2]))
+print(sorted(by_kernel), "numba" in sys.modules, "scipy" in sys.modules)
 """
 
 
-def test_numba_is_loaded_when_a_kernel_frame_is_collected_and_demo_waits_for_nothing(tmp_path: Path) -> None:
-    """Scanning a large file imports no numba (its kernel costs ~0.6-0.9 CPU-s on one core once per
-    process); until the kernel has run, an ingest reads DEMO by polars, the child tables by the kernel."""
+def test_ingest_splits_every_large_file_by_the_kernel_without_numba(tmp_path: Path) -> None:
+    """The kernel costs no numba (≈ 0.85 CPU-s on one core per process, scipy.linalg included): an
+    ingest in a new process splits every large file by it, DEMO too, and imports neither."""
     import subprocess
     import sys
 
@@ -154,17 +143,31 @@ def test_numba_is_loaded_when_a_kernel_frame_is_collected_and_demo_waits_for_not
         "primaryid$caseid$drug_seq$drugname$prod_ai\n1$10$1$A$a\n2$20$1$B$\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", _FRESH, str(folder)], capture_output=True, text=True, check=False, cwd=tmp_path
-    )
+        [sys.executable, "-c", _FRESH, str(folder), str(tmp_path / "out")],
+        capture_output=True, text=True, check=False, cwd=tmp_path,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [
-        "False False",
-        "True True True",
-        "['drug', 'reac']",
-        "['demo', 'drug', 'reac']",
-    ]
-    folders = [tmp_path / name for name in ("out1", "out2")]
-    for name in ("reports", "drug", "reac", "cases"):
-        assert pl.read_parquet(folders[0] / f"{name}.parquet").equals(
-            pl.read_parquet(folders[1] / f"{name}.parquet")
-        )
+    assert done.stdout.splitlines() == ["['demo', 'drug', 'reac'] False False"]
+    report = json.loads((tmp_path / "out" / "ingest_report.json").read_text())
+    assert [report["tables"][t]["read"] for t in ("reports", "drug", "reac")] == [2, 2, 10]
+
+
+_ALPHABET = ["$", "\r", "\n", "\x00", " ", "a", "bc", "é中", "0123456789abcdef", "$$", "\r\n"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_kernel_splits_random_files_as_polars(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Random lines of $, CR, LF, NUL, spaces, multi-byte text and long fields: the same frame."""
+    rng = random.Random(seed)
+    folder = tmp_path / "q"
+    folder.mkdir()
+    (folder / "DEMO25Q1.txt").write_text("primaryid$caseid\n1$10\n")
+    path = folder / "REAC25Q1.txt"
+    for _ in range(40):
+        header = rng.choice([HEADER, "primaryid$caseid$pt\n", "primaryid$caseid$pt$drug_rec_act$\n"])
+        body = "".join(rng.choice(_ALPHABET) for _ in range(rng.randint(0, 120)))
+        path.write_bytes((header + body).encode())
+        by_polars, by_kernel = _both(path, monkeypatch)
+        assert_frame_equal(by_kernel, by_polars, check_exact=True)
