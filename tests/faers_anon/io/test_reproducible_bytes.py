@@ -57,6 +57,16 @@ def test_a_unique_text_column_is_written_plain(tmp_path: Path) -> None:
     assert "RLE_DICTIONARY" not in encodings["mfr_num"]
 
 
+def test_a_list_of_texts_is_written_with_a_dictionary(tmp_path: Path) -> None:
+    # its values' Parquet path is reactions.list.element: the bare name wrote them plain
+    write_table(_frame(1_000), tmp_path / "t.parquet")
+    chunk = pq.read_metadata(tmp_path / "t.parquet").row_group(0)
+    encodings = {chunk.column(i).path_in_schema: chunk.column(i).encodings for i in range(chunk.num_columns)}
+    assert "RLE_DICTIONARY" in encodings["reactions.list.element"]
+    assert chunk.column(2).has_dictionary_page
+    assert pl.read_parquet(tmp_path / "t.parquet").equals(_frame(1_000))
+
+
 def test_written_slices_and_sink_bytes_do_not_depend_on_chunks(tmp_path: Path) -> None:
     frame = _frame()
     columns, where = [pl.col("caseid"), pl.col("lot_num"), pl.col("reactions")], pl.col("caseid") % 7 != 3
