@@ -6,6 +6,7 @@ import hashlib
 import os
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
 import polars as pl
@@ -65,6 +66,30 @@ def test_a_list_of_texts_is_written_with_a_dictionary(tmp_path: Path) -> None:
     assert "RLE_DICTIONARY" in encodings["reactions.list.element"]
     assert chunk.column(2).has_dictionary_page
     assert pl.read_parquet(tmp_path / "t.parquet").equals(_frame(1_000))
+
+
+def test_numbers_are_written_as_deltas_and_measures_with_a_dictionary(tmp_path: Path) -> None:
+    # plain pages of ids and line numbers were most of LZ4's work (the deltas of 1, 2, 3 ... are ~0 bytes)
+    frame = pl.DataFrame(
+        {
+            "line": range(2, 5_002),
+            "fda_dt": [date(2025, 1, 1 + i % 5) for i in range(5_000)],
+            "primaryids": [[i, i + 7] for i in range(5_000)],
+            "age_years": [float(i % 90) for i in range(5_000)],
+        },
+        schema_overrides={"line": pl.Int64},
+    )
+    write_table(frame, tmp_path / "t.parquet")
+    chunk = pq.read_metadata(tmp_path / "t.parquet").row_group(0)
+    encodings = {chunk.column(i).path_in_schema: chunk.column(i).encodings for i in range(chunk.num_columns)}
+    assert "DELTA_BINARY_PACKED" in encodings["line"]
+    assert "DELTA_BINARY_PACKED" in encodings["fda_dt"]
+    assert "DELTA_BINARY_PACKED" in encodings["primaryids.list.element"]
+    assert "RLE_DICTIONARY" in encodings["age_years"]
+    assert chunk.column(0).total_compressed_size < 1_000  # 5,000 Int64 by steps of 1
+    back = pl.read_parquet(tmp_path / "t.parquet")
+    assert back.schema == frame.schema
+    assert back.equals(frame)
 
 
 def test_written_slices_and_sink_bytes_do_not_depend_on_chunks(tmp_path: Path) -> None:
