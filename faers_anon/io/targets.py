@@ -26,7 +26,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from faers_anon.errors import OutputError
-from faers_anon.keys import KEY_ENV
 
 __all__ = ["resolved", "check_outputs", "check_work_dir", "check_replaceable", "is_release", "RELEASE_MARKER"]
 
@@ -131,6 +130,8 @@ def key_inputs(key_file: Path | None, /) -> list[Path]:
     Inputs of the guard: a key inside the output would be deleted with an earlier release, or
     created inside (and published with) the new one.
     """
+    from faers_anon.keys import KEY_ENV  # here: faers_anon.keys loads cryptography, which ingest never needs
+
     key = key_file or os.environ.get(KEY_ENV)
     return [] if not key else [Path(key), Path(key).with_name(Path(key).name + ".pub")]
 
