@@ -27,7 +27,10 @@ each unit's bundle is chosen once), and for them:
   every value, every kept history for V*.
 
 A unit the last attempt did not check (not expected: a re-plan only removes units) makes the attempt
-check everything. Each shortcut gives the full check's units; tests compare them on hand-built
+check everything. The step checks its first plan with the composition's E and the plan's θ* (``thetas``,
+before the composition's θ* are known), then that plan again with its own θ*: E is the same, so no P
+is computed again, and a θ that rose cannot fail a unit (its conf is the same), so V* holds only the
+values whose θ fell or is new (:func:`.renew.change`). Each shortcut gives the full check's units; tests compare them on hand-built
 cases (tests/faers_anon/series/test_recheck.py).
 """
 
@@ -40,7 +43,7 @@ from functools import partial
 import polars as pl
 
 from faers_anon.anonymize.config import AnonymizeConfig
-from faers_anon.series.composition import ReleaseInputs
+from faers_anon.series.composition import Mined, ReleaseInputs
 from faers_anon.series.earlier import check_histories, kept_histories
 from faers_anon.series.exposed import exposed_probabilities
 from faers_anon.series.ledger import Ledger
@@ -101,9 +104,16 @@ class Recheck:
         self._sizes = past.group_by("history").agg(pl.len().alias("n"))
         self._last: _Attempt | None = None
 
-    def __call__(self, plan: SeriesPlan, inputs: ReleaseInputs) -> frozenset[str]:
+    def __call__(
+        self, plan: SeriesPlan, inputs: ReleaseInputs | Mined, thetas: dict[str, float] | None = None
+    ) -> frozenset[str]:
         """The planned units over θ* with the release's own E (and every earlier release's) and θ*:
-        their bundles or the earlier intersections they reach."""
+        their bundles or the earlier intersections they reach. ``thetas``: θ* to check with instead of
+        the composition's (``inputs`` then need not hold them: a :class:`.composition.Mined`)."""
+        if thetas is None:
+            if not isinstance(inputs, ReleaseInputs):
+                raise TypeError("Recheck: θ* are needed when the inputs hold none")
+            thetas = inputs.thresholds.thetas
         ledger = self._ledger
         knowledge = stored_knowledge(ledger.path, ledger.meta["releases"], inputs.knowledge)
         members = inputs.cases.select("caseid", *_LISTS).join(
@@ -112,7 +122,6 @@ class Recheck:
         members = members.join(self._known, on="caseid")
         probabilities = partial(exposed_probabilities, entries=ledger.state, knowledge=knowledge,
                                 config=self._config, outcomes=inputs.outcomes)  # fmt: skip
-        thetas = inputs.thresholds.thetas
         read = as_read(knowledge)
         units = members.select("unit").unique()
         last, self._last = self._last, None  # its P(s | c) is let go once renewed (memory: 400k quarters)

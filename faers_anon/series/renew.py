@@ -56,7 +56,8 @@ class Change:
     """What changed between two E (and θ*): ``drugs`` whose E rows changed; ``values``: the P values
     that may change (the changed rows' values and the classes holding one); ``reads``: the values
     those are computed from (the changed rows' values and every member of those classes);
-    ``moved``: the values whose θ changed."""
+    ``moved``: the values whose θ fell or is new (a unit that passed for s passes under a higher θ_s:
+    its conf is the same; a value no longer bounded is not checked)."""
 
     drugs: pl.Series
     values: list[str]
@@ -78,7 +79,7 @@ def change(before: pl.DataFrame, after: pl.DataFrame, config: AnonymizeConfig,
     touched = members.join(members.filter(pl.col("value").is_in(values.implode())).select("class").unique(),
                            on="class")  # fmt: skip
     last, now = thetas
-    moved = [v for v in now.keys() | last.keys() if now.get(v) != last.get(v)]
+    moved = [v for v, theta in now.items() if v not in last or theta < last[v]]
     classes = [CLASS_PREFIX + c for c in touched.get_column("class").unique().to_list()]
     reads = {*values.to_list(), *touched.get_column("value").to_list()}
     return Change(rows.get_column("drug_key").unique(), sorted({*values.to_list(), *classes}), sorted(reads),

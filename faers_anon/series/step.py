@@ -9,7 +9,13 @@ release's own E, P(s | c) and θ* are those of the composition (:mod:`faers_anon
 the quarter without the withheld cases, every table by caseid, with the republished cases' stored
 rows, :mod:`faers_anon.series.store`), computed in memory; a planned unit over θ* with them is
 withheld and the plan made again (:mod:`faers_anon.series.recheck`: from the second attempt on,
-only what the withheld units changed is checked again). The composition that passes is written once,
+only what the withheld units changed is checked again). The plan reads the stored OUTC codes of the
+members it may republish (the composition holds their ``outc`` rows; the ledger records none when the
+release publishes the OUTC set as a case QID). The first attempt checks its plan with the
+composition's own E (mined: :func:`faers_anon.series.composition.mine`) and the plan's θ* before the
+composition's P(s | c) and θ* are computed: a unit over θ* there is withheld at the cost of E alone
+(docs/series.md §6, seventh session: at the 100k quarter 4 its recheck withheld 21 units, and the
+composition it would have computed P and θ* of was thrown away). The composition that passes is written once,
 inside the private work folder (nothing of the withheld cases reaches the writer); the frozen units
 are written to ``frozen.parquet`` for :func:`with_frozen`, which places them around the engine (the
 engine sees only the other cases).
@@ -34,13 +40,19 @@ from faers_anon.anonymize.partition import PARTITION_SCHEMA
 from faers_anon.anonymize.value_classes import read_classes, read_outcomes
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import AgencyKey
-from faers_anon.series.composition import Composition, ReleaseInputs, release_inputs
+from faers_anon.series.composition import Composition, ReleaseInputs, mine, release_inputs
 from faers_anon.series.exposed import exposed_probabilities
 from faers_anon.series.ledger import Ledger, history, open_ledger, stage
 from faers_anon.series.pending import carried, write_pending
 from faers_anon.series.placement import Memo, Planner, SeriesPlan, unit_members
 from faers_anon.series.recheck import Recheck
-from faers_anon.series.store import StoredRows, stored_cases, stored_deleted, stored_knowledge
+from faers_anon.series.store import (
+    StoredRows,
+    stored_cases,
+    stored_deleted,
+    stored_knowledge,
+    stored_outcomes,
+)
 from faers_anon.series.units import pseudonym_ids
 
 __all__ = ["SeriesStep", "exposed_probabilities", "prepare", "with_frozen", "publish_with_ledger"]
@@ -105,6 +117,20 @@ def _first_inputs(
     return knowledge, outcomes, thetas
 
 
+def _with_stored_outcomes(
+    outcomes: pl.DataFrame | None, ledger: Ledger, stored: pl.DataFrame | None, ids: pl.DataFrame
+) -> pl.DataFrame | None:
+    """The plan's OUTC codes with those of the stored members that may be republished (not returning
+    now): the composition holds their stored ``outc`` rows, which the ledger does not record when the
+    release publishes no OUTC rows (the OUTC set is a case QID), so without them the plan reads P = 0
+    for a republished member's codes where the recheck reads 1 (docs/series.md §6, seventh session)."""
+    if outcomes is None or stored is None:
+        return outcomes
+    again = stored.join(ids, on="pseudonym", how="anti").select("caseid", "store")
+    extra = stored_outcomes(ledger.path, ledger.meta["releases"], again)
+    return pl.concat([outcomes, extra.select(outcomes.columns).cast(outcomes.schema)])  # type: ignore[arg-type]
+
+
 #: Re-plans when a unit fails θ* under the release's own E and θ* (each removes the failing units).
 _ATTEMPTS = 4
 
@@ -142,8 +168,10 @@ def prepare(
     offered again with this quarter's cases. The units are checked against θ* with this quarter's
     E and θ*; the folder the release is made from (with the republished cases) mines its own E and
     θ*, so each planned unit is checked again with those, and a unit over θ* there is withheld and
-    the plan made again (at most :data:`_ATTEMPTS` times; the release's verification stays the last
-    word). The withheld cases' rows are written for the ledger's store (``pending``).
+    the plan made again (at most :data:`_ATTEMPTS` plans; the first is checked with the composition's E
+    and the plan's θ* before its P(s | c) and θ* are computed; the recheck with the final composition's
+    own E and θ*, then the release's verification, stay the last word). The withheld cases' rows are
+    written for the ledger's store (``pending``).
 
     Raises:
         InputError: a ledger that does not match (another key, tampered, a missing earlier quarter).
@@ -162,6 +190,7 @@ def prepare(
     knowledge, outcomes, thetas = _first_inputs(ingested, cases, ids, ledger, config, offered)
     wanted = unit_members(ids, ledger.state)
     stored, _ = stored_cases(ledger.path, ledger.meta["releases"], key.pseudonym_key, wanted=wanted)
+    outcomes = _with_stored_outcomes(outcomes, ledger, stored, ids)
     past = history(ledger.state).rename({"caseid": "pseudonym"})
     withhold: frozenset[str] = frozenset()
     before = _before(ledger, config, outcomes)
@@ -173,15 +202,19 @@ def prepare(
     known = planner.members.select("caseid", "pseudonym")  # the members' pseudonyms (no HMAC again)
     recheck = Recheck(ledger, past, known, config, before)
     rows, inputs = StoredRows(ledger.path, ledger.meta["releases"]), None
-    for _ in range(_ATTEMPTS):
+    for attempt in range(_ATTEMPTS):
         plan = planner.plan(withhold)
         if not (plan.withheld.len() or plan.republish.height or offered):
             inputs = None
             break
         composition = Composition(ingested, plan.withheld, _added(rows(plan.republish), offered))
         inputs = None  # the last attempt's frames are let go before this one's are computed (memory)
-        inputs = release_inputs(composition, config)
-        failing = recheck(plan, inputs)
+        found = mine(composition, config)
+        if attempt == 0 and (failing := recheck(plan, found, thetas)):
+            withhold |= failing  # over θ* with its own E already: no P(s | c) and θ* of it (module docstring)
+            continue
+        inputs = release_inputs(composition, config, mined=found)
+        failing = recheck(plan, inputs)  # its own E and θ*: the last word
         if not failing:
             break
         withhold |= failing

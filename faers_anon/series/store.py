@@ -26,7 +26,7 @@ from faers_anon.release.manifest import sha256_file
 from faers_anon.series.units import pseudonym_ids
 
 __all__ = ["PENDING", "STORED", "StoredRows", "checked_file", "write_store", "stored_cases", "stored_deleted",
-           "stored_knowledge", "republished_rows"]
+           "stored_knowledge", "stored_outcomes", "republished_rows"]
 
 #: The ingested tables kept per release (those with a caseid; the others are not republished).
 STORED = ("reports", "drug", "reac", "indi", "outc", "ther", "rpsr", "cases", "deleted")
@@ -165,6 +165,21 @@ def stored_cases(
         return None, pl.Series([], dtype=pl.Int64)
     cases = pl.concat(frames, how="diagonal_relaxed").sort("store").unique("pseudonym", keep="last")
     return cases, stored_deleted(ledger, releases, key)
+
+
+def stored_outcomes(ledger: Path, releases: list[dict[str, Any]], members: pl.DataFrame, /) -> pl.DataFrame:
+    """(``caseid`` raw, ``outc_cod``) of the stored ``members`` (``caseid`` raw, ``store``), each from the
+    ``outc.parquet`` of its store: the OUTC codes a republished member brings into the composition
+    (:func:`republished_rows` gives the same rows for the members republished)."""
+    parts = [pl.DataFrame(schema={"caseid": pl.Int64, "outc_cod": pl.Utf8})]
+    for record in _records(releases):
+        ids = members.filter(pl.col("store") == record["index"]).get_column("caseid")
+        path = checked_file(ledger, record, "outc.parquet") if ids.len() else None
+        if path is not None:
+            scan = pl.scan_parquet(path).filter(pl.col("caseid").is_in(ids.implode()))
+            codes = scan.select(pl.col("caseid").cast(pl.Int64), pl.col("outc_cod").cast(pl.Utf8))
+            parts.append(codes.collect())
+    return pl.concat(parts)
 
 
 def republished_rows(

@@ -20,7 +20,7 @@ from polars.testing import assert_frame_equal
 
 import faers_anon.series.recheck as recheck_module
 from faers_anon.anonymize.config import AnonymizeConfig
-from faers_anon.series.composition import ReleaseInputs
+from faers_anon.series.composition import Mined, ReleaseInputs
 from faers_anon.series.exposed import exposed_probabilities
 from faers_anon.series.placement import SeriesPlan
 from faers_anon.series.recheck import Recheck, changed_rows
@@ -142,6 +142,44 @@ def test_a_second_attempt_checks_what_changed_and_finds_what_a_full_check_finds(
     last, computed = kept.filter(pl.col("unit") == "1:2"), len(sizes)
     assert check(_plan(last), second) == frozenset()
     assert len(sizes) == computed
+
+
+def test_the_same_plan_with_its_own_theta_checks_only_the_values_whose_theta_fell(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The series step checks a plan first with the composition's own E and the plan's θ* (a Mined, no
+    # P(s | c) of the composition yet), then, that passing, with the composition's own θ*: E is the
+    # same, so no P is computed again, and only the values whose θ fell are checked (a unit that passed
+    # for s passes under a higher θ_s: its conf is the same).
+    config = AnonymizeConfig()
+    state, cases, members = _worked()
+    sizes: list[int] = []
+    checked: list[set[str]] = []
+    exposed, over = recheck_module.exposed_probabilities, recheck_module.over_theta
+
+    def counted(frame: pl.DataFrame, *args: Any, **kwargs: Any) -> pl.DataFrame:
+        sizes.append(frame.height)
+        return exposed(frame, *args, **kwargs)
+
+    def seen(members: pl.DataFrame, probabilities: pl.DataFrame, thetas: dict[str, float]) -> frozenset[str]:
+        checked.append(set(thetas))
+        return over(members, probabilities, thetas)
+
+    monkeypatch.setattr(recheck_module, "exposed_probabilities", counted)
+    monkeypatch.setattr(recheck_module, "over_theta", seen)
+    kept = members.filter(pl.col("unit") != "1:3")
+    e = [("D1", "X", 0.3), ("D2", "Y", 0.5), ("D3", "W", 0.1)]
+    check = _recheck(state, kept, config)
+    # X (0.3 + 1 + 1 + 0.3) / 5 = 0.52, Y (0.5 + 1 + 1 + 0.5) / 5 = 0.6, W 0.1 / 5 = 0.02: all pass
+    mined = Mined(cases, pl.DataFrame(e, schema=_E, orient="row"), None)
+    assert check(_plan(kept), mined, {"X": 0.6, "Y": 0.6, "W": 0.6}) == frozenset()
+    with pytest.raises(TypeError):
+        check(_plan(kept), mined)  # a Mined holds no θ*
+    # its own θ*: X rises to 0.7, Y falls to 0.55 (0.6 > 0.55: 1:1 fails), W falls to 0.5 (0.02 passes)
+    own = _inputs(cases, e, {"X": 0.7, "Y": 0.55, "W": 0.5})
+    assert check(_plan(kept), own) == {"1:1"}
+    assert sizes == [15] and checked[-1] == {"W", "Y"}  # no P again; X (θ rose) not checked
+    assert _recheck(state, kept, config)(_plan(kept), own) == {"1:1"}  # a full check
 
 
 # Release 1 group 0 = a 1..4 and g 5, 6; release 2 group 0 = g 5, 6 and x 7..10. g5 returns with S, so
