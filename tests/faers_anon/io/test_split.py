@@ -168,7 +168,7 @@ def test_kernel_splits_random_files_as_polars(
     path = folder / "REAC25Q1.txt"
     for _ in range(40):
         header = rng.choice([HEADER, "primaryid$caseid$pt\n", "primaryid$caseid$pt$drug_rec_act$\n"])
-        body = "".join(rng.choice(_ALPHABET) for _ in range(rng.randint(0, 120)))
+        body = "".join(rng.choice(_ALPHABET) for _ in range(rng.randint(0, 400)))  # blocks of 64 bytes
         path.write_bytes((header + body).encode())
         by_polars, by_kernel = _both(path, monkeypatch)
         assert_frame_equal(by_kernel, by_polars, check_exact=True)
