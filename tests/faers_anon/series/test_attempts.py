@@ -86,7 +86,7 @@ def test_the_plan_reads_the_stored_outcome_codes_of_the_members_it_may_republish
     # The bundle at k takes 12 (the stored member with the fewest values): outc:DE (1 + 1) / 2 = 1.0
     # > 0.7, so the plan tries 2k: {11, 12, 13} reads 2 / 3 = 0.667 <= 0.7 and is published. Without
     # 12's stored code the plan read 1 / 2 = 0.5 and published {11, 12}, which the composition (12's
-    # stored rows) reads at 1.0: the recheck withheld 11 (issue 14: 281 of the 306 failing (unit, value)
+    # stored rows) reads at 1.0: the recheck withheld 11 (issue 14: 282 of the 306 failing (unit, value)
     # of the first recheck at the 100k quarter 4 were OUTC codes, conf 0.2 -> 1.0).
     p = _ids([11, 12, 13])
     entries = _entries([(11, []), (12, []), (13, ["RASH"])], p)
