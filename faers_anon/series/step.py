@@ -210,7 +210,7 @@ def prepare(
         composition = Composition(ingested, plan.withheld, _added(rows(plan.republish), offered))
         inputs = None  # the last attempt's frames are let go before this one's are computed (memory)
         found = mine(composition, config)
-        if attempt == 0 and (failing := recheck(plan, found, thetas)):
+        if attempt == 0 < _ATTEMPTS - 1 and (failing := recheck(plan, found, thetas)):  # a later plan follows
             withhold |= failing  # over θ* with its own E already: no P(s | c) and θ* of it (module docstring)
             continue
         inputs = release_inputs(composition, config, mined=found)
