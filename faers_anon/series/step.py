@@ -131,8 +131,13 @@ def _with_stored_outcomes(
     return pl.concat([outcomes, extra.select(outcomes.columns).cast(outcomes.schema)])  # type: ignore[arg-type]
 
 
-#: Re-plans when a unit fails θ* under the release's own E and θ* (each removes the failing units).
-_ATTEMPTS = 4
+def _more(withhold: frozenset[str], failing: frozenset[str]) -> frozenset[str]:
+    """The withheld units with this attempt's failing ones. A plan holds no withheld unit, so each
+    failing attempt adds one at least and the loop of :func:`prepare` ends; a plan published as it
+    came after a cap of attempts (the rule before: 4) was never checked with its own E and θ*."""
+    if failing <= withhold:
+        raise RuntimeError(f"series step: units withheld already fail again: {sorted(failing)[:3]}")
+    return withhold | failing
 
 
 def _deleted(ledger: Ledger, ingested: Path, key: AgencyKey) -> pl.Series:
@@ -168,7 +173,7 @@ def prepare(
     offered again with this quarter's cases. The units are checked against θ* with this quarter's
     E and θ*; the folder the release is made from (with the republished cases) mines its own E and
     θ*, so each planned unit is checked again with those, and a unit over θ* there is withheld and
-    the plan made again (at most :data:`_ATTEMPTS` plans; the first is checked with the composition's E
+    the plan made again until one passes (:func:`_more`; the first is checked with the composition's E
     and the plan's θ* before its P(s | c) and θ* are computed; the recheck with the final composition's
     own E and θ*, then the release's verification, stay the last word). The withheld cases' rows are
     written for the ledger's store (``pending``).
@@ -202,7 +207,8 @@ def prepare(
     known = planner.members.select("caseid", "pseudonym")  # the members' pseudonyms (no HMAC again)
     recheck = Recheck(ledger, past, known, config, before)
     rows, inputs = StoredRows(ledger.path, ledger.meta["releases"]), None
-    for attempt in range(_ATTEMPTS):
+    attempt = 0
+    while True:  # each failing plan withholds units it held: at most (units + 1) plans
         plan = planner.plan(withhold)
         if not (plan.withheld.len() or plan.republish.height or offered):
             inputs = None
@@ -210,14 +216,15 @@ def prepare(
         composition = Composition(ingested, plan.withheld, _added(rows(plan.republish), offered))
         inputs = None  # the last attempt's frames are let go before this one's are computed (memory)
         found = mine(composition, config)
-        if attempt == 0 < _ATTEMPTS - 1 and (failing := recheck(plan, found, thetas)):  # a later plan follows
-            withhold |= failing  # over θ* with its own E already: no P(s | c) and θ* of it (module docstring)
+        attempt += 1
+        if attempt == 1 and (failing := recheck(plan, found, thetas)):
+            withhold = _more(withhold, failing)  # over θ* with its own E already: no P(s | c) and θ* of it
             continue
         inputs = release_inputs(composition, config, mined=found)
         failing = recheck(plan, inputs)  # its own E and θ*: the last word
         if not failing:
             break
-        withhold |= failing
+        withhold = _more(withhold, failing)
     folder = ingested if inputs is None else composition.write(work / "ingested-series")
     frozen = work / FROZEN_NAME
     plan.frozen.write_parquet(frozen)
