@@ -21,9 +21,12 @@ in), which the bundle check (:func:`faers_anon.series.placement.over_theta`) doe
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
 import polars as pl
+
+from faers_anon.series.units import pair_key, pair_parts
 
 __all__ = ["EarlierCheck", "check_histories", "earlier_over_theta", "kept_histories"]
 
@@ -33,47 +36,57 @@ _EPS = 1e-12
 Probabilities = Callable[[pl.DataFrame], pl.DataFrame]
 
 
-def _pairs(frame: pl.DataFrame, column: str = "history") -> pl.DataFrame:
-    """One row per ``release:group`` pair of ``column``, in ``pair``."""
-    return frame.with_columns(pl.col(column).str.split("|").alias("pair")).explode("pair")
-
-
 def _releases(column: str) -> pl.Expr:
     """The releases of a history's pairs, in order, as text: ``1:5|3:2`` → ``1,3``."""
     return pl.col(column).str.split("|").list.eval(pl.element().str.split(":").list.first()).list.join(",")
 
 
+def _wide(histories: pl.Series) -> pl.DataFrame:
+    """The distinct ``histories`` with ``set`` (their releases, :func:`_releases`) and one column
+    ``g<r>`` per release r: the history's group in r (Int64), null where it has none."""
+    frame = pl.DataFrame({"history": histories}, schema={"history": pl.Utf8}).unique(maintain_order=True)
+    part = pl.col("_pair").str.split(":")
+    pairs = (
+        frame.with_columns(pl.col("history").str.split("|").alias("_pair")).explode("_pair")
+        .select("history", part.list.first().alias("_r"), part.list.last().cast(pl.Int64).alias("_g"))
+    )  # fmt: skip
+    wide = frame.with_columns(_releases("history").alias("set"))
+    for release in pairs.get_column("_r").unique().sort().to_list():
+        group = pairs.filter(pl.col("_r") == release).select("history", pl.col("_g").alias(f"g{release}"))
+        wide = wide.join(group, on="history", how="left")
+    return wide
+
+
+def _matched(outer: pl.DataFrame, inner: pl.DataFrame, key: str = "history") -> pl.DataFrame:
+    """(``inner``, ``outer``): the ``key`` of each ``inner`` history and of each ``outer`` one that
+    contains it (both :func:`_wide` frames).
+
+    A history lists each release once, so h lies in H exactly when H's group equals h's in every
+    release of h: per set of releases R of the inner histories (a handful), one join on the groups of
+    R (integers; an outer history without a release of R has a null there, and nulls never join).
+    Before (the same sets), each outer history holding R was cut to R as text, and before that the
+    ``release:group`` pairs of inner and outer histories were joined and the hits counted: a row per
+    (inner, outer) history sharing a pair (6.4 M rows for one release-2 group of a 400k series), and
+    before that a row per (inner history, case): 5.4 GB and 360 s at 100k.
+    """
+    dtype = inner.schema[key]
+    found = [pl.DataFrame(schema={"inner": dtype, "outer": dtype})]
+    for releases in inner.get_column("set").unique().sort().to_list():
+        on = [f"g{r}" for r in releases.split(",")]
+        if not set(on) <= set(outer.columns):
+            continue
+        left = inner.filter(pl.col("set") == releases).select(pl.col(key).alias("inner"), *on)
+        right = outer.select(pl.col(key).alias("outer"), *on).drop_nulls(on)
+        found.append(left.join(right, on=on).select("inner", "outer"))
+    return pl.concat(found)
+
+
 def _contained(outer: pl.DataFrame, inner: pl.DataFrame, key: str) -> pl.DataFrame:
     """(``history``, ``key``) where every pair of ``inner``'s history lies in the pairs of the
-    history of ``outer``'s ``key`` (``outer``: ``key``, ``history``).
-
-    A history lists each release once, in release order, so h lies in H exactly when H cut to h's
-    releases *is* h: per set of releases R of the inner histories, every distinct outer history
-    holding all of R is cut to R and matched to the inner histories of R by equality, then the
-    outer histories are joined to their keys. Work: Σ_R (outer histories holding R), a handful of
-    sets R a quarter. Before, the pairs of inner and outer histories were joined and the hits
-    counted: a row per (inner, outer) history sharing a pair, and a release-2 group of a 400k
-    series held 2,528 distinct histories (6.4 M rows for that pair alone; 13.8 CPU-s of a quarter
-    3's series step); before that, a row per (inner history, case): 5.4 GB and 360 s at 100k.
-    """
-    sets = inner.select("history").unique().with_columns(_releases("history").alias("set"))
-    pairs = (
-        outer.select(pl.col("history").alias("outer")).unique()
-        .with_columns(pl.col("outer").str.split("|").alias("pair")).explode("pair")
-        .with_columns(pl.col("pair").str.split(":").list.first().alias("release"))
-    )  # fmt: skip
-    found = [pl.DataFrame(schema={"outer": pl.Utf8, "history": pl.Utf8})]
-    for releases in sets.get_column("set").unique().sort().to_list():
-        wanted = releases.split(",")
-        cut = (
-            pairs.filter(pl.col("release").is_in(wanted))
-            .group_by("outer", maintain_order=True).agg(pl.col("pair"))  # in the history's order
-            .filter(pl.col("pair").list.len() == len(wanted))
-            .select("outer", pl.col("pair").list.join("|").alias("history"))
-        )  # fmt: skip
-        found.append(cut.join(sets.filter(pl.col("set") == releases).select("history"), on="history"))
+    history of ``outer``'s ``key`` (``outer``: ``key``, ``history``; :func:`_matched`)."""
+    pairs = _matched(_wide(outer.get_column("history")), _wide(inner.get_column("history")))
     keys = outer.select(key, pl.col("history").alias("outer"))
-    return pl.concat(found).join(keys, on="outer").select("history", key)
+    return pairs.join(keys, on="outer").select(pl.col("inner").alias("history"), key)
 
 
 def _as_ledger_only(cases: pl.DataFrame) -> pl.DataFrame:
@@ -93,8 +106,118 @@ def kept_histories(sizes: pl.DataFrame, published: pl.DataFrame) -> pl.DataFrame
 
 
 def _thetas(thetas: dict[str, float]) -> pl.DataFrame:
+    """``value``, ``theta`` and ``_v`` (the value's number: the sums group integers, not text)."""
     return pl.DataFrame({"value": list(thetas), "theta": list(thetas.values())},
-                        schema={"value": pl.Utf8, "theta": pl.Float64})  # fmt: skip
+                        schema={"value": pl.Utf8, "theta": pl.Float64}).with_row_index("_v")  # fmt: skip
+
+
+class _Histories:
+    """The ledger's histories numbered (``_h``) and split by release (:func:`_wide`), made once per
+    ``past`` frame: every check of a step reads the same ledger (11 checks a 400k quarter 4, each of
+    which numbered and cut its 1 M histories again)."""
+
+    def __init__(self, past: pl.DataFrame) -> None:
+        self.wide = _wide(past.get_column("history")).with_row_index("_h")
+        numbers = self.wide.select("history", "_h")
+        self.cases = past.select("pseudonym", "history").join(numbers, on="history").select("pseudonym", "_h")
+
+    def rows(self, histories: pl.DataFrame) -> pl.DataFrame:
+        """The :func:`_wide` rows of the distinct ``histories`` (any not in the ledger numbered after)."""
+        distinct = histories.select("history").unique()
+        known = self.wide.join(distinct, on="history", how="semi")
+        new = distinct.join(known, on="history", how="anti")
+        if new.is_empty():
+            return known
+        extra = _wide(new.get_column("history")).with_row_index("_h", offset=self.wide.height)
+        return pl.concat([known, extra], how="diagonal_relaxed")
+
+
+_INDEXES: dict[int, tuple[weakref.ref[pl.DataFrame], _Histories]] = {}
+
+
+def _histories(past: pl.DataFrame) -> _Histories:
+    """The :class:`_Histories` of ``past``, kept while that frame lives (the plan's and the recheck's)."""
+    for key in [key for key, (ref, _) in _INDEXES.items() if ref() is None]:
+        del _INDEXES[key]
+    found = _INDEXES.get(id(past))
+    if found is None or found[0]() is not past:
+        found = (weakref.ref(past), _Histories(past))
+        _INDEXES[id(past)] = found
+    return found[1]
+
+
+def _probabilities(
+    published: pl.DataFrame,
+    holders: pl.DataFrame,
+    now: pl.DataFrame,
+    earlier: Probabilities,
+    values: pl.LazyFrame,
+) -> pl.DataFrame:
+    """``pseudonym``, ``_v``, ``p_before``, ``p_now`` and ``raised`` (p_now > p_before) of the
+    published ``holders`` for the protected ``values``: P before from the ledger (``earlier``), P
+    now from ``now`` (where it has no row, the earlier P)."""
+    ids = published.lazy().select("caseid", "pseudonym").join(holders.lazy(), on="pseudonym", how="semi")
+    current = (
+        now.lazy()
+        .join(ids, on="caseid")
+        .join(values, on="value")
+        .select("pseudonym", "_v", pl.col("p").alias("p_now"))
+    )
+    both = _before(holders, earlier, values).join(current, on=["pseudonym", "_v"], how="full", coalesce=True)
+    p_before, p_now = pl.col("p").fill_null(0.0).alias("p_before"), pl.col("p_now").fill_null(pl.col("p"))
+    raised = (pl.col("p_now") > pl.col("p_before") + _EPS).alias("raised")
+    return both.select("pseudonym", "_v", p_before, p_now).with_columns(raised).collect()
+
+
+def _before(holders: pl.DataFrame, earlier: Probabilities, values: pl.LazyFrame) -> pl.LazyFrame:
+    """``pseudonym``, ``_v``, ``p``: P(s | c) of the ``holders`` over what the ledger says they exposed."""
+    frame = earlier(_as_ledger_only(holders)).lazy()
+    return frame.join(values, on="value").select(pl.col("caseid").alias("pseudonym"), "_v", "p")
+
+
+def _reached(
+    index: _Histories, published: pl.DataFrame, kept: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(the :func:`_wide` rows of the published and ``kept`` histories, numbered; ``inner``,
+    ``pseudonym``: each kept history and the published cases whose histories contain it)."""
+    reached = published.select("pseudonym", "history")
+    both = index.rows(pl.concat([reached.select("history"), kept.select("history")]))
+    found = _matched(
+        both.join(reached, on="history", how="semi"), both.join(kept, on="history", how="semi"), "_h"
+    )
+    ids = reached.join(both.select("history", "_h"), on="history").select(
+        "pseudonym", pl.col("_h").alias("outer")
+    )
+    return both, found.join(ids, on="outer").select("inner", "pseudonym")
+
+
+def _intersections(index: _Histories, histories: pl.DataFrame) -> pl.DataFrame:
+    """``inner``, ``pseudonym``: the ledger cases whose histories contain each of ``histories``
+    (:func:`_wide` rows, numbered): I(h)."""
+    cases = index.cases.select("pseudonym", pl.col("_h").alias("outer"))
+    return _matched(index.wide, histories, "_h").join(cases, on="outer").select("inner", "pseudonym")
+
+
+def _over(members: pl.DataFrame, p: pl.DataFrame, theta: pl.DataFrame) -> pl.DataFrame:
+    """``inner``: the histories h with a value s raised in I(h) (``members``) and
+    conf(I(h) → s) = Σ p_now / |I(h)| > θ_s, over Σ p_before (module docstring)."""
+    sizes = members.lazy().group_by("inner").agg(pl.len().alias("size"))
+    return (
+        members.lazy().join(p.lazy(), on="pseudonym")
+        .group_by(pair_key("inner"))
+        .agg(pl.col("p_before").sum(), pl.col("p_now").sum(), pl.col("raised").any())
+        .filter("raised")
+        .select(*pair_parts("inner"), "p_before", "p_now")
+        .join(sizes, on="inner")
+        .join(theta.lazy().select("_v", "theta"), on="_v")
+        .filter(
+            (pl.col("p_now") / pl.col("size") > pl.col("theta") + _EPS)
+            & (pl.col("p_now") > pl.col("p_before") + _EPS)
+        )
+        .select("inner")
+        .unique()
+        .collect()
+    )  # fmt: skip
 
 
 def check_histories(
@@ -105,53 +228,54 @@ def check_histories(
     histories and the values of ``thetas`` only (each (history, value)'s conf is computed from its
     own members' P(s): the result for one does not depend on which others are checked).
 
-    Only the protected values and the members of the reached histories enter the P frames (the full
-    join of every published case's P and the product of (history, value) pairs with every member
-    before the sums: 3.4 M rows, 3 s of CPU a call on a 100k quarter).
+    Only the protected values and the members of the reached histories enter the P frames. A
+    (history h, value s) can fail only when a member of I(h) raised its P(s), and only a published
+    member can (the others read as before), i.e. one of the published cases reaching h: P of those
+    is computed first, and only the histories one of them raised are summed (every history at a full
+    check, 1–2 % of them for the few values a recheck's later attempt checks). Histories and values
+    are numbered and a pair's sums and "raised" are one group-by on one integer (before, 400k
+    quarter 4: text keys and the raised pairs joined back to 6.4 M members' rows, 6.8 CPU-s a full
+    check besides P before; now 2.5–3.5).
     """
-    reached = published.select("pseudonym", "history")
-    affected = _contained(reached, kept, "pseudonym") if thetas else kept.clear()
+    empty: tuple[frozenset[str], pl.DataFrame] = frozenset(), pl.DataFrame(schema={"history": pl.Utf8})
+    if not thetas or kept.is_empty() or published.is_empty():
+        return empty
+    index = _histories(past)
+    both, affected = _reached(index, published, kept)
     if affected.is_empty():
-        return frozenset(), pl.DataFrame(schema={"history": pl.Utf8})
-    members = _contained(
-        past.select("pseudonym", "history"), affected.select("history").unique(), "pseudonym"
-    )
-    holders = members.select("pseudonym").unique()
+        return empty
     theta = _thetas(thetas)
-    protected = theta.select("value")
-    ids = published.select("caseid", "pseudonym").join(holders, on="pseudonym", how="semi")
-    now = probabilities(published.join(holders, on="pseudonym", how="semi")) if now is None else now
-    now = now.join(ids, on="caseid").join(protected, on="value", how="semi")
-    before = earlier(_as_ledger_only(holders)).join(protected, on="value", how="semi")
-    p = before.join(
-        now.select(pl.col("pseudonym").alias("caseid"), "value", pl.col("p").alias("p_now")),
-        on=["caseid", "value"], how="full", coalesce=True,
-    ).select(
-        "caseid",
-        "value",
-        pl.col("p").fill_null(0.0).alias("p_before"),
-        pl.col("p_now").fill_null(pl.col("p")),  # a member not published now keeps its earlier P
-    )  # fmt: skip
-    raised = p.filter(pl.col("p_now") > pl.col("p_before") + _EPS).select("caseid", "value")
-    pairs = members.join(raised, left_on="pseudonym", right_on="caseid").select("history", "value").unique()
-    counts = members.group_by("history").agg(pl.len().alias("size"))
-    conf = (
-        members.join(p, left_on="pseudonym", right_on="caseid")
-        .join(pairs, on=["history", "value"], how="semi")
-        .group_by("history", "value")
-        .agg(pl.col("p_before").sum(), pl.col("p_now").sum())
-        .join(counts, on="history")
-        .join(theta, on="value")
-        .filter(
-            (pl.col("p_now") / pl.col("size") > pl.col("theta") + _EPS)
-            & (pl.col("p_now") > pl.col("p_before") + _EPS)
-        )
+    values = theta.lazy().select("value", "_v")
+    reaching = affected.select("pseudonym").unique()
+    p_published = _probabilities(
+        published, reaching, _now(published, reaching, now, probabilities), earlier, values
     )
-    failing = conf.select("history").unique()
-    units = affected.join(failing, on="history", how="semi").join(
+    raised = affected.join(
+        p_published.filter("raised").select("pseudonym").unique(), on="pseudonym", how="semi"
+    )
+    if raised.is_empty():
+        return empty
+    members = _intersections(
+        index, both.join(raised.select(pl.col("inner").alias("_h")), on="_h", how="semi")
+    )
+    others = members.select("pseudonym").unique().join(reaching, on="pseudonym", how="anti")
+    as_before = [pl.col("p").alias("p_before"), pl.col("p").alias("p_now"), pl.lit(False).alias("raised")]
+    kept_back = _before(others, earlier, values).select("pseudonym", "_v", *as_before).collect()
+    over = _over(members, pl.concat([p_published, kept_back]), theta)
+    failing = both.join(over, left_on="_h", right_on="inner", how="semi").select("history")
+    units = affected.join(over, on="inner", how="semi").join(
         published.select("pseudonym", "unit"), on="pseudonym"
     )
     return frozenset(units.get_column("unit").unique().to_list()), failing
+
+
+def _now(
+    published: pl.DataFrame, holders: pl.DataFrame, now: pl.DataFrame | None, probabilities: Probabilities
+) -> pl.DataFrame:
+    """P(s | c) now of the published ``holders`` (``now``, or computed when not given)."""
+    if now is not None:
+        return now
+    return probabilities(published.join(holders, on="pseudonym", how="semi"))
 
 
 def earlier_over_theta(

@@ -43,7 +43,7 @@ import polars as pl
 
 from faers_anon.series.earlier import EarlierCheck
 from faers_anon.series.ledger import REGION, history
-from faers_anon.series.units import intersection_pairs, pseudonym_ids, unit_of
+from faers_anon.series.units import intersection_pairs, pair_key, pair_parts, pseudonym_ids, unit_of
 
 __all__ = ["SeriesPlan", "over_theta", "plan_series", "pseudonym_ids", "unit_members", "ROOT"]
 
@@ -133,23 +133,25 @@ def over_theta(
     conf(I(d) → s) = Σ_{e ∈ I(d)} P(s | e) / |I(d)| (SPEC §5 over the attacker's intersection, which
     is the whole unit for a member whose history is the unit's).
 
-    Histories and protected values are numbered so that the sums group integers (text keys: 2.5 s).
+    Numbered histories and values, each pair one integer, one lazy query (400k: 11.4 → 7.9 CPU-s, 6 calls).
     """
-    theta = pl.DataFrame({"value": list(thetas), "theta": list(thetas.values())},
+    theta = pl.LazyFrame({"value": list(thetas), "theta": list(thetas.values())},
                          schema={"value": pl.Utf8, "theta": pl.Float64}).with_row_index("_v")  # fmt: skip
-    keyed = members.select("unit", "history").unique().with_row_index("_h")
+    keyed = members.select("unit", "history").unique().with_row_index("_h").lazy()  # numbered once
     d_ids = keyed.select("unit", pl.col("history").alias("d_history"), pl.col("_h").alias("_d"))
     e_ids = keyed.select("unit", pl.col("history").alias("e_history"), "_h")
-    protected = probabilities.join(theta.select("value", "_v"), on="value").select("caseid", "_v", "p")
-    sums = members.join(keyed, on=["unit", "history"]).select("_h", "caseid").join(protected, on="caseid")
+    protected = probabilities.lazy().join(theta.select("value", "_v"), on="value").select("caseid", "_v", "p")
+    sums = members.lazy().join(keyed, on=["unit", "history"]).select("_h", "caseid").join(protected, "caseid")
     over = (
-        intersection_pairs(members).join(d_ids, on=["unit", "d_history"])
+        intersection_pairs(members).lazy().join(d_ids, on=["unit", "d_history"])
         .join(e_ids, on=["unit", "e_history"]).select("_d", "_h")
-        .join(sums.group_by("_h", "_v").agg(pl.col("p").sum()), on="_h")
-        .group_by("_d", "_v").agg(pl.col("p").sum())
-        .join(_sizes(members).join(d_ids, on=["unit", "d_history"]).select("_d", "size", "unit"), on="_d")
+        .join(sums.group_by(pair_key("_h")).agg(pl.col("p").sum()).select(*pair_parts("_h"), "p"), on="_h")
+        .group_by(pair_key("_d")).agg(pl.col("p").sum()).select(*pair_parts("_d"), "p")
+        .join(_sizes(members).lazy().join(d_ids, on=["unit", "d_history"]).select("_d", "size", "unit"), "_d")
         .join(theta.select("_v", "theta"), on="_v")
         .filter(pl.col("p") / pl.col("size") > pl.col("theta") + 1e-12)
+        .select("unit")
+        .collect()
     )  # fmt: skip
     return frozenset(over.get_column("unit").unique().to_list())
 

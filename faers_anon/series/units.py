@@ -18,7 +18,9 @@ import polars as pl
 
 from faers_anon.release.pseudonyms import case_pseudonyms
 
-__all__ = ["prefixes", "unit_of", "intersection_pairs", "pseudonym_ids"]
+__all__ = ["prefixes", "unit_of", "intersection_pairs", "pair_key", "pair_parts", "pseudonym_ids"]
+
+_SHIFT = 1 << 32
 
 
 def pseudonym_ids(cases: pl.DataFrame, pseudonym_key: bytes) -> pl.DataFrame:
@@ -110,3 +112,19 @@ def intersection_pairs(members: pl.DataFrame, /) -> pl.DataFrame:
         .select("unit", "d_history", "e_history")
         .sort("unit", "d_history", "e_history")
     )
+
+
+def pair_key(key: str, /) -> pl.Expr:
+    """``_pair`` = ``key`` × 2^32 + ``_v``: a (history number, value number) pair as one integer.
+
+    The series checks sum P(s | c) per (history, value); grouping one integer column costs about a
+    third of grouping the two (400k quarter 4, 6.4 M rows: 0.7 against 2.2 CPU-s)."""
+    return (pl.col(key).cast(pl.UInt64) * _SHIFT + pl.col("_v")).alias("_pair")
+
+
+def pair_parts(key: str, /) -> list[pl.Expr]:
+    """``key`` and ``_v`` (UInt32) back from :func:`pair_key`'s ``_pair``."""
+    return [
+        (pl.col("_pair") // _SHIFT).cast(pl.UInt32).alias(key),
+        (pl.col("_pair") % _SHIFT).cast(pl.UInt32).alias("_v"),
+    ]
