@@ -28,11 +28,13 @@ Beside the engine (numba code holding no GIL: on 2 cores, what it leaves of the 
 ``anonymize_folder``'s ``beside`` hook, after its own two-core work of reading and encoding) run the
 raw halves of signals and risk (:func:`signals.raw_side`, :func:`faers_anon.risk.raw_cases`), the
 SHA-256 of the sources, and the import of the later stages' modules (:data:`LATER_MODULES`, ~0.6 s:
-:meth:`~faers_anon.release.stages.Stages.preload`), which no longer delays ingest. With a ledger they
-start before the series step instead: they read only the quarter as ingested, and the step's child
-process (:mod:`faers_anon.series.apart`) leaves part of the two cores idle. Each stage imports
-its modules where used, in this thread: at once when loaded, with the module's own error if the early
-import failed. The manifest keeps the writer's hashes of its files (the verify stage re-read each).
+:meth:`~faers_anon.release.stages.Stages.preload`), which no longer delays ingest. With a ledger all
+but risk's raw half start before the series step (:func:`_beside_step`): they read only the ingested
+quarter, and the step's child (:mod:`faers_anon.series.apart`) leaves part of the two cores idle;
+risk's raw cases (~0.5 GB resident at 400k, signals' ~0.2) would lie on the tree's peak, in that
+child. Each stage imports its modules where used, in this thread: at once when loaded, with the
+module's own error if the early import failed. The manifest keeps the writer's hashes of its files
+(the verify stage re-read each).
 Timing: ``seconds`` (and manifest.json ``timings``) holds each stage's own wall time, from its start
 to its end in its own thread (``signals_raw``, ``risk_raw``: the raw halves, inside their stage when
 sequential), and ``total``, from the start of ingest to the manifest's writing. Overlapping stages
@@ -179,18 +181,20 @@ def _run(
         f"{ingested.report['cases']['cases']:,} cases ({seconds['ingest']:.1f} s)"
     )
     with Stages(say) as stages:
-        started: list[Beside] = []  # with a ledger: before the series step; else right before the engine
+        ahead = None if config.ledger is None else _beside_step(stages, sources, ingested, config)
+        started: list[Beside] = []  # by anonymize_folder, right before the engine starts
 
-        def beside() -> None:
-            started.append(_beside_engine(stages, sources, ingested, config))
+        def engine_side() -> None:  # once: anonymize_folder may call its hook again after the engine
+            if not started:
+                first = ahead or _beside_step(stages, sources, ingested, config)
+                started.append(_beside_engine(stages, first, ingested, config))
 
-        if config.ledger is not None:
-            beside()
         series = _series(ingested, work, config, say)
         with _stage("anonymize", seconds, say):
             folder = ingested.out if series is None else series.ingested
             anonymized = anonymize_folder(
-                folder, built, config=_with_force(config, series), beside=None if started else beside,
+                folder, built, config=_with_force(config, series),
+                beside=engine_side,
                 known=None if series is None else series.inputs,
             )  # fmt: skip
         if series is not None:  # E, P(s | c) and θ* used: not held under the checks
@@ -200,7 +204,8 @@ def _run(
             f"NIL {anonymized.nil:.4f}, "
             f"DR {anonymized.dr:.4f} ({seconds['anonymize']:.1f} s)"
         )
-        hashed, raw, risk_raw = started[0] if started else _beside_engine(stages, sources, ingested, config)
+        engine_side()  # unless anonymize_folder called it
+        hashed, raw, risk_raw = started[0]
         verdict, comparison, risk, figures = _checks(
             stages, (raw, risk_raw), ingested, built, config, say, seconds
         )
@@ -295,17 +300,24 @@ def _checks(
 
 
 Beside = tuple[Task[dict[str, str]], Task["RawSide"] | None, Task["RawCases"]]
+Ahead = tuple[Task[dict[str, str]], Task["RawSide"] | None]
 
 
-def _beside_engine(
+def _beside_engine(stages: Stages, ahead: Ahead, ingested: IngestResult, config: ReleaseConfig) -> Beside:
+    """What needs no partition, started beside the engine (module docstring): the raw half of risk,
+    with what :func:`_beside_step` started (``ahead``: before the series step with a ledger, else now)."""
+    return *ahead, _risk_raw(stages, ingested, config)
+
+
+def _beside_step(
     stages: Stages, sources: Sequence[Path], ingested: IngestResult, config: ReleaseConfig
-) -> Beside:
-    """What needs no partition, started beside the engine (module docstring): the later stages'
-    modules, the sources' SHA-256, the raw halves of signals and risk."""
+) -> Ahead:
+    """The later stages' modules, the sources' SHA-256 and the raw half of signals: with a ledger
+    started before the series step (module docstring: why not the raw half of risk)."""
     stages.preload(LATER_MODULES)
     inputs = [*sources, *([demo_source()] if config.ingest.demo else [])]
     hashed = stages.start("sources", lambda: sources_hashes(inputs), announce=False)
-    return hashed, _raw_side(stages, ingested, config), _risk_raw(stages, ingested, config)
+    return hashed, _raw_side(stages, ingested, config)
 
 
 def _raw_side(stages: Stages, ingested: IngestResult, config: ReleaseConfig) -> Task[RawSide] | None:
