@@ -30,8 +30,8 @@ A unit the last attempt did not check (not expected: a re-plan only removes unit
 check everything. The step checks its first plan with the composition's E and the plan's θ* (``thetas``,
 before the composition's θ* are known), then that plan again with its own θ*: E is the same, so no P
 is computed again, and a θ that rose cannot fail a unit (its conf is the same), so V* holds only the
-values whose θ fell or is new (:func:`.renew.change`). Each shortcut gives the full check's units; tests compare them on hand-built
-cases (tests/faers_anon/series/test_recheck.py).
+values whose θ fell or is new (:func:`.renew.change`). Each shortcut gives the full check's units;
+tests compare them on hand-built cases (tests/faers_anon/series/test_recheck.py).
 """
 
 from __future__ import annotations
