@@ -233,9 +233,9 @@ def check_histories(
     member can (the others read as before), i.e. one of the published cases reaching h: P of those
     is computed first, and only the histories one of them raised are summed (every history at a full
     check, 1–2 % of them for the few values a recheck's later attempt checks). Histories and values
-    are numbered and a pair's sums and "raised" are one group-by on one integer (before, 400k
-    quarter 4: text keys and the raised pairs joined back to 6.4 M members' rows, 6.8 CPU-s a full
-    check besides P before; now 2.5–3.5).
+    are numbered and a pair's sums and "raised" are one group-by on one integer (before: text keys
+    and the raised pairs joined back to 6.4 M members' rows; the 11 calls of a 400k quarter 4, P
+    before read from memory: 23.8 → 10.9 CPU-s; docs/series.md §6, seventh session).
     """
     empty: tuple[frozenset[str], pl.DataFrame] = frozenset(), pl.DataFrame(schema={"history": pl.Utf8})
     if not thetas or kept.is_empty() or published.is_empty():
