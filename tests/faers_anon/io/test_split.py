@@ -171,4 +171,5 @@ def test_kernel_splits_random_files_as_polars(
         body = "".join(rng.choice(_ALPHABET) for _ in range(rng.randint(0, 400)))  # blocks of 64 bytes
         path.write_bytes((header + body).encode())
         by_polars, by_kernel = _both(path, monkeypatch)
+        assert by_kernel.rows() == by_polars.rows()
         assert_frame_equal(by_kernel, by_polars, check_exact=True)
