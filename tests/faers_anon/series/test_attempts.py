@@ -2,6 +2,8 @@
 
 * The plan reads the OUTC codes of the stored members it may republish (their ``outc`` rows, which the
   composition holds and the ledger does not record): a hand-built unit with worked answers.
+* The step plans until a plan passes its recheck with its own E and θ* (no cap of attempts after
+  which a plan is kept unchecked; the rule before kept the fourth).
 * The first attempt checks the plan with the composition's own E before its P(s | c) and θ* are
   computed; a unit over θ* there is withheld and only the plan that passes gets them. On a generated
   two-quarter series: the step computes the composition's P and θ* once per plan that passed the first
@@ -169,3 +171,40 @@ def test_a_unit_over_theta_with_the_compositions_own_e_is_withheld_before_its_p_
     before = step_module._before(ledger, AnonymizeConfig(k=3), step.inputs.outcomes)
     fresh = recheck_module.Recheck(ledger, past, known, AnonymizeConfig(k=3), before)
     assert check(fresh, step.plan, step.inputs) == frozenset()
+
+
+def test_a_plan_failing_its_own_recheck_five_times_is_never_kept(
+    quarter_two: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The recheck with the composition's own E and θ* reports one more planned unit over θ* on each of
+    # its first five calls (forced). The step must withhold each and plan again, six times with its own
+    # inputs, and keep only the plan whose recheck found nothing: none of the five units is published.
+    check = recheck_module.Recheck.__call__
+    forced: list[str] = []
+    outcomes: list[frozenset[str]] = []
+
+    def recheck(self: Any, plan: Any, inputs: Any, thetas: dict[str, float] | None = None) -> frozenset[str]:
+        failing = check(self, plan, inputs, thetas)
+        if thetas is None and len(forced) < 5:
+            units = sorted(set(plan.frozen.get_column("unit").to_list()) - set(forced))
+            forced.append(units[0])
+            failing = failing | {units[0]}
+        if thetas is None:
+            outcomes.append(failing)
+        return failing
+
+    monkeypatch.setattr(recheck_module.Recheck, "__call__", recheck)
+    step = _prepare(quarter_two, quarter_two["root"] / "work-bound")
+    assert len(forced) == 5 and len(outcomes) == 6  # six plans checked with their own E and θ*
+    assert all(outcomes[:5]) and outcomes[5] == frozenset()
+    published = set(step.plan.frozen.get_column("unit").to_list())
+    assert published.isdisjoint(forced)
+    assert step.plan.counts["rechecked_withheld_units"] >= 5
+
+
+def test_a_unit_failing_again_once_withheld_is_an_error_not_a_loop() -> None:
+    # A failing set inside the withheld units cannot come from a plan (a plan holds no withheld unit):
+    # the step stops with an error instead of planning the same plan forever.
+    assert step_module._more(frozenset({"1:2"}), frozenset({"1:3"})) == frozenset({"1:2", "1:3"})
+    with pytest.raises(RuntimeError, match="withheld already"):
+        step_module._more(frozenset({"1:2", "1:3"}), frozenset({"1:3"}))
