@@ -34,7 +34,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -342,14 +342,15 @@ def _anonymize_folder(
         known=None if known is None else (known.probabilities, known.thresholds),
     )  # fmt: skip
     drafts: list[Task[ReleaseDraft]] = []
+    once = None if beside is None else cache(beside)  # the hook runs once (called twice below)
 
     def start_draft() -> None:  # the release's partition-independent half, beside the engine
         if out is not None and not drafts:
             drafts.append(stages.start("release draft", lambda: prepare_release(
                 ingested, out, policy=policy, key=load_key(config.key_file), force=config.force,
                 items=items_protection(config), pid=pid), announce=False))  # fmt: skip
-        if beside is not None:
-            beside()
+        if once is not None:
+            once()
 
     done = _partitioned(cases, knowledge, config, inputs, start_draft)
     generalized = stages.start("fields", lambda: _generalized(done.frame, inputs), announce=False)

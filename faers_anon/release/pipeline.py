@@ -184,7 +184,7 @@ def _run(
         ahead = None if config.ledger is None else _beside_step(stages, sources, ingested, config)
         started: list[Beside] = []  # by anonymize_folder, right before the engine starts
 
-        def engine_side() -> None:  # once: anonymize_folder may call its hook again after the engine
+        def engine_side() -> None:  # once: called by anonymize_folder, and after it for a run that did not
             if not started:
                 first = ahead or _beside_step(stages, sources, ingested, config)
                 started.append(_beside_engine(stages, first, ingested, config))

@@ -121,3 +121,14 @@ def test_a_users_knowledge_table_is_matched_and_covers_combinations(ingested: Pa
     # the combination CARBIDOPA\LEVODOPA of the demo reaches levodopa's diseases (1/|E(d)| each)
     assert rows[("CARBIDOPA\\LEVODOPA", "RESTLESS LEGS SYNDROME")] == 0.5
     assert knowledge_table(ingested, sensitive=("reactions",), knowledge=table).height == 0
+
+
+def test_the_beside_hook_runs_once_when_a_release_is_written(ingested: Path, tmp_path: Path) -> None:
+    # anonymize_folder starts the release's draft and its caller's hook right before the engine, and
+    # again after it for a run that reached no hook (a method): the hook itself must run once
+    # (before, a release computed what the hook started twice: the raw halves of signals and risk).
+    calls: list[int] = []
+    anonymize_folder(ingested, tmp_path / "release", config=AnonymizeConfig(k=3),
+                     beside=lambda: calls.append(1))  # fmt: skip
+    assert calls == [1]
+    assert (tmp_path / "release" / "parquet" / "demo.parquet").is_file()
