@@ -372,7 +372,8 @@ def _publish(built: Path, out: Path, *, force: bool) -> None:
     publish_release(built, out, force=force)
 
 
-_SERIES_COUNTS = ("withheld", "withheld_reports", "republished_reports", "retried", "retried_reports")
+_SERIES_COUNTS = ("withheld", "withheld_reports", "republished_reports", "retried", "retried_reports",
+                  "left_out_links", "left_out_indi_rows")  # E links left out: series/raised.py
 
 
 def _with_force(config: ReleaseConfig, series: SeriesStep | None = None) -> AnonymizeConfig:

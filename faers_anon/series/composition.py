@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import polars as pl
@@ -39,9 +39,10 @@ from knowledge import (
     vocabulary_of_cases,
     with_combinations,
 )
+from knowledge.drug_names import drug_key_expr
 from knowledge.values import value_key_expr
 
-__all__ = ["Composition", "Mined", "ReleaseInputs", "mine", "release_inputs"]
+__all__ = ["Composition", "Mined", "ReleaseInputs", "left_out", "mine", "release_inputs", "without_links"]
 
 log = logging.getLogger(__name__)
 
@@ -61,17 +62,22 @@ class Composition:
     ingested: Path
     withheld: pl.Series
     added: dict[str, pl.DataFrame] = field(default_factory=dict)
+    links: pl.DataFrame | None = None
 
     def table(self, name: str) -> pl.LazyFrame:
         """One table of the composition (a table with a ``caseid`` column): the quarter's rows, then
-        the added ones, less the withheld cases' rows."""
+        the added ones, less the withheld cases' rows (and for ``indi``, the rows of the ``links``
+        left out: :func:`without_links`)."""
         path = self.ingested / f"{name}.parquet"
         rows = pl.scan_parquet(path)
         extra = self.added.get(name)
         if extra is not None and extra.height:
             schema = pl.read_parquet_schema(path)
             rows = pl.concat([rows, extra.lazy().select(list(schema)).cast(schema)])  # type: ignore[arg-type]
-        return rows.filter(~pl.col("caseid").is_in(self.withheld.implode()))
+        rows = rows.filter(~pl.col("caseid").is_in(self.withheld.implode()))
+        if name == "indi" and self.links is not None and self.links.height:
+            rows = left_out(rows, self.table("drug"), self.links, keep=True)
+        return rows
 
     def write(self, out: Path) -> Path:
         """The composition as an ingested folder ``out`` (0700): each table with a ``caseid`` composed,
@@ -86,6 +92,43 @@ class Composition:
             else:
                 shutil.copy2(path, target)
         return out
+
+
+def without_links(composition: Composition, links: pl.DataFrame) -> Composition:
+    """The composition with the INDI rows of the (``drug_key``, ``disease``) ``links`` left out
+    (:func:`left_out`; :mod:`faers_anon.series.raised`: a weight this release would raise)."""
+    return replace(composition, links=links.select("drug_key", "disease").unique())
+
+
+def left_out(
+    indi: pl.LazyFrame, drug: pl.LazyFrame, links: pl.DataFrame, *, keep: bool = False
+) -> pl.LazyFrame:
+    """The INDI rows that link a drug to an indication of ``links`` as E's mining counts them
+    (:func:`knowledge.mine_from_indications`: INDI ⋈ DRUG on primaryid and indi_drug_seq = drug_seq,
+    suspect roles PS/SS, the drug's ``drug_key`` and the INDI_PT's canonical key); ``keep``: the
+    other rows instead. Without them that (drug, disease) pair has no case in the release's E."""
+    roles = pl.col("role_cod").cast(pl.Utf8).str.strip_chars().str.to_uppercase()
+    names = drug.collect_schema().names()
+    key = pl.col("drug_key") if "drug_key" in names else drug_key_expr(pl.col("prod_ai"), pl.col("drugname"))
+    suspects = drug.filter(roles.is_in(["PS", "SS"])).select(
+        pl.col("primaryid").cast(pl.Int64).alias("_pid"), pl.col("drug_seq").cast(pl.Int64).alias("_seq"),
+        key.cast(pl.Utf8).alias("drug_key"),
+    )  # fmt: skip
+    marked = (
+        indi.with_row_index("_row")
+        .with_columns(pl.col("primaryid").cast(pl.Int64).alias("_pid"),
+                      pl.col("indi_drug_seq").cast(pl.Int64).alias("_seq"),
+                      value_key_expr(pl.col("indi_pt").cast(pl.Utf8)).alias("disease"))  # fmt: skip
+    )
+    hits = (
+        marked.select("_row", "_pid", "_seq", "disease")
+        .join(suspects, on=["_pid", "_seq"])
+        .join(links.lazy().select("drug_key", "disease"), on=["drug_key", "disease"], how="semi")
+        .select("_row")
+        .unique()
+    )
+    chosen = marked.join(hits, on="_row", how="anti" if keep else "semi")
+    return chosen.sort("_row").drop("_row", "_pid", "_seq", "disease")
 
 
 @dataclass(frozen=True, slots=True)

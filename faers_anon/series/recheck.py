@@ -48,6 +48,7 @@ from faers_anon.series.earlier import check_histories, kept_histories
 from faers_anon.series.exposed import exposed_probabilities
 from faers_anon.series.ledger import Ledger
 from faers_anon.series.placement import SeriesPlan, over_theta
+from faers_anon.series.raised import links_over_theta
 from faers_anon.series.renew import Change, as_read, changed_rows, only_terms, renewed
 from faers_anon.series.renew import change as change_of
 from faers_anon.series.store import stored_knowledge
@@ -116,10 +117,7 @@ class Recheck:
             thetas = inputs.thresholds.thetas
         ledger = self._ledger
         knowledge = stored_knowledge(ledger.path, ledger.meta["releases"], inputs.knowledge)
-        members = inputs.cases.select("caseid", *_LISTS).join(
-            plan.frozen.select("caseid", "bundle", "unit", "history"), on="caseid"
-        )
-        members = members.join(self._known, on="caseid")
+        members = self._members(plan, inputs)
         probabilities = partial(exposed_probabilities, entries=ledger.state, knowledge=knowledge,
                                 config=self._config, outcomes=inputs.outcomes)  # fmt: skip
         read = as_read(knowledge)
@@ -136,6 +134,22 @@ class Recheck:
             failing, checked = self._changed(members, now, probabilities, thetas, change.wanted, last)
         self._last = _Attempt(read, thetas, units, now, *checked)
         return failing
+
+    def _members(self, plan: SeriesPlan, inputs: ReleaseInputs | Mined) -> pl.DataFrame:
+        """The plan's published ledger cases: ``caseid`` (raw), value lists now, ``bundle``, ``unit``,
+        ``history``, ``pseudonym``."""
+        members = inputs.cases.select("caseid", *_LISTS).join(
+            plan.frozen.select("caseid", "bundle", "unit", "history"), on="caseid"
+        )
+        return members.join(self._known, on="caseid")
+
+    def links(self, plan: SeriesPlan, inputs: ReleaseInputs) -> pl.DataFrame:
+        """The (``drug_key``, ``disease``) pairs of the composition's E whose INDI links the release must
+        leave out: a weight it raises over every earlier release's lifts a kept history over θ*, also
+        one with no case in this release (:mod:`faers_anon.series.raised`)."""
+        earlier = stored_knowledge(self._ledger.path, self._ledger.meta["releases"], inputs.knowledge.clear())
+        return links_over_theta(self._members(plan, inputs), self._past, self._ledger.state, earlier,
+                                inputs.knowledge, inputs.thresholds.thetas, self._config)  # fmt: skip
 
     def _renewed(self, members: pl.DataFrame, last: _Attempt, knowledge: pl.DataFrame,
                  change: Change) -> pl.DataFrame:  # fmt: skip

@@ -40,11 +40,12 @@ from faers_anon.anonymize.partition import PARTITION_SCHEMA
 from faers_anon.anonymize.value_classes import read_classes, read_outcomes
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import AgencyKey
-from faers_anon.series.composition import Composition, ReleaseInputs, mine, release_inputs
+from faers_anon.series.composition import Composition, ReleaseInputs, mine, release_inputs, without_links
 from faers_anon.series.exposed import exposed_probabilities
 from faers_anon.series.ledger import Ledger, history, open_ledger, stage
 from faers_anon.series.pending import carried, write_pending
 from faers_anon.series.placement import Memo, Planner, SeriesPlan, unit_members
+from faers_anon.series.raised import LINKS_SCHEMA, left_out_rows
 from faers_anon.series.recheck import Recheck
 from faers_anon.series.store import (
     StoredRows,
@@ -140,6 +141,15 @@ def _more(withhold: frozenset[str], failing: frozenset[str]) -> frozenset[str]:
     return withhold | failing
 
 
+def _more_links(links: pl.DataFrame, more: pl.DataFrame) -> pl.DataFrame:
+    """The left-out links with this attempt's: a pair left out has no case in E, so ``more`` holds
+    new pairs only, and the loop of :func:`prepare` ends (E's pairs are finitely many)."""
+    new = more.join(links, on=["drug_key", "disease"], how="anti")
+    if new.is_empty():
+        raise RuntimeError(f"series step: links left out already fail again: {more.head(3).rows()}")
+    return pl.concat([links, new])
+
+
 def _deleted(ledger: Ledger, ingested: Path, key: AgencyKey) -> pl.Series:
     """Case pseudonyms on a stored DELETE list or on this quarter's."""
     deleted = stored_deleted(ledger.path, ledger.meta["releases"], key.pseudonym_key)
@@ -207,13 +217,17 @@ def prepare(
     known = planner.members.select("caseid", "pseudonym")  # the members' pseudonyms (no HMAC again)
     recheck = Recheck(ledger, past, known, config, before)
     rows, inputs = StoredRows(ledger.path, ledger.meta["releases"]), None
+    links = pl.DataFrame(schema=LINKS_SCHEMA)  # E's pairs whose INDI links are left out (.raised)
     attempt = 0
-    while True:  # each failing plan withholds units it held: at most (units + 1) plans
+    while True:  # each failing plan withholds units it held, or leaves out links: finitely many plans
         plan = planner.plan(withhold)
-        if not (plan.withheld.len() or plan.republish.height or offered):
+        plain = not (plan.withheld.len() or plan.republish.height or offered or links.height)
+        if plain and not ledger.meta["releases"]:  # the first release: no earlier E a weight could raise
             inputs = None
             break
-        composition = Composition(ingested, plan.withheld, _added(rows(plan.republish), offered))
+        composition = without_links(
+            Composition(ingested, plan.withheld, _added(rows(plan.republish), offered)), links
+        )
         inputs = None  # the last attempt's frames are let go before this one's are computed (memory)
         found = mine(composition, config)
         attempt += 1
@@ -222,10 +236,17 @@ def prepare(
             continue
         inputs = release_inputs(composition, config, mined=found)
         failing = recheck(plan, inputs)  # its own E and θ*: the last word
-        if not failing:
+        if failing:
+            withhold = _more(withhold, failing)
+            continue
+        more = recheck.links(plan, inputs)  # a raised E weight lifting a kept history over θ*
+        if more.is_empty():
+            inputs = None if plain else inputs  # nothing changed: the quarter is released as it came
             break
-        withhold = _more(withhold, failing)
+        links = _more_links(links, more)
     folder = ingested if inputs is None else composition.write(work / "ingested-series")
+    plan.counts["left_out_links"] = links.height
+    plan.counts["left_out_indi_rows"] = left_out_rows(composition) if inputs is not None else 0
     frozen = work / FROZEN_NAME
     plan.frozen.write_parquet(frozen)
     plan.counts["rechecked_withheld_units"] = len(withhold)
