@@ -195,20 +195,23 @@ def test_malformed_files_are_one_line_input_errors(tmp_path: Path) -> None:
 
 
 def _ingested(root: Path) -> Path:
-    """The smallest ingested folder of the contract: cases 1–3, case 1 with two versions."""
+    """The smallest ingested folder of the contract: cases 1–3, each with two versions (a group whose cases
+    have different numbers of reports fails rule report_count, verify.versions)."""
     root.mkdir()
-    keys = {"primaryid": [11, 12, 21, 31], "caseid": [1, 1, 2, 3], "quarter": ["2024Q1"] * 4}
+    keys = {"primaryid": [11, 12, 21, 22, 31, 32], "caseid": [1, 1, 2, 2, 3, 3], "quarter": ["2024Q1"] * 6}
     pl.DataFrame(
         {
             **keys,
-            "sex": ["F", "F", "M", None],
-            "age_years": [30.0, 31.0, 40.0, None],
-            "is_latest": [0, 1, 1, 1],
+            "sex": ["F", "F", "M", "M", None, None],
+            "age_years": [30.0, 31.0, 40.0, 40.0, None, None],
+            "is_latest": [0, 1, 0, 1, 0, 1],
         }
     ).with_columns(pl.col("is_latest").cast(pl.Boolean)).write_parquet(root / "reports.parquet")
-    pl.DataFrame({**keys, "drug_key": ["D", "D", "X", "X"]}).write_parquet(root / "drug.parquet")
-    pl.DataFrame({**keys, "pt": ["Fever", "Fever", "Rash", "Rash"]}).write_parquet(root / "reac.parquet")
-    pl.DataFrame({**keys, "indi_pt": ["Pain"] * 4}).write_parquet(root / "indi.parquet")
+    pl.DataFrame({**keys, "drug_key": ["D", "D", "X", "X", "X", "X"]}).write_parquet(root / "drug.parquet")
+    pl.DataFrame({**keys, "pt": ["Fever", "Fever", "Rash", "Rash", "Rash", "Rash"]}).write_parquet(
+        root / "reac.parquet"
+    )
+    pl.DataFrame({**keys, "indi_pt": ["Pain"] * 6}).write_parquet(root / "indi.parquet")
     for table in ("outc", "ther", "rpsr"):
         pl.DataFrame(keys).write_parquet(root / f"{table}.parquet")
     return root
@@ -234,7 +237,7 @@ def test_the_writers_release_verifies_and_tampering_is_caught(tmp_path: Path) ->
     )
     verdict = verify_release(written.path)  # conf(FEVER) = 1/3, conf(HEADACHE) = 0.5/3
     assert verdict.ok, verdict.summary()
-    assert (verdict.n_cases, verdict.n_reports, verdict.n_groups) == (3, 4, 1)
+    assert (verdict.n_cases, verdict.n_reports, verdict.n_groups) == (3, 6, 1)
     demo = pl.read_parquet(written.path / "parquet" / "demo.parquet")
     third = dict(written.ids.cases().iter_rows())[3]  # case 3 by its pseudonym
     tampered = demo.with_columns(sex=pl.when(pl.col("caseid") == third).then(pl.lit("F")).otherwise("sex"))
