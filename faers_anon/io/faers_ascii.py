@@ -18,7 +18,9 @@ How a file is read, and why:
   search is slower than the single-byte one of ``split``.) A valid UTF-8 file of
   :data:`KERNEL_MIN_BYTES` or more is split instead by the compiled kernel of
   :mod:`faers_anon.io._split`, which gives the same frame without copying a field; it is compiled
-  (≈ 0.1 CPU-s, once per process) when the first such frame is collected, not when it is scanned.
+  (≈ 0.1 CPU-s, once per process) when the first such frame is collected, or ahead, in a thread,
+  when :func:`compile_kernel_soon` is called (the ingest calls it for the first file that
+  :func:`uses_kernel`).
   ``kernel=False`` reads a file by polars whatever its size.
 * Short rows (fewer fields than the header, e.g. ``1$2$3`` in DEMO) fail the ``enough_fields``
   rule and are quarantined: their missing fields cannot be told from a record cut short (FORMAT.md
@@ -35,18 +37,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 
 from faers_anon.errors import InputError
 from faers_anon.io.parse import empty_to_null, parse_int
-from faers_anon.io.schema import COLUMNS, REQUIRED, canonical_header
-from faers_anon.io.sources import LocalFile
+from faers_anon.io.schema import COLUMNS, REQUIRED, TABLES, canonical_header
+from faers_anon.io.sources import LocalFile, SourceFile, materialize
 
 __all__ = [
     "ScannedFile",
     "read_header",
     "scan_table",
+    "uses_kernel",
+    "compile_kernel_soon",
+    "local_files",
     "scan_deleted",
     "scan_primaryids",
     "empty_frame",
@@ -179,7 +185,7 @@ def scan_table(file: LocalFile, table: str, /, *, kernel: bool = True) -> Scanne
         for c in columns
     ]
     over_ok = (count <= width) | ((count == width + 1) & (fields.list.last() == ""))
-    if kernel and not file.invalid_bytes and KERNEL_MIN_BYTES <= file.path.stat().st_size < 1 << 31:
+    if kernel and uses_kernel(file):
         frame = _split_by_kernel(file, width, {c: by_name[c] for c in columns if c in by_name}, list(columns))
     else:
         frame = (
@@ -200,6 +206,31 @@ def scan_table(file: LocalFile, table: str, /, *, kernel: bool = True) -> Scanne
         ignored_columns=tuple(n for n in names if n not in columns),
         missing_columns=tuple(c for c in columns if c not in by_name),
     )
+
+
+def uses_kernel(file: LocalFile, /) -> bool:
+    """Whether :func:`scan_table` splits ``file`` by the compiled kernel: a valid UTF-8 file of
+    :data:`KERNEL_MIN_BYTES` or more (and below 2 GiB: a view's offset is 32-bit)."""
+    return not file.invalid_bytes and KERNEL_MIN_BYTES <= file.path.stat().st_size < 1 << 31
+
+
+def compile_kernel_soon() -> None:
+    """Start compiling the split kernel in a thread (:func:`faers_anon.io._split.compile_soon`)."""
+    from faers_anon.io._split import compile_soon  # imports llvmlite: only when a file needs it
+
+    compile_soon()
+
+
+def local_files(found: Sequence[SourceFile], work: Path, /) -> list[LocalFile]:
+    """Each found file made local (:func:`~faers_anon.io.sources.materialize`, in order); the split
+    kernel's compile starts in a thread as soon as a data file needs it (:func:`compile_kernel_soon`),
+    beside the rest of the ingest's start, instead of when the first large frame is collected."""
+    files = []
+    for file in found:
+        files.append(local := materialize(file, work))
+        if file.table in TABLES and uses_kernel(local):
+            compile_kernel_soon()
+    return files
 
 
 def _split_by_kernel(

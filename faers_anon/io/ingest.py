@@ -58,7 +58,7 @@ from faers_anon.io.annotate import (
 )
 from faers_anon.io.cases import TERM_LISTS, combine, term_lists, version_summary
 from faers_anon.io.cumulative import check_quarters, index_columns, ingest_series, quarter_accounting
-from faers_anon.io.faers_ascii import scan_table
+from faers_anon.io.faers_ascii import local_files, scan_table
 from faers_anon.io.ingest_report import KEPT, QUARANTINED, STATUS, IngestResult
 from faers_anon.io.outputs import (
     Sink,
@@ -71,7 +71,7 @@ from faers_anon.io.outputs import (
 )
 from faers_anon.io.rejects import NOT_IN_SOURCE, note_absence, write_rejects_csv
 from faers_anon.io.schema import CHILD_TABLES, COLUMNS, TABLES
-from faers_anon.io.sources import LocalFile, check_demo_present, discover, encoding_warnings, materialize
+from faers_anon.io.sources import LocalFile, check_demo_present, discover, encoding_warnings
 from faers_anon.io.staging import REPORT_NAME, discard, open_staging, publish
 from faers_anon.io.workspace import paused_gc
 from faers_anon.json_data import json_data
@@ -377,7 +377,7 @@ def ingest_quarters(
     with paused_gc():
         staging = open_staging(Path(out), inputs=[*paths, config.drug_names], work_dir=config.work_dir)
         try:
-            files = [materialize(f, staging / "_work") for f in found]
+            files = local_files(found, staging / "_work")
             done = _ingest(files, staging, lookup, quarters)
             done["warnings"] = check_quarters(quarters) + encoding_warnings(files)
             write_rejects_csv(staging / "rejects")
