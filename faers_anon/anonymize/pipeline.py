@@ -54,16 +54,13 @@ from faers_anon.anonymize.inputs import (
 from faers_anon.anonymize.method_run import method_parameters, method_partition, publish_item_form
 from faers_anon.anonymize.partition import unit_view
 from faers_anon.anonymize.result import AnonymizeResult
-from faers_anon.anonymize.strata import seriousness_strata, with_outcome_strata
+from faers_anon.anonymize.run_inputs import NO_INPUTS, RunInputs
+from faers_anon.anonymize.strata import versioned_strata, with_outcome_strata
 from faers_anon.anonymize.thresholds import Thresholds
 from faers_anon.anonymize.units import engine_inputs, model_unit, partition_model, report_records
-from faers_anon.anonymize.value_classes import (
-    ValueClasses,
-    read_classes,
-    read_outcomes,
-    release_files,
-)
-from faers_anon.io.column_policy import ColumnPolicy, load_policy
+from faers_anon.anonymize.value_classes import read_classes, read_outcomes, release_files
+from faers_anon.anonymize.versions import NO_PLAN, VersionPlan, run_plan, splits_versions
+from faers_anon.io.column_policy import load_policy
 from faers_anon.io.qid_fields import generalize_fields
 from faers_anon.io.workspace import publish_release, signals_raise, work_folder
 from faers_anon.keys import load_key
@@ -77,7 +74,7 @@ __all__ = [
     "AnonymizeConfig",  # re-exported: defined in .config
     "AnonymizeResult",  # re-exported: defined in .result
     "QIDS",
-    "RunInputs",
+    "RunInputs",  # re-exported: defined in .run_inputs
     "anonymize_folder",
     "anonymize_release",
     "knowledge_table",  # re-exported: defined in .inputs
@@ -92,31 +89,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RunInputs:
-    """What a run reads besides the cases and E; each None leaves its part out (a run on frames alone).
-
-    Attributes:
-        reports: :func:`.units.report_records`, for a model whose unit is the report.
-        classes, outcomes: value classes and OUTC codes bounded by θ (a model's run only).
-        demo, policy: the DEMO rows and the column policy: its field QIDs are clustered on (models)
-            and generalized over the groups (models and methods).
-        drug_names: the other published drug columns (:func:`.inputs.published_drug_names`), read
-            through E by P(s | c). known: P(s | c) and θ* already computed (a series step's).
-    """
-
-    reports: pl.DataFrame | None = None
-    classes: ValueClasses | None = None
-    outcomes: pl.DataFrame | None = None
-    demo: pl.DataFrame | None = None
-    policy: ColumnPolicy | None = None
-    drug_names: pl.DataFrame | None = None
-    known: tuple[pl.DataFrame, Thresholds] | None = None
-
-
-NO_INPUTS = RunInputs()
-
-
 def partition_cases(
     cases: pl.DataFrame,
     knowledge: pl.DataFrame,
@@ -125,6 +97,7 @@ def partition_cases(
     config: AnonymizeConfig,
     inputs: RunInputs = NO_INPUTS,
     beside: Callable[[], object] | None = None,
+    on_plan: Callable[[VersionPlan], object] | None = None,
 ) -> tuple[Partition, Thresholds, pl.DataFrame]:
     """P(s | c), θ* and the partition of one cases frame (no files); returns (partition, θ*, P(s | c)).
 
@@ -135,11 +108,13 @@ def partition_cases(
     policy's other DEMO qids (:func:`.units.engine_inputs`: they and the engine's QID arrays are made on
     a thread beside P(s | c) and θ*).
     ``inputs.drug_names``: the other published drug columns, which P(s | c) reads through E like
-    ``drug_key``. ``beside`` is called right before the engine runs (to start work needing no partition).
+    ``drug_key``. ``beside`` is called right before the engine runs (to start work needing no partition),
+    ``on_plan`` before it with the version plan (:mod:`.versions`: each case's version count is a
+    mandatory stratum, top-coded where it cannot stand; the reports left out).
     """
     with Stages() as stages:
-        # a series step's engine (or each outcome stratum's) sees a subset: its QID arrays are made there
-        whole = config.frozen is None and not config.outcome_strata
+        # a series step's engine (or each version or outcome stratum's) sees a subset: QID arrays made there
+        whole = not (config.frozen or config.outcome_strata or splits_versions(config, inputs.demo))
         fed = partial(engine_inputs, cases, inputs.demo, inputs.policy, config.hierarchies(),
                       model=config.model, whole=whole)  # fmt: skip
         coded = stages.start("engine fields", fed, announce=False)
@@ -149,6 +124,9 @@ def partition_cases(
         )  # fmt: skip
         model = make_model(config.model, k=config.k, thetas=thresholds.thetas)
         codes, hierarchies, qids = coded.result()
+    plan = run_plan(config, inputs.demo, probabilities, thresholds.thetas)
+    if on_plan is not None:
+        on_plan(plan)
     if beside is not None:
         beside()
 
@@ -160,10 +138,11 @@ def partition_cases(
             codes=codes, qids=qids,
         ).partition  # fmt: skip
 
-    def engine(fresh: pl.DataFrame) -> Partition:  # outcome strata (docs/outcomes.md); a series' new cases
-        if not config.outcome_strata or inputs.demo is None:
+    def engine(fresh: pl.DataFrame) -> Partition:  # version and outcome strata; a series' new cases
+        if inputs.demo is None or (plan is NO_PLAN and not config.outcome_strata):
             return run(fresh)
-        strata = seriousness_strata(fresh, inputs.demo, probabilities, thresholds.thetas, k=config.k)
+        strata = versioned_strata(fresh, plan, inputs.demo, probabilities, thresholds.thetas, k=config.k,
+                                  outcome=config.outcome_strata)  # fmt: skip
         return with_outcome_strata(strata, run)
 
     if config.frozen is None:
@@ -193,14 +172,14 @@ class _Partitioned:
 
 def _partitioned(
     cases: pl.DataFrame, knowledge: pl.DataFrame, config: AnonymizeConfig, inputs: RunInputs,
-    beside: Callable[[], object] | None,
+    beside: Callable[[], object] | None, on_plan: Callable[[VersionPlan], object] | None = None,
 ) -> _Partitioned:  # fmt: skip
-    """The partition half of :func:`run` (``beside``: as :func:`partition_cases`)."""
+    """The partition half of :func:`run` (``beside``, ``on_plan``: as :func:`partition_cases`)."""
     clock = time.perf_counter()
     partition, result = None, None
     if config.method is None:
         partition, thresholds, probabilities = partition_cases(
-            cases, knowledge, config=config, inputs=inputs, beside=beside
+            cases, knowledge, config=config, inputs=inputs, beside=beside, on_plan=on_plan
         )
         frame = partition.frame
     else:
@@ -342,17 +321,19 @@ def _anonymize_folder(
         known=None if known is None else (known.probabilities, known.thresholds),
     )  # fmt: skip
     drafts: list[Task[ReleaseDraft]] = []
+    plans: list[VersionPlan] = []  # the version plan, decided before the engine (none for a method)
     once = None if beside is None else cache(beside)  # the hook runs once (called twice below)
 
     def start_draft() -> None:  # the release's partition-independent half, beside the engine
         if out is not None and not drafts:
             drafts.append(stages.start("release draft", lambda: prepare_release(
                 ingested, out, policy=policy, key=load_key(config.key_file), force=config.force,
-                items=items_protection(config), pid=pid), announce=False))  # fmt: skip
+                items=items_protection(config), pid=pid, left_out=(plans or [NO_PLAN])[0].left_out),
+                announce=False))  # fmt: skip
         if once is not None:
             once()
 
-    done = _partitioned(cases, knowledge, config, inputs, start_draft)
+    done = _partitioned(cases, knowledge, config, inputs, start_draft, plans.append)
     generalized = stages.start("fields", lambda: _generalized(done.frame, inputs), announce=False)
     if not stages.concurrent:
         generalized.result()  # before the metrics, as before
@@ -380,7 +361,8 @@ def _anonymize_folder(
         publish_item_form(out, result.method, written.ids.apply, load_key(config.key_file))
     seconds = {"read": read, **result.seconds, "write": write.seconds}
     items = written.manifest["counts"].get("items")
-    return replace(result, release=out, items=items, seconds=seconds)
+    superseded = written.manifest["counts"].get("superseded_left_out")
+    return replace(result, release=out, items=items, superseded=superseded, seconds=seconds)
 
 
 def anonymize_release(

@@ -34,6 +34,8 @@ class AnonymizeResult:
         method: a method run's result; None for a model.
         seconds: wall time per step.
         items: what the item-set protection suppressed (``counts.items`` of manifest.json), or None.
+        superseded: the superseded reports and cases left out to make the version count common to each
+            group (``counts.superseded_left_out`` of manifest.json, :mod:`.versions`), or None.
     """
 
     release: Path | None
@@ -46,6 +48,7 @@ class AnonymizeResult:
     method: MethodResult | None = None
     seconds: dict[str, float] = field(default_factory=dict)
     items: dict[str, Any] | None = None
+    superseded: dict[str, int] | None = None
 
     @property
     def nil(self) -> float:

@@ -1,5 +1,11 @@
-"""The engine run per stratum: the cases split by seriousness, then by sex (docs/outcomes.md "Strata";
-docs/engine.md "Strata by sex"), each stratum's engine on one of two threads, one partition.
+"""The engine run per stratum: the cases split by their version count, then by seriousness, then by sex
+(:mod:`.versions`; docs/outcomes.md "Strata"; docs/engine.md "Strata by sex"), each stratum's engine on
+one of two threads, one partition.
+
+The version count (the number of reports a case keeps in the release, top-coded where its stratum could
+not stand: :func:`.versions.top_coded`) is a mandatory stratum (issue 18 item 1): it is applied first
+and never skipped (:func:`version_strata`), because the count is a released field (DEMO rows per case
+pseudonym).
 
 A stratum is a set of cases clustered apart: no group mixes strata. The seriousness split makes every
 group's outcome known (``serious``/``non-serious``, never ``*``); the sex split (a stratum of ≥
@@ -20,6 +26,7 @@ import polars as pl
 
 from faers_anon.algorithms._encode import class_basis
 from faers_anon.algorithms.types import Partition
+from faers_anon.anonymize.versions import VersionPlan, version_strata
 from faers_anon.release.stages import Stages
 
 __all__ = [
@@ -28,6 +35,7 @@ __all__ = [
     "Strata",
     "seriousness_strata",
     "split_by_sex",
+    "versioned_strata",
     "with_outcome_strata",
 ]
 
@@ -150,6 +158,35 @@ def seriousness_strata(
     bases = parts.join(whole, on="caseid").group_by("stratum").agg(pl.col("n").first()).sort("stratum")
     labelled = labelled.drop("stratum").join(parts, on="caseid", how="left", maintain_order="left")
     return Strata(_frames(labelled), bases.get_column("n").to_list())
+
+
+def versioned_strata(
+    cases: pl.DataFrame,
+    plan: VersionPlan,
+    demo: pl.DataFrame,
+    probabilities: pl.DataFrame,
+    thetas: Mapping[str, float],
+    *,
+    k: int,
+    outcome: bool,
+    split_min: int = SEX_SPLIT_MIN,
+) -> Strata:
+    """``cases`` split by the version count each keeps (:func:`.versions.version_strata`, lowest count
+    first; mandatory, never skipped), then, with ``outcome``, each count's cases by seriousness and sex
+    (:func:`seriousness_strata`, which skips an unsafe split inside that count only). One
+    :class:`Strata`: the parts in count order, each with its basis (a sex part's seriousness stratum).
+    """
+    frames: list[pl.DataFrame] = []
+    basis: list[int] = []
+    for stratum in version_strata(cases, plan):
+        parts = (
+            seriousness_strata(stratum, demo, probabilities, thetas, k=k, split_min=split_min)
+            if outcome
+            else [stratum]
+        )
+        frames.extend(parts)
+        basis.extend(parts.basis if isinstance(parts, Strata) else [p.height for p in parts])
+    return Strata(frames, basis)
 
 
 def _frames(labelled: pl.DataFrame) -> list[pl.DataFrame]:

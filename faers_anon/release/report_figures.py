@@ -2,7 +2,9 @@
 
 ``build_report`` gathers what each stage measured into one JSON-ready dict (the HTML shows the
 same numbers): parameters; counts in and out (every input report accounted for: read = out +
-quarantined + deleted); privacy (the verifier's DR and group sizes, k achieved, θ* actions);
+quarantined + deleted + superseded reports left out, ``reports_superseded_left_out``, so that a case's
+number of reports is common to its group: :mod:`faers_anon.anonymize.versions`); privacy (the
+verifier's DR and group sizes, k achieved, θ* actions);
 utility (NIL overall and per QID); for a release made with a method (``--method``), its name, parameters
 and own privacy figures beside DR; signals (survival overall and per stratum for the chosen
 criterion under the ``expected`` reading; per criterion — Evans, ROR025 > 1, IC025 > 0, EB05 ≥ 2 —
@@ -148,6 +150,8 @@ def build_report(
             "reports_read": reports["read"],
             "reports_quarantined": reports["quarantined"],
             "reports_deleted": reports["deleted"],
+            "reports_superseded_left_out": (anonymized.superseded or {}).get("reports", 0),
+            "cases_with_superseded_left_out": (anonymized.superseded or {}).get("cases", 0),
             "reports_out": verdict.n_reports,
             "cases": verdict.n_cases,
             "tables": {

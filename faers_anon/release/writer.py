@@ -29,7 +29,11 @@ with ``primaryid``; k-anonymity) is joined on ``primaryid``: each report carries
 Partition columns other than ``caseid`` (and ``primaryid``), ``group_id`` and the six standard QIDs
 are extra QIDs (e.g. ``occr_country``): they replace the raw DEMO column of that name or are
 appended. ``group_id`` itself is not published (the released QID tuple defines the group). Every
-input row is written: rows in == rows out per table and quarter, but OUTC's (its certain codes).
+input row is written: rows in == rows out per table and quarter, but OUTC's (its certain codes), except
+the superseded reports the version plan leaves out with their child rows (so that a case's number of
+DEMO rows is common to its group: :mod:`faers_anon.anonymize.versions`), counted per table and quarter
+(``superseded_left_out``: rows in = rows out + left out) and as ``counts.superseded_left_out``
+(reports, cases).
 
 Rows are sorted by (quarter, report pseudonym, source_file, line), ties in input order (not by the
 raw primaryid: the row order would give the raw order back); float formatting is fixed and parquet
@@ -265,11 +269,14 @@ def _seal(
     if needs_restricted:
         check_target(restricted, draft.force)
     counts: dict[str, Any] = {
-        t: draft.counts[t] if t in draft.shaped else write_table(tmp, t, s, tables[t], draft.quarters)
+        t: draft.counts[t]
+        if t in draft.shaped
+        else write_table(tmp, t, s, tables[t], draft.quarters, draft.superseded.get(t))
         for t, s in shaped.items()
     }
     counts["groups"] = part.select(QID_COLUMNS).unique().height
     counts["cases"] = tables["demo"]["caseid"].n_unique()
+    counts["superseded_left_out"] = dict(draft.left_out)  # reports, cases (anonymize.versions)
     if item_counts is not None:
         counts["items"] = item_counts
     counts["rejects"] = draft.counts["rejects"]

@@ -10,7 +10,11 @@ on a thread beside the clustering engine (:func:`faers_anon.anonymize.pipeline.a
   set (:func:`~faers_anon.io.qid_fields.with_outcome_sets`);
 * the tables the partition does not touch (all but DEMO and OUTC; with item protection, DRUG and REAC
   also wait for the groups) shaped by the policy and written, Parquet and ascii, with their counts;
-* ``rejects/`` written, the input folder and the files written so far hashed for the manifest.
+* ``rejects/`` written, the input folder and the files written so far hashed for the manifest;
+* the superseded reports the version plan leaves out (:mod:`faers_anon.anonymize.versions`, decided
+  before the engine: a case's version count must be common to its group) left out of every table with
+  their child rows, after the ids are mapped (a report keeps its pseudonym), and counted
+  (:attr:`ReleaseDraft.superseded`: ``rows_in`` = rows read = ``rows_out`` + ``superseded_left_out``).
 
 The draft lives in ``.<name>.tmp-<pid>`` beside ``out`` (and ``.<name>-restricted.tmp-<pid>``:
 :func:`draft_paths`); :func:`prepare_release` removes both when it fails or is interrupted, and
@@ -67,6 +71,7 @@ __all__ = [
     "prepare_release",
     "read_release_table",
     "restricted_path",
+    "without_reports",
 ]
 
 LATE_TABLES = frozenset({"demo", "outc"})
@@ -92,6 +97,8 @@ class ReleaseDraft:
         quarters: every quarter of any table.
         shaped: the tables shaped and written already; counts: their manifest counts, ``rejects`` too.
         inputs: SHA-256 of the ingested folder's files; written: of the files in ``tmp`` so far.
+        superseded: rows left out per table and quarter (:func:`without_reports`); left_out: the
+            reports and cases left out (``counts.superseded_left_out`` of the manifest).
     """
 
     out: Path
@@ -108,6 +115,8 @@ class ReleaseDraft:
     counts: dict[str, Any] = field(default_factory=dict)
     inputs: dict[str, str] = field(default_factory=dict)
     written: dict[str, str] = field(default_factory=dict)
+    superseded: dict[str, dict[str, int]] = field(default_factory=dict)
+    left_out: dict[str, int] = field(default_factory=lambda: {"reports": 0, "cases": 0})
 
 
 def restricted_path(out: Path) -> Path:
@@ -134,9 +143,11 @@ def prepare_release(
     force: bool,
     items: ItemProtection | None,
     pid: int,
+    left_out: pl.DataFrame | None = None,
 ) -> ReleaseDraft:
     """The partition-independent half of a release of ``ingested`` into ``out`` (module docstring);
-    ``key`` None reads ``$FAERS_ANON_KEY_FILE``.
+    ``key`` None reads ``$FAERS_ANON_KEY_FILE``; ``left_out``: the raw (primaryid, caseid) of the
+    superseded reports the release leaves out (:attr:`faers_anon.anonymize.versions.VersionPlan.left_out`).
 
     Raises:
         ConfigError: ``out`` exists without ``force``, or is not a folder.
@@ -146,16 +157,19 @@ def prepare_release(
     check_target(out, force)
     agency = key if key is not None else load_key(None)
     raw = {table: read_release_table(ingested / INGESTED_FILES[table], table, policy) for table in TABLES}
+    ids = release_id_map(raw, agency.pseudonym_key)  # every input report: a kept one keeps its pseudonym
+    raw, superseded = without_reports(raw, left_out)
     reports = raw["demo"].select("primaryid", "caseid")
-    ids = release_id_map(raw, agency.pseudonym_key)
     tables = {t: released_rows(f, ids) for t, f in raw.items()}
     del raw
     tables["demo"] = with_outcome_sets(tables["demo"], tables["outc"])  # the case's OUTC set, a qid
     tmp, tmp_r = draft_paths(out, pid)
     draft = ReleaseDraft(
         out=out, force=force, policy=policy, agency=agency, tmp=tmp, tmp_r=tmp_r, ids=ids, tables=tables,
-        reports=reports, quarters=release_quarters(tables),
+        reports=reports, quarters=release_quarters(tables), superseded=superseded,
     )  # fmt: skip
+    if left_out is not None:
+        draft.left_out.update(reports=left_out.height, cases=left_out.get_column("caseid").n_unique())
     rejects = sorted((ingested / "rejects").glob("*.parquet")) if (ingested / "rejects").is_dir() else []
     try:
         _fresh_dir(tmp)
@@ -169,7 +183,9 @@ def prepare_release(
             except InputError:  # a kept column the partition may hold (module docstring)
                 continue
             draft.shaped[table] = shape
-            draft.counts[table] = write_table(tmp, table, shape, tables[table], draft.quarters)
+            draft.counts[table] = write_table(
+                tmp, table, shape, tables[table], draft.quarters, superseded.get(table)
+            )
         restricted = tmp_r if policy.rejects == "restricted" else None
         draft.counts["rejects"] = _write_rejects(tmp, restricted, rejects, policy)
         draft.inputs.update(hash_tree(ingested))
@@ -181,6 +197,24 @@ def prepare_release(
         cleanup(tmp, tmp_r)
         raise
     return draft
+
+
+def without_reports(
+    raw: dict[str, pl.DataFrame], left_out: pl.DataFrame | None
+) -> tuple[dict[str, pl.DataFrame], dict[str, dict[str, int]]]:
+    """``raw`` (ingested tables, raw ids) without the rows of the reports ``left_out`` (``primaryid``),
+    and the rows left out per table and quarter (every table: 0 where none)."""
+    if left_out is None or left_out.is_empty():
+        return raw, {t: {} for t in raw}
+    ids = left_out.select(pl.col("primaryid").cast(pl.Int64)).unique()
+    kept, counts = {}, {}
+    for table, frame in raw.items():
+        hit = pl.col("primaryid").cast(pl.Int64).is_in(ids.get_column("primaryid").implode())
+        marked = frame.with_columns(hit.alias("_out"))
+        gone = marked.filter(pl.col("_out"))
+        counts[table] = dict(gone.group_by(pl.col("quarter").cast(pl.String)).len().iter_rows())
+        kept[table] = marked.filter(~pl.col("_out")).drop("_out")
+    return kept, counts
 
 
 def read_release_table(path: Path, table: str, policy: ColumnPolicy) -> pl.DataFrame:

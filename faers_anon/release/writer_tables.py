@@ -151,14 +151,21 @@ def release_quarters(tables: Mapping[str, pl.DataFrame]) -> list[str]:
 
 
 def write_table(
-    root: Path, table: str, shape: ShapedTable, rows: pl.DataFrame, quarters: Sequence[str]
+    root: Path,
+    table: str,
+    shape: ShapedTable,
+    rows: pl.DataFrame,
+    quarters: Sequence[str],
+    left_out: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """Write ``parquet/<table>.parquet`` and the table's ascii file of each of ``quarters`` under ``root``
-    (folders ``ascii`` and ``parquet`` exist); returns its manifest counts (rows in, from ``rows``, and out,
-    per quarter too, replaced ascii cells)."""
+    (folders ``ascii`` and ``parquet`` exist); returns its manifest counts (rows in, from ``rows`` and the
+    superseded rows ``left_out`` per quarter: rows_in = rows read = ``rows.height`` + left out; out, per
+    quarter too; ``superseded_left_out``; replaced ascii cells)."""
     shown = shape.public
     write_parquet(shown, root / "parquet" / f"{table}.parquet")
     text, replaced = _ascii_frame(shown)
+    left = dict(left_out or {})
     rows_in = dict(rows.group_by(pl.col("quarter").cast(pl.String)).len().iter_rows())
     rows_out = dict(text.group_by("quarter").len().iter_rows())
     per_quarter = {}
@@ -175,10 +182,15 @@ def write_table(
             null_value="",
             line_terminator="\n",
         )
-        per_quarter[quarter] = {"rows_in": rows_in.get(quarter, 0), "rows_out": rows_out.get(quarter, 0)}
+        per_quarter[quarter] = {
+            "rows_in": rows_in.get(quarter, 0) + left.get(quarter, 0),
+            "rows_out": rows_out.get(quarter, 0),
+            "superseded_left_out": left.get(quarter, 0),
+        }
     return {
-        "rows_in": rows.height,
+        "rows_in": rows.height + sum(left.values()),
         "rows_out": shown.height,
+        "superseded_left_out": sum(left.values()),
         "quarters": per_quarter,
         "ascii_replaced_cells": replaced,
     }

@@ -30,7 +30,13 @@ CONFIG = AnonymizeConfig(
 @pytest.fixture(scope="module")
 def ingested(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("beside")
-    raw = write_quarter(make_quarter(500, seed=8), root / "raw")
+    tables = make_quarter(500, seed=8)  # one report per case: one version count, the whole-quarter path
+    version = pl.col("caseversion").cast(pl.Int64)
+    latest = tables["DEMO"].group_by("caseid").agg(pl.col("primaryid").sort_by(version).last())
+    keep = latest.get_column("primaryid").implode()
+    tables = {n: f.filter(pl.col("primaryid").is_in(keep)) if "primaryid" in f.columns else f
+              for n, f in tables.items()}  # fmt: skip
+    raw = write_quarter(tables, root / "raw")
     ingest_quarters([raw], root / "ingested")
     return root / "ingested"
 

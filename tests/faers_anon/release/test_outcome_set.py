@@ -56,7 +56,8 @@ def _every_field(release: Path) -> tuple[str, ...]:
 
 def test_the_qids_and_the_outc_set_single_out_cases_before(releases: dict[str, Path]) -> None:
     qids_outc = _attack(releases["before"], *QIDS, "outc_cod")
-    assert qids_outc["below_k"] > 0.1 and qids_outc["prosecutor_max"] == 1.0  # demo: 14.5%, unique 5.3%
+    # demo: 14.5%, unique 5.3%; 9.5% since a group holds one version count (anonymize.versions)
+    assert qids_outc["below_k"] > 0.05 and qids_outc["prosecutor_max"] == 1.0
     assert _attack(releases["before"], *_every_field(releases["before"]))["below_k"] > 0.5  # demo: 83%
 
 

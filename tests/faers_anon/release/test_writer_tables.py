@@ -84,7 +84,7 @@ def test_ascii_text_replaces_only_where_needed_and_counts_the_cells(tmp_path: Pa
     text = (tmp_path / "ascii" / "REAC25Q1.txt").read_text()
     assert text == "primaryid$pt$route$dose\n12$A B$ORAL$18\n3$C$$0.5\n"
     assert counts["reac"]["ascii_replaced_cells"] == 1
-    assert counts["reac"]["quarters"] == {"2025Q1": {"rows_in": 2, "rows_out": 2}}
+    assert counts["reac"]["quarters"] == {"2025Q1": {"rows_in": 2, "rows_out": 2, "superseded_left_out": 0}}
 
 
 def test_parquet_bytes_do_not_depend_on_chunks(tmp_path: Path) -> None:
