@@ -67,6 +67,6 @@ def test_realistic_quarter_no_case_is_singled_out_by_its_number_of_reports(
     result = CliRunner().invoke(cli, ["release", str(raw), "-o", str(out), "--k", str(K)])
     assert result.exit_code == 0, result.output
     classes = _classes(out)
-    assert classes.get_column("rows").max() >= 2  # follow-ups published
+    assert classes.filter(pl.col("rows") >= 2).height > 0  # follow-ups published
     assert classes.filter(pl.col("n_fields") < K).is_empty()
     assert classes.filter(pl.col("n_rows") < K).is_empty()
