@@ -191,6 +191,8 @@ def _with_report(frame: pl.DataFrame, reports: pl.DataFrame, n_quarters: int) ->
     with a mapping of every report costs about ten times as much. The search is numpy's
     ``searchsorted`` (0.02 s for DRUG's 1.76 M rows among 424 k reports, against 0.2 s for polars'
     ``search_sorted`` expression, which walks the sorted keys chunk by chunk through an iterator).
+    Only the first row of each run of equal keys is searched (a report's child rows are consecutive
+    in FAERS files): DRUG 46 → 24 ms, REAC 34 → 22 ms at 400k cases (any order gives the same result).
     """
     if reports.is_empty():
         return [
@@ -200,7 +202,9 @@ def _with_report(frame: pl.DataFrame, reports: pl.DataFrame, n_quarters: int) ->
     ordered = reports.sort("_report_key")
     keys = ordered.get_column("_report_key").to_numpy()
     wanted = frame.select(report_key(n_quarters).fill_null(-1)).to_series().to_numpy()
-    position = np.searchsorted(keys, wanted).clip(0, ordered.height - 1)
+    starts = np.flatnonzero(np.diff(wanted, prepend=wanted[:1] - 1))  # a report's rows are consecutive
+    position = np.repeat(np.searchsorted(keys, wanted[starts]), np.diff(starts, append=wanted.shape[0]))
+    position = position.clip(0, ordered.height - 1)
     found = pl.Series(keys[position] == wanted)
     return [
         pl.select(pl.when(found).then(pl.Series(ordered.get_column(name).to_numpy()[position])))

@@ -1,4 +1,5 @@
-"""The annotated chain: the latest version flag agrees with the case merge's version order."""
+"""The annotated chain: the latest version flag agrees with the case merge's version order; child rows find
+their report."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import datetime as dt
 
 import polars as pl
 
-from faers_anon.io.annotate import _with_is_latest
+from faers_anon.io.annotate import _with_is_latest, _with_report
 from faers_anon.io.cases import latest_primaryid
 from faers_anon.io.ingest_report import KEPT, QUARANTINED, STATUS
 from faers_anon.io.rules import QUARTER_CODE
@@ -57,3 +58,25 @@ def test_is_latest_follows_the_version_order_of_the_case_merge() -> None:
     assert flagged.to_list()[-2:] == [False, True]  # the quarantined newer row does not win
     assert flagged.to_list() == [False, False, True, True, False, False, True, False, True, False, False,
                                  False, True, False, True]  # fmt: skip
+
+
+def test_child_rows_find_their_report_in_runs_and_out_of_order() -> None:
+    """Runs of one report's rows are searched once (their first row); rows out of order, unknown,
+    without a primaryid or of another quarter still find their own report (or none)."""
+    reports = pl.DataFrame(  # key = primaryid × 2 quarters + quarter code
+        {
+            "_report_key": [20, 40, 41, 60],
+            "_report_caseid": [1, 2, 3, 4],
+            "_report_kept": [True, True, False, True],
+        }
+    )
+    rows = pl.DataFrame(
+        {
+            "primaryid": [10, 10, 10, 30, 20, 20, 10, None, 30, 99, 20],
+            QUARTER_CODE: [0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1],
+        },
+        schema={"primaryid": pl.Int64, QUARTER_CODE: pl.UInt32},
+    )
+    caseid, kept = _with_report(rows, reports, 2)
+    assert caseid.to_list() == [1, 1, 1, 4, 2, 3, 1, None, 4, None, 3]
+    assert kept.to_list() == [True, True, True, True, True, False, True, None, True, None, False]
