@@ -11,7 +11,9 @@ import polars as pl
 import pytest
 
 from faers_anon.errors import ConfigError, InputError
-from faers_anon.io.ingest import IngestConfig, ingest_quarters
+from faers_anon.io.ingest import IngestConfig, _report_status, ingest_quarters
+from faers_anon.io.ingest_report import DELETED_STATUS, KEPT, QUARANTINED, STATUS
+from faers_anon.io.rules import QUARTER_CODE
 from knowledge.drug_names import drug_key_expr
 
 DEMO_HEADER = "primaryid$caseid$caseversion$fda_dt$age$age_cod$sex$wt$wt_cod"
@@ -364,3 +366,30 @@ def test_a_table_failing_before_its_value_lists_fails_the_ingest_instead_of_hang
     with pytest.raises(RuntimeError, match="^reac broke$"):
         ingest_quarters([], tmp_path / "out", config=IngestConfig(demo=True))
     assert not (tmp_path / "out").exists()
+
+
+def test_report_status_keeps_one_row_per_key_kept_first_then_in_file_order() -> None:
+    rows = pl.DataFrame(
+        {
+            "primaryid": [5, 3, 3, 7, 7, 9, 3, None, 1],
+            "caseid": [50, 30, 31, 70, 71, 90, 32, 99, 10],
+            STATUS: [
+                KEPT,
+                DELETED_STATUS,
+                KEPT,
+                DELETED_STATUS,
+                DELETED_STATUS,
+                QUARANTINED,
+                KEPT,
+                KEPT,
+                KEPT,
+            ],
+            QUARTER_CODE: [0] * 9,
+        },
+        schema_overrides={QUARTER_CODE: pl.UInt32},
+    )
+    status = _report_status(rows, 1)
+    # 3: kept rows before the deleted one, the first kept in file order (31); 7: both deleted, the
+    # first (70); 9: quarantined, no report; no primaryid: no key
+    assert status.rows() == [(1, 10, True), (3, 31, True), (5, 50, True), (7, 70, False)]
+    assert status.columns == ["_report_key", "_report_caseid", "_report_kept"]
