@@ -55,6 +55,7 @@ from faers_anon.io.annotate import (
     report_key,
     report_rules,
     typed_rows,
+    with_is_latest,
 )
 from faers_anon.io.cases import TERM_LISTS, combine, term_lists, version_summary
 from faers_anon.io.cumulative import check_quarters, index_columns, ingest_series, quarter_accounting
@@ -274,7 +275,7 @@ def _run(
         first = pool.submit(typed_rows, present[0], children[present[0]]) if present else None
         demo = None
         if demo_scans:
-            frame = annotated_reports(demo_scans, deleted_ids, outputs.later).collect()
+            frame = with_is_latest(annotated_reports(demo_scans, deleted_ids, outputs.later).collect())
             report_status = _report_status(frame, len(quarters))
             index = index_columns(frame) if outputs.stage is not None else None
             finish = (frame, demo_scans, out, quarters, outputs)
