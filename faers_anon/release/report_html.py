@@ -40,6 +40,7 @@ FIELD_WORDS: dict[str, str] = {
     "quarter": "the release quarter", "reporter_country": "the reporter's country",
     "occr_country": "the country where the event occurred",
     "outc_cod": "the outcomes (death, hospitalization, …)",
+    "reports": "the number of the case's reports (versions)",
 }  # fmt: skip
 _QIDS = QID_COLUMNS  # the released QID columns (one definition: anonymize.partition)
 

@@ -3,8 +3,11 @@
 * **Case view**: one row per case, its latest released version (highest ``caseversion``, then latest
   ``fda_dt``, then highest ``primaryid``; nulls rank lowest), with every DEMO column except the ids
   (``primaryid``, ``caseid``: pseudonyms, never attacker knowledge) and ``is_latest`` (a derived flag,
-  true for every row of the view), plus ``outc_cod``: the case's OUTC codes as a set, written as the
-  sorted, comma-joined text so that a set compares as one value.
+  true for every row of the view), plus ``reports``: the case's number of DEMO rows (every report of a
+  case is a DEMO row under one case pseudonym, so anyone counts its versions: a released field, issue 18
+  item 1), and ``outc_cod``: the case's OUTC codes as a set, written as the sorted, comma-joined text
+  so that a set compares as one value. The raw side (an ingested folder) counts its reports the same
+  way: the raw case's rows of ``reports.parquet``.
 * **Item sets**: ``drugs`` are the canonical values (upper case, whitespace collapsed) of every drug
   column present among ``drug_key``, ``drugname`` and ``prod_ai`` (an attacker may match a drug on
   any of them, and a verbatim brand name is often rarer than its key); ``reactions`` are the canonical
@@ -27,13 +30,17 @@ from faers_anon.anonymize.partition import QID_COLUMNS
 from faers_anon.errors import InputError
 from knowledge.values import value_key_expr
 
-__all__ = ["terms", "CaseData", "ID_COLUMNS", "QIDS", "DRUG_COLUMNS", "read_cases", "encode_items", "table"]
+__all__ = [
+    "terms", "CaseData", "ID_COLUMNS", "QIDS", "DRUG_COLUMNS", "REPORTS", "read_cases", "encode_items",
+    "table",
+]  # fmt: skip
 
 ID_COLUMNS: tuple[str, ...] = ("primaryid", "caseid")
 QIDS: tuple[str, ...] = QID_COLUMNS  # the released QID tuple (faers_anon.anonymize.partition)
 DRUG_COLUMNS: tuple[str, ...] = ("drug_key", "drugname", "prod_ai")
 _NOT_FIELDS = frozenset({*ID_COLUMNS, "is_latest", "source_file", "line"})
 _ORDER = ("caseversion", "fda_dt", "primaryid")
+REPORTS = "reports"  # the case's number of DEMO rows (module docstring)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -42,7 +49,7 @@ class CaseData:
 
     Attributes:
         view: one row per ``caseid`` (Int64) with the case-view fields (module docstring).
-        fields: the view's field names, in DEMO order, ``outc_cod`` last.
+        fields: the view's field names, in DEMO order, then ``reports``, then ``outc_cod``.
         drugs, reactions: ``caseid``, ``term`` (canonical text), one row per distinct (case, term).
         reports: every DEMO row (``primaryid``, ``caseid`` and the fields), for linkage.
         drug_columns: the drug columns the items were read from.
@@ -164,6 +171,10 @@ def read_cases(
     rows = demo.select(pl.col("primaryid", "caseid").cast(pl.Int64), *fields, *hidden).collect()
     latest = _latest(rows, order).drop("primaryid", *hidden)
     reports = rows.drop(hidden)
+    if (keep is None or REPORTS in keep) and REPORTS not in names:
+        counts = rows.group_by("caseid").agg(pl.len().cast(pl.Int64).alias(REPORTS))
+        latest = latest.join(counts, on="caseid", how="left", maintain_order="left")
+        fields.append(REPORTS)
     if keep is None or "outc_cod" in keep:
         latest = latest.join(_outcome_sets(terms(folder, "outc", ("outc_cod",))), on="caseid", how="left")
         fields.append("outc_cod")

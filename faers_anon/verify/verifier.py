@@ -24,6 +24,10 @@ overrides what the release says about itself, and each difference is a violation
   diseases, drug keys and threshold values are compared by the canonical key
   upper(strip(collapse whitespace(term))); a value listed twice keeps its smallest θ.
 * ``unlisted``, ``policy``, ``stated``: :mod:`faers_anon.verify.stated`.
+* ``demo_fields``, ``class_theta``, ``outcome_theta`` (:mod:`faers_anon.verify.classes`), ``outcome_set``,
+  ``outcome_versions`` (:mod:`faers_anon.verify.outcomes`), ``report_count`` (the number of a case's DEMO
+  rows is a field of its class, :mod:`faers_anon.verify.versions`): issue 18's classes over every
+  released field.
 * ``items_km``: the drug and reaction sets are k^m-anonymous in every group when the manifest states
   ``parameters.items_m`` (:mod:`faers_anon.verify.items`).
 * ``manifest``, ``certificate``, ``integrity``, ``counts``, ``ascii``: the release is the one the
@@ -57,6 +61,7 @@ from faers_anon.verify.items import release_item_rules
 from faers_anon.verify.methods import check_for_release, release_violations
 from faers_anon.verify.outcomes import outcome_rules
 from faers_anon.verify.stated import checked_inputs, policy_violations
+from faers_anon.verify.versions import version_rules
 
 __all__ = ["VerifyConfig", "Verdict", "verify_release", "STANDARD_QIDS"]
 
@@ -241,6 +246,8 @@ def verify_release(
     )  # fmt: skip
     found += outcome_rules(release, read, members, k=k_used, manifest=manifest,
                            case_groups=check.case_split, demo=demo_view)  # fmt: skip
+    found += version_rules(release, read, members, k=k_used, case_groups=check.case_split,
+                           policy_roles=roles, demo=demo_view)  # fmt: skip
     if check.case_split:
         found.append(_splits(members))
         found += release_item_rules(release, read, members, k=k_used, params=params)

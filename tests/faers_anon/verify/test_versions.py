@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
 
 from faers_anon.verify.classes import demo_classes
+from faers_anon.verify.verifier import verify_release
 from faers_anon.verify.versions import report_count_violations, report_counts, version_rules
 
 
@@ -101,3 +103,39 @@ def test_the_rule_runs_for_case_groups_of_a_release_that_declares_column_roles()
     options = {"k": 2, "demo": table}
     assert version_rules(release, no_read, ONE_GROUP, case_groups=False, policy_roles=True, **options) == []  # type: ignore[arg-type]
     assert version_rules(release, no_read, ONE_GROUP, case_groups=True, policy_roles=False, **options) == []  # type: ignore[arg-type]
+
+
+def _folder(root: Path, rows: dict[int, int], groups: dict[int, str]) -> Path:
+    """A hand-built release: case → its DEMO rows and its group's sex; a manifest declaring column roles."""
+    demo = [(100 * c + v, c, "Adult", 19.0, 45.0, groups[c], None, None) for c, n in rows.items()
+            for v in range(1, n + 1)]  # fmt: skip
+    schema = {"primaryid": pl.Int64, "caseid": pl.Int64, "age_group": pl.String, "age_min": pl.Float64,
+              "age_max": pl.Float64, "sex": pl.String, "wt_min": pl.Float64,
+              "wt_max": pl.Float64}  # fmt: skip
+    (root / "parquet").mkdir(parents=True)
+    pl.DataFrame(demo, schema=schema, orient="row").write_parquet(root / "parquet" / "demo.parquet")
+    for name, column in (("drug", "drug_key"), ("reac", "pt"), ("indi", "indi_pt")):
+        empty = pl.DataFrame(schema={"caseid": pl.Int64, column: pl.String})
+        empty.write_parquet(root / "parquet" / f"{name}.parquet")
+    (root / "knowledge.csv").write_text("drug_key,disease,weight\n")
+    (root / "thresholds.csv").write_text("value,theta\n")
+    manifest = {"parameters": {"k": 2}, "policy": {"roles": {"demo": {"caseversion": "drop"}}}}
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    return root
+
+
+def test_the_verifier_reports_the_rule_on_a_written_release(tmp_path: Path) -> None:
+    """Group F: cases 1, 2 one row, case 3 two rows → case 3 alone on (fields, 2 rows) < k = 2; group M:
+    cases 4, 5 two rows each → passes. The same release with case 3 at one row verifies."""
+    groups = {1: "F", 2: "F", 3: "F", 4: "M", 5: "M"}
+    mixed = verify_release(
+        _folder(tmp_path / "a", {1: 1, 2: 1, 3: 2, 4: 2, 5: 2}, groups), check_hashes=False
+    )
+    assert not mixed.ok
+    assert mixed.violations.filter(pl.col("rule") == "report_count").select("qid", "detail").rows() == [
+        ("age_group=Adult, age_min=19.0, age_max=45.0, sex=F, wt_min=null, wt_max=null",
+         "1 case(s) share all 6 released DEMO fields and 2 DEMO row(s) (k = 2): cases 3"),
+    ]  # fmt: skip
+    assert mixed.violations.get_column("rule").to_list() == ["report_count"]
+    even = verify_release(_folder(tmp_path / "b", {1: 1, 2: 1, 3: 1, 4: 2, 5: 2}, groups), check_hashes=False)
+    assert even.ok, even.summary()
