@@ -143,13 +143,20 @@ class Recheck:
         )
         return members.join(self._known, on="caseid")
 
-    def links(self, plan: SeriesPlan, inputs: ReleaseInputs) -> pl.DataFrame:
+    def links(
+        self, plan: SeriesPlan, inputs: ReleaseInputs | Mined, thetas: dict[str, float] | None = None
+    ) -> pl.DataFrame:
         """The (``drug_key``, ``disease``) pairs of the composition's E whose INDI links the release must
         leave out: a weight it raises over every earlier release's lifts a kept history over θ*, also
-        one with no case in this release (:mod:`faers_anon.series.raised`)."""
+        one with no case in this release (:mod:`faers_anon.series.raised`). ``thetas``: as in
+        :meth:`__call__` (the composition's θ* when None)."""
+        if thetas is None:
+            if not isinstance(inputs, ReleaseInputs):
+                raise TypeError("Recheck.links: θ* are needed when the inputs hold none")
+            thetas = inputs.thresholds.thetas
         earlier = stored_knowledge(self._ledger.path, self._ledger.meta["releases"], inputs.knowledge.clear())
         return links_over_theta(self._members(plan, inputs), self._past, self._ledger.state, earlier,
-                                inputs.knowledge, inputs.thresholds.thetas, self._config)  # fmt: skip
+                                inputs.knowledge, thetas, self._config)  # fmt: skip
 
     def _renewed(self, members: pl.DataFrame, last: _Attempt, knowledge: pl.DataFrame,
                  change: Change) -> pl.DataFrame:  # fmt: skip

@@ -218,7 +218,7 @@ def prepare(
     recheck = Recheck(ledger, past, known, config, before)
     rows, inputs = StoredRows(ledger.path, ledger.meta["releases"]), None
     links = pl.DataFrame(schema=LINKS_SCHEMA)  # E's pairs whose INDI links are left out (.raised)
-    attempt = 0
+    attempt = passes = 0  # passes: the checks that left out links (the first with E alone)
     while True:  # each failing plan withholds units it held, or leaves out links: finitely many plans
         plan = planner.plan(withhold)
         plain = not (plan.withheld.len() or plan.republish.height or offered or links.height)
@@ -234,6 +234,9 @@ def prepare(
         if attempt == 1 and (failing := recheck(plan, found, thetas)):
             withhold = _more(withhold, failing)  # over θ* with its own E already: no P(s | c) and θ* of it
             continue
+        if passes == 0 and (more := recheck.links(plan, found, thetas)).height:
+            links, passes = _more_links(links, more), passes + 1  # as above: E alone, the plan's θ*
+            continue
         inputs = release_inputs(composition, config, mined=found)
         failing = recheck(plan, inputs)  # its own E and θ*: the last word
         if failing:
@@ -243,9 +246,9 @@ def prepare(
         if more.is_empty():
             inputs = None if plain else inputs  # nothing changed: the quarter is released as it came
             break
-        links = _more_links(links, more)
+        links, passes = _more_links(links, more), passes + 1
     folder = ingested if inputs is None else composition.write(work / "ingested-series")
-    plan.counts["left_out_links"] = links.height
+    plan.counts["left_out_links"], plan.counts["left_out_passes"] = links.height, passes
     plan.counts["left_out_indi_rows"] = left_out_rows(composition) if inputs is not None else 0
     frozen = work / FROZEN_NAME
     plan.frozen.write_parquet(frozen)

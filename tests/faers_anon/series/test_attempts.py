@@ -197,8 +197,8 @@ def test_a_plan_failing_its_own_recheck_five_times_is_never_kept(
     step = _prepare(quarter_two, quarter_two["root"] / "work-bound")
     assert len(forced) == 5 and len(outcomes) >= 6  # six plans checked with their own E and θ*
     assert all(outcomes[:5]) and not any(outcomes[5:])
-    # then one more check per pass that left out E links a raised weight needed (series/raised.py)
-    assert (len(outcomes) > 6) == (step.plan.counts["left_out_links"] > 0)
+    # then at most one more check per pass that left out E links a raised weight needed (series/raised.py)
+    assert len(outcomes) - 6 <= step.plan.counts["left_out_passes"]
     published = set(step.plan.frozen.get_column("unit").to_list())
     assert published.isdisjoint(forced)
     assert step.plan.counts["rechecked_withheld_units"] >= 5
