@@ -10,19 +10,27 @@ E applied the intersection reads (3 + 1) / 6 = 0.667 > 0.6.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
+import pytest
 
+import faers_anon.series.step as step_module
 from faers_anon.anonymize.config import AnonymizeConfig
 from faers_anon.risk._composition import composition
 from faers_anon.risk._view import CaseData
-from faers_anon.series.composition import Composition, without_links
+from faers_anon.series.composition import Composition, left_out, without_links
 from faers_anon.series.earlier import earlier_over_theta
+from faers_anon.series.ledger import history
 from faers_anon.series.raised import left_out_rows, links_over_theta, raised_rows
+from faers_anon.series.recheck import Recheck
 from knowledge import mine_from_indications
+from tests.faers_anon.series import test_attempts
 from tests.faers_anon.series.test_theta import _NO_E
 
 _LIST = pl.List(pl.Utf8)
+#: A generated series' quarter 2 and its ledger (k 3), and the step run on it: test_attempts.py's.
+quarter_two, _prepare = test_attempts.quarter_two, test_attempts._prepare
 _E = dict(_NO_E.schema)
 #: Releases 1–2's E (largest weight per pair): D indicates X at 0.25.
 _EARLIER = pl.DataFrame({"drug_key": ["D"], "disease": ["X"], "weight": [0.25]}, schema=_E)
@@ -155,3 +163,35 @@ def test_the_composition_attack_reads_every_release_through_every_e(tmp_path: Pa
     (two / "knowledge.csv").write_text("drug_key,disease,weight\n")
     found = composition([(two, second), (one, first)], qids=["sex"], k=5, thetas=thetas)
     assert found["intersections_above_theta"] == 0 and round(found["max_conf"], 4) == 0.5417
+
+
+def test_the_step_leaves_links_out_until_no_kept_history_rises(
+    quarter_two: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A generated series' quarter 2 (k 3): every pair a check asked to leave out has no INDI link in
+    # the folder the release is written from, the counts say how many, and a fresh check of the final
+    # plan and composition (its own E and θ*) finds nothing more to leave out.
+    asked: list[pl.DataFrame] = []
+    links = Recheck.links
+
+    def recorded(self: Recheck, *args: Any) -> pl.DataFrame:
+        found = links(self, *args)
+        asked.append(found)
+        return found
+
+    monkeypatch.setattr(Recheck, "links", recorded)
+    step = _prepare(quarter_two, quarter_two["root"] / "work-raised")
+    counts, pairs = step.plan.counts, pl.concat(asked).unique()
+    assert counts["left_out_links"] == pairs.height > 0 and counts["left_out_indi_rows"] >= pairs.height
+    assert counts["left_out_passes"] == sum(found.height > 0 for found in asked)
+    drug, indi = (pl.scan_parquet(step.ingested / f"{t}.parquet") for t in ("drug", "indi"))
+    assert left_out(indi, drug, pairs).collect().height == 0
+    mined = mine_from_indications(drug, indi)
+    assert mined.join(pairs, on=["drug_key", "disease"], how="semi").is_empty()
+    monkeypatch.setattr(Recheck, "links", links)
+    ledger = step.ledger
+    past = history(ledger.state).rename({"caseid": "pseudonym"})
+    known = step.ids.join(step.plan.frozen.select("caseid"), on="caseid", how="semi")
+    before = step_module._before(ledger, AnonymizeConfig(k=3), step.inputs.outcomes)
+    fresh = Recheck(ledger, past, known, AnonymizeConfig(k=3), before)
+    assert fresh.links(step.plan, step.inputs).is_empty()
