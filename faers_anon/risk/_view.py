@@ -7,7 +7,12 @@
   case is a DEMO row under one case pseudonym, so anyone counts its versions: a released field, issue 18
   item 1), and ``outc_cod``: the case's OUTC codes as a set, written as the sorted, comma-joined text
   so that a set compares as one value. The raw side (an ingested folder) counts its reports the same
-  way: the raw case's rows of ``reports.parquet``.
+  way: the raw case's rows of ``reports.parquet``; journalist risk compares the two counts for equality
+  (:mod:`._population`, "any other field"). A case whose oldest superseded reports the release left out
+  (docs/formats.md "The number of a case's reports") has fewer released rows than raw ones and does not
+  cover itself, so equality counts fewer raw cases than a reader who knew which counts were top-coded:
+  the journalist figure is over-, never under-stated; a ledgered release's republished reports can
+  give counts the raw quarter never has, and the field is then not measured (:mod:`._codes`).
 * **Item sets**: ``drugs`` are the canonical values (upper case, whitespace collapsed) of every drug
   column present among ``drug_key``, ``drugname`` and ``prod_ai`` (an attacker may match a drug on
   any of them, and a verbatim brand name is often rarer than its key); ``reactions`` are the canonical

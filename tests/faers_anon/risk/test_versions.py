@@ -115,11 +115,12 @@ def demo_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_demo_release_has_no_case_below_k_with_the_count(demo_release: Path) -> None:
-    """`faers-anon release --demo --k 5` (θ 0.4): the class over every released field (the DEMO fields of
-    the latest version, the OUTC set) plus the number of the case's DEMO rows put 1,178 of 2,998 cases
-    below k (197 unique; QIDs + the count alone: 103, 21 unique) before the count was made common to
-    each group (3fe2cfc), and none after. The release's own report.json measures it (every release
-    runs the risk stage), and its verification ran rule report_count."""
+    """`faers-anon release --demo --k 5` (default θ 0.6): the class over every released field (the DEMO
+    fields of the latest version, the OUTC set) plus the number of the case's DEMO rows put 1,178 of
+    2,998 cases below k (197 unique; QIDs + the count alone: 103, 21 unique) before the count was made
+    common to each group (3fe2cfc; the lead measured 1,108 on an earlier release), and none after
+    (be7b588). The release's own report.json measures it (every release runs the risk stage), and its
+    verification ran rule report_count."""
     report = json.loads((demo_release / "report.json").read_text())
     risk = report["risk"]
     assert "reports" in risk["fields"] and "caseversion" not in risk["fields"]
