@@ -59,7 +59,7 @@ from faers_anon.anonymize.strata import versioned_strata, with_outcome_strata
 from faers_anon.anonymize.thresholds import Thresholds
 from faers_anon.anonymize.units import engine_inputs, model_unit, partition_model, report_records
 from faers_anon.anonymize.value_classes import read_classes, read_outcomes, release_files
-from faers_anon.anonymize.versions import NO_PLAN, VersionPlan, run_plan, splits_versions
+from faers_anon.anonymize.versions import NO_PLAN, VersionPlan, latest_only, run_plan, splits_versions
 from faers_anon.io.column_policy import load_policy
 from faers_anon.io.qid_fields import generalize_fields
 from faers_anon.io.workspace import publish_release, signals_raise, work_folder
@@ -183,6 +183,8 @@ def _partitioned(
         )
         frame = partition.frame
     else:
+        if on_plan is not None and inputs.demo is not None:
+            on_plan(latest_only(inputs.demo))  # a method publishes each case's latest report (.versions)
         if beside is not None:
             beside()
         frame, result = method_partition(

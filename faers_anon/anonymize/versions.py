@@ -35,8 +35,10 @@ bound computed with every version holds for the rows released.
 Scope: the default model path (case-unit models: the greedy engine, Mondrian) and the ledgered path.
 Report-unit models (k-anonymity, (α,k)-anonymity) group reports, not cases: a case's rows may lie in
 several groups and k counts rows, so there is no case group whose count could be made constant; they
-keep every report, as do methods (``--method``: the comparison systems of SPEC §7, not bounded by θ*
-either), documented in docs/formats.md.
+keep every report. Methods (``--method``: the comparison systems of SPEC §7) partition the cases on
+their own, without strata: a method's release publishes each case's latest report only
+(:func:`latest_only`: every count top-coded to 1, decided before the method runs), so the count is 1 for
+every case (kl-anonymity's groups are case groups the verifier checks at k).
 
 Realistic data: counts 1 / 2 / 3 = 379,585 / 15,938 / 4,077 cases at 400k, 2,556 / 353 / 89 on the
 demo: every stratum stands and nothing is left out.
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
 __all__ = [
     "VersionPlan",
     "frozen_kept",
+    "latest_only",
     "left_out_reports",
     "plan_versions",
     "run_plan",
@@ -91,6 +94,12 @@ class VersionPlan:
 NO_PLAN = VersionPlan(pl.DataFrame(schema={"caseid": pl.Int64, "versions": pl.Int64, "kept": pl.Int64}),
                       _NO_REPORTS)  # fmt: skip
 """Nothing left out (report-unit models, methods, a run without DEMO rows)."""
+
+
+def latest_only(demo: pl.DataFrame) -> VersionPlan:
+    """Every case keeps its latest version only (a method's release, module docstring): c'' = 1."""
+    kept = version_counts(demo).with_columns(pl.lit(1, pl.Int64).alias("kept"))
+    return VersionPlan(kept, left_out_reports(demo, kept))
 
 
 def version_counts(demo: pl.DataFrame) -> pl.DataFrame:

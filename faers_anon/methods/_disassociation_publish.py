@@ -93,15 +93,16 @@ def published_item_files(release: Path, table: str) -> list[Path]:
 
 
 def _counts(entry: dict[str, Any]) -> dict[str, Any]:
-    """A manifest ``counts.<table>`` entry with rows_out 0 and every input row disassociated."""
+    """A manifest ``counts.<table>`` entry with rows_out 0 and every input row disassociated (but the
+    superseded rows the release left out: :mod:`faers_anon.anonymize.versions`)."""
     quarters = {
-        q: {**c, "rows_out": 0, "disassociated": c.get("rows_in", 0)}
+        q: {**c, "rows_out": 0, "disassociated": c.get("rows_in", 0) - c.get("superseded_left_out", 0)}
         for q, c in (entry.get("quarters") or {}).items()
     }
     return {
         **entry,
         "rows_out": 0,
-        "disassociated": entry.get("rows_in", 0),
+        "disassociated": entry.get("rows_in", 0) - entry.get("superseded_left_out", 0),
         "quarters": quarters,
         "ascii_replaced_cells": 0,
         "note": f"not published row by row: released as items of {DISASSOCIATED}/ (k^m-anonymity)",

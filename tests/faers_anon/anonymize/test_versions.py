@@ -101,7 +101,8 @@ def test_no_stratum_mixes_version_counts() -> None:
     strata = versioned_strata(cases, plan, demo, NO_P, {}, k=5, outcome=True)
     kept = dict(plan.kept.select("caseid", "kept").iter_rows())
     assert [sorted({kept[c] for c in s.get_column("caseid")}) for s in strata] == [[1], [2]]
-    assert [s.height for s in strata] == [10, 8] and strata.basis == [10, 8]
+    # each count's runs are parts of the whole run of 18 cases: basis b * sqrt(18 / n_c), rounded down
+    assert [s.height for s in strata] == [10, 8] and strata.basis == [13, 12]
 
 
 def _shaped_quarter(tables: dict[str, pl.DataFrame], shape: dict[int, int]) -> dict[str, pl.DataFrame]:
@@ -171,3 +172,21 @@ def test_left_out_reports_and_their_child_rows_are_absent_and_counted(cut: tuple
         if table != "outc":  # OUTC holds the codes the released outcome makes certain
             assert counts["rows_out"] == released.height == rows.height - gone, table
     assert sum(manifest[t]["superseded_left_out"] for t in ("drug", "reac")) > 0  # child rows went too
+
+
+def test_a_method_release_publishes_each_case_latest_report_only(
+    cut: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # kl-anonymity's groups are case groups; a method runs without strata, so every count is cut to 1
+    ingested, _ = cut
+    out = tmp_path / "kl"
+    config = AnonymizeConfig(k=5, theta=1.0, seed=3, force=True, method="kl-anonymity")
+    anonymize_folder(ingested, out, config=config)
+    raw = pl.read_parquet(ingested / "reports.parquet", columns=["primaryid", "caseid", "is_latest"])
+    demo = pl.read_parquet(out / "parquet" / "demo.parquet", columns=["caseid", "is_latest"])
+    assert demo.get_column("caseid").is_unique().all() and demo.get_column("is_latest").all()
+    assert demo.height == raw.get_column("caseid").n_unique()
+    manifest = json.loads((out / "manifest.json").read_text())["counts"]
+    # six 2-version cases lose 1 report each, two 3-version cases 2 each: 10 reports of 8 cases
+    assert manifest["superseded_left_out"] == {"reports": 6 + 2 * 2, "cases": 8}
+    assert manifest["demo"]["rows_in"] == raw.height == demo.height + 10
