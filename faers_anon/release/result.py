@@ -44,8 +44,8 @@ class ReleaseResult:
             [
                 f"Release written to {self.path} (verified: {self.verdict.label} holds)",
                 f"  reports in {counts['reports_read']:,}: out {counts['reports_out']:,}, "
-                f"quarantined {counts['reports_quarantined']:,}, deleted {counts['reports_deleted']:,}; "
-                f"cases {counts['cases']:,}",
+                f"quarantined {counts['reports_quarantined']:,}, deleted {counts['reports_deleted']:,}"
+                f"{_left_out(counts)}; cases {counts['cases']:,}",
                 f"  groups {privacy['groups']:,}, smallest {privacy['k_achieved']}, DR {privacy['dr']:.4f}; "
                 f"NIL {utility['nil']:.4f}",
                 f"  signals ({signals['criterion']}): {share} of raw signals survive overall, "
@@ -54,6 +54,13 @@ class ReleaseResult:
                 f"  report: {self.path / 'report.html'}",
             ]
         )
+
+
+def _left_out(counts: dict[str, Any]) -> str:
+    """ ", superseded left out 89" when the release left superseded reports out (a case's number of
+    reports is common to its group: :mod:`faers_anon.anonymize.versions`), so the line adds up."""
+    left = counts.get("reports_superseded_left_out", 0)
+    return f", superseded left out {left:,}" if left else ""
 
 
 def _worst(stratum: dict[str, Any] | None) -> str:

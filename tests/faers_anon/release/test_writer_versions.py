@@ -41,6 +41,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("versions") / "demo"
     result = CliRunner().invoke(cli, ["release", "--demo", "-o", str(out), "--theta", "0.4", "--seed", "3"])
     assert result.exit_code == 0, result.output
+    (out.parent / "output.txt").write_text(result.output, encoding="utf-8")
     return out
 
 
@@ -56,6 +57,8 @@ def test_demo_release_no_case_is_singled_out_by_its_number_of_reports(demo: Path
     assert counts["reports_read"] == (
         counts["reports_out"] + counts["reports_quarantined"] + counts["reports_deleted"] + 89
     )
+    line = next(x for x in (demo.parent / "output.txt").read_text().splitlines() if "reports in" in x)
+    assert ", superseded left out 89;" in line  # the terminal's count line adds up too
 
 
 def test_realistic_quarter_no_case_is_singled_out_by_its_number_of_reports(
