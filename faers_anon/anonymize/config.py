@@ -45,6 +45,11 @@ class AnonymizeConfig:
         seed: seed of the run's random generator.
         frozen: frozen bundles of a composition-safe series (:mod:`faers_anon.series.step`): these
             cases are kept out of the engine and added as their own groups; never in the manifest.
+        earlier_knowledge: E*_{t−1} of a ledgered release t, a CSV (drug_key, disease, weight) the series
+            step writes into its private work folder: E is the largest weight of each pair over the E
+            mined here and it (:func:`faers_anon.anonymize.inputs.knowledge_table`; docs/series.md §4),
+            so the release is bounded against every earlier release's E and publishes E*_t as its
+            knowledge.csv; never in the manifest (the file is private, knowledge.csv states the E used).
         qids: a non-empty subset of ``age``, ``sex``, ``weight``.
         candidates: M, exact ΔIL' evaluations per search (≥ 1).
         scan_limit: evaluations per search at most (≥ candidates).
@@ -80,6 +85,7 @@ class AnonymizeConfig:
     on_infeasible: str = "error"
     seed: int = 0
     frozen: Path | None = None
+    earlier_knowledge: Path | None = None
     qids: tuple[str, ...] = QIDS
     candidates: int = 64
     scan_limit: int = 4096
@@ -155,7 +161,7 @@ class AnonymizeConfig:
                 str(value) if isinstance(value, Path) else list(value) if isinstance(value, tuple) else value
             )
             for key, value in asdict(self).items()
-            if key not in ("force", "key_file", "frozen")
+            if key not in ("force", "key_file", "frozen", "earlier_knowledge")
             and not (key == "method" and value is None)
             and not (key == "outcome_theta" and value == "same")  # manifests before the option: unchanged
             and not (key == "outcome_strata" and value is False)

@@ -33,10 +33,12 @@ from knowledge.values import value_key_expr
 __all__ = [
     "knowledge_table",
     "published_drug_names",
+    "read_knowledge",
     "read_demo",
     "read_table",
     "sensitive_thresholds",
     "with_drug_names",
+    "with_earlier",
 ]
 
 log = logging.getLogger(__name__)
@@ -75,7 +77,9 @@ def _with_outcomes(demo: pl.DataFrame, ingested: Path) -> pl.DataFrame:
     return with_outcome_sets(demo, codes)
 
 
-def knowledge_table(ingested: Path, /, *, sensitive: Sequence[str], knowledge: Path | None) -> pl.DataFrame:
+def knowledge_table(
+    ingested: Path, /, *, sensitive: Sequence[str], knowledge: Path | None, earlier: Path | None = None
+) -> pl.DataFrame:
     """E for a run on an ingested folder (SPEC §5).
 
     With a user's table (``knowledge``): its drug names keyed like DRUG rows, its disease names
@@ -83,7 +87,9 @@ def knowledge_table(ingested: Path, /, *, sensitive: Sequence[str], knowledge: P
     spelling; the match share is logged), and rows added for the combination products the folder
     holds (:func:`knowledge.with_combinations`), so that knowledge.csv reproduces every P(s | c).
     Without one: E mined from the folder's INDI × DRUG (:func:`knowledge.mine_from_indications`).
-    Empty when ``diseases`` is not a sensitive attribute.
+    Empty when ``diseases`` is not a sensitive attribute. With ``earlier`` (a ledgered release t:
+    E*_{t−1}, :attr:`AnonymizeConfig.earlier_knowledge`): E*_t = max(E_t, E*_{t−1}) per pair
+    (:func:`with_earlier`).
 
     Raises:
         InputError: a table needed to mine E is missing.
@@ -91,6 +97,35 @@ def knowledge_table(ingested: Path, /, *, sensitive: Sequence[str], knowledge: P
     """
     if "diseases" not in sensitive:
         return pl.DataFrame(schema=E_SCHEMA)
+    own = _own_knowledge(ingested, knowledge)
+    return own if earlier is None else with_earlier(own, read_knowledge(earlier))
+
+
+def read_knowledge(path: Path) -> pl.DataFrame:
+    """A (drug_key, disease, weight) CSV as written by the release (``knowledge.csv``), weights Float64."""
+    frame = pl.read_csv(path, infer_schema=False)
+    return frame.select("drug_key", "disease", pl.col("weight").cast(pl.Float64))
+
+
+def with_earlier(own: pl.DataFrame, earlier: pl.DataFrame | None) -> pl.DataFrame:
+    """E*_t(x, s) = max(E_t(x, s), E*_{t−1}(x, s)), a pair absent from one side counting 0 (the rows of
+    either side kept; docs/series.md §4): the E a ledgered release t is bounded against and publishes.
+    An attacker holding releases 1..t reads every case through E*_t; no data of release t can lower
+    an earlier weight, so the release must hold against it. Sorted by (drug_key, disease)."""
+    if earlier is None:
+        return own
+    return (
+        pl.concat([own.select(list(E_SCHEMA)).cast(E_SCHEMA),  # type: ignore[arg-type]
+                   earlier.select(list(E_SCHEMA)).cast(E_SCHEMA)])  # type: ignore[arg-type]
+        .group_by("drug_key", "disease")
+        .agg(pl.col("weight").max())
+        .sort("drug_key", "disease")
+        .select(list(E_SCHEMA))
+    )  # fmt: skip
+
+
+def _own_knowledge(ingested: Path, knowledge: Path | None) -> pl.DataFrame:
+    """E of the folder alone: the user's table matched to it, or mined from its INDI × DRUG."""
     if knowledge is not None:
         given = load_table(knowledge).select(list(E_SCHEMA))
         cases = read_table(ingested / "cases.parquet").select("indications", "reactions", "drug_keys")

@@ -306,7 +306,8 @@ def _anonymize_folder(
     """:func:`anonymize_folder` in its stages; results asked for in the old order (sequential: same order)."""
     clock = time.perf_counter()
     model = config.method is None
-    mine = partial(knowledge_table, ingested, sensitive=config.sensitive, knowledge=config.knowledge)
+    mine = partial(knowledge_table, ingested, sensitive=config.sensitive, knowledge=config.knowledge,
+                   earlier=config.earlier_knowledge)  # a ledgered release: E*_t (docs/series.md §4)
     mined = stages.start("E", mine if known is None else lambda: known.knowledge, announce=False)
     demo_rows = stages.start("demo", lambda: read_table(ingested / "reports.parquet"), announce=False)
     cases = read_table(ingested / "cases.parquet")

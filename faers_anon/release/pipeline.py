@@ -378,8 +378,12 @@ _SERIES_COUNTS = ("withheld", "withheld_reports", "republished_reports", "retrie
 
 def _with_force(config: ReleaseConfig, series: SeriesStep | None = None) -> AnonymizeConfig:
     """The anonymize options with ``force`` set: the folder it writes is inside our private work folder;
-    with a series, the frozen bundles the engine must not place."""
-    return replace(config.anonymize, force=True, frozen=None if series is None else series.frozen)
+    with a series, the frozen bundles the engine must not place and E*_{t−1}, every earlier release's E
+    (the release is bounded against and publishes max(E_t, E*_{t−1}): docs/series.md §4)."""
+    if series is None:
+        return replace(config.anonymize, force=True, frozen=None)
+    earlier = series.earlier_knowledge
+    return replace(config.anonymize, force=True, frozen=series.frozen, earlier_knowledge=earlier)
 
 
 def _series(ingested: IngestResult, work: Path, config: ReleaseConfig, say: Progress) -> SeriesStep | None:

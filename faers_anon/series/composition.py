@@ -27,7 +27,7 @@ from pathlib import Path
 import polars as pl
 
 from faers_anon.anonymize.config import AnonymizeConfig
-from faers_anon.anonymize.inputs import sensitive_thresholds, with_drug_names
+from faers_anon.anonymize.inputs import sensitive_thresholds, with_drug_names, with_earlier
 from faers_anon.anonymize.thresholds import Thresholds
 from faers_anon.anonymize.value_classes import read_classes
 from faers_anon.io.column_policy import load_policy
@@ -133,13 +133,17 @@ def left_out(
 
 @dataclass(frozen=True, slots=True)
 class Mined:
-    """What a composition gives before P(s | c): its super-records, E as the release publishes it, and
-    (caseid, outc_cod) (None when OUTC codes are not bounded). The recheck of a planned unit reads
-    only these and θ* (:class:`faers_anon.series.recheck.Recheck`)."""
+    """What a composition gives before P(s | c): its super-records, E as the release publishes it
+    (E*_t: with every earlier release's weights, :func:`faers_anon.anonymize.inputs.with_earlier`), and
+    (caseid, outc_cod) (None when OUTC codes are not bounded); ``own``: E_t, mined from the composition
+    alone (None: ``knowledge`` is it), which the raise check compares with E*_{t−1}
+    (:mod:`faers_anon.series.raised`). The recheck of a planned unit reads only these and θ*
+    (:class:`faers_anon.series.recheck.Recheck`)."""
 
     cases: pl.DataFrame
     knowledge: pl.DataFrame
     outcomes: pl.DataFrame | None
+    own: pl.DataFrame | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,9 +151,10 @@ class ReleaseInputs:
     """What the anonymizer computes from a composition's folder besides the partition.
 
     Attributes:
-        cases: the super-records (``cases.parquet``); knowledge: E as the release publishes it;
+        cases: the super-records (``cases.parquet``); knowledge: E as the release publishes it (E*_t);
         outcomes: (caseid, outc_cod), None when OUTC codes are not bounded; probabilities: P(s | c)
-        with the value classes and OUTC pseudo-values; thresholds: θ* over them.
+        with the value classes and OUTC pseudo-values; thresholds: θ* over them; own: E_t as mined
+        (:class:`Mined`).
     """
 
     cases: pl.DataFrame
@@ -157,6 +162,7 @@ class ReleaseInputs:
     outcomes: pl.DataFrame | None
     probabilities: pl.DataFrame
     thresholds: Thresholds
+    own: pl.DataFrame | None = None
 
 
 def _knowledge(composition: Composition, cases: pl.DataFrame, config: AnonymizeConfig) -> pl.DataFrame:
@@ -191,30 +197,34 @@ def _drug_names(composition: Composition, config: AnonymizeConfig) -> pl.DataFra
     )
 
 
-def mine(composition: Composition, config: AnonymizeConfig) -> Mined:
+def mine(composition: Composition, config: AnonymizeConfig, *, earlier: pl.DataFrame | None = None) -> Mined:
     """The composition's super-records, E and OUTC codes (:class:`Mined`), as the anonymizer reads them
     from its folder: about a fifth of :func:`release_inputs`' cost at a 100k quarter (P(s | c) and θ*
-    of every case are the rest)."""
+    of every case are the rest). ``earlier``: E*_{t−1}; E is then max(E_t, E*_{t−1}) per pair, as the
+    anonymizer's with ``earlier_knowledge`` (:func:`faers_anon.anonymize.inputs.knowledge_table`)."""
     cases = composition.table("cases").collect()
-    knowledge = _knowledge(composition, cases, config)
+    own = _knowledge(composition, cases, config)
+    knowledge = own if earlier is None or "diseases" not in config.sensitive else with_earlier(own, earlier)
     outc = composition.ingested / "outc.parquet"
     outcomes = (
         composition.table("outc").select("caseid", "outc_cod").collect()
         if config.protect_outcomes and outc.is_file()
         else None
     )
-    return Mined(cases, knowledge, outcomes)
+    return Mined(cases, knowledge, outcomes, own)
 
 
 def release_inputs(
-    composition: Composition, config: AnonymizeConfig, *, mined: Mined | None = None
-) -> ReleaseInputs:
+    composition: Composition, config: AnonymizeConfig, *, mined: Mined | None = None,
+    earlier: pl.DataFrame | None = None,
+) -> ReleaseInputs:  # fmt: skip
     """E, OUTC codes, P(s | c) and θ* of the composition, as the anonymizer computes them from its folder
-    (:func:`faers_anon.anonymize.pipeline.anonymize_folder`); ``mined``: :func:`mine` of it, when done."""
-    found = mine(composition, config) if mined is None else mined
+    (:func:`faers_anon.anonymize.pipeline.anonymize_folder`); ``mined``: :func:`mine` of it, when done
+    (else mined with ``earlier``, E*_{t−1})."""
+    found = mine(composition, config, earlier=earlier) if mined is None else mined
     probabilities, thresholds = sensitive_thresholds(
         with_drug_names(found.cases, _drug_names(composition, config)), found.knowledge, config=config,
         classes=read_classes(config.classes), outcomes=found.outcomes,
     )  # fmt: skip
-    return ReleaseInputs(found.cases, found.knowledge, found.outcomes, probabilities, thresholds)
+    return ReleaseInputs(found.cases, found.knowledge, found.outcomes, probabilities, thresholds, found.own)
 

@@ -155,8 +155,9 @@ class Recheck:
                 raise TypeError("Recheck.links: θ* are needed when the inputs hold none")
             thetas = inputs.thresholds.thetas
         earlier = stored_knowledge(self._ledger.path, self._ledger.meta["releases"], inputs.knowledge.clear())
+        own = inputs.knowledge if inputs.own is None else inputs.own  # E_t as mined, not E*_t: its raises
         return links_over_theta(self._members(plan, inputs), self._past, self._ledger.state, earlier,
-                                inputs.knowledge, thetas, self._config)  # fmt: skip
+                                own, thetas, self._config)  # fmt: skip
 
     def _renewed(self, members: pl.DataFrame, last: _Attempt, knowledge: pl.DataFrame,
                  change: Change) -> pl.DataFrame:  # fmt: skip

@@ -5,11 +5,13 @@ Source: issue 14 items 2–3; :mod:`faers_anon.series.ledger`, :mod:`faers_anon.
 Before anonymization (:func:`prepare`): the ledger is opened and checked (key, checksums, the next
 quarter), P(s | c) and θ* of this quarter's cases are computed as anonymization will compute them,
 and the returning cases are planned with their units (:mod:`faers_anon.series.placement`). The
-release's own E, P(s | c) and θ* are those of the composition (:mod:`faers_anon.series.composition`:
-the quarter without the withheld cases, every table by caseid, with the republished cases' stored
-rows, :mod:`faers_anon.series.store`), computed in memory; a planned unit over θ* with them is
-withheld and the plan made again (:mod:`faers_anon.series.recheck`: from the second attempt on,
-only what the withheld units changed is checked again). The plan reads the stored OUTC codes of the
+release's own E (E*_t: the composition's mined E_t with every earlier release's weights, each pair at
+its largest, which the anonymizer bounds and the release publishes as knowledge.csv), P(s | c) and θ*
+are those of the composition (:mod:`faers_anon.series.composition`: the quarter without the withheld
+cases, every table by caseid, with the republished cases' stored rows, :mod:`faers_anon.series.store`),
+computed in memory; a planned unit over θ* with them is withheld and the plan made again
+(:mod:`faers_anon.series.recheck`: from the second attempt on, only what the withheld units changed is
+checked again). The plan reads the stored OUTC codes of the
 members it may republish (the composition holds their ``outc`` rows; the ledger records none when the
 release publishes the OUTC set as a case QID). The first attempt checks its plan with the
 composition's own E (mined: :func:`faers_anon.series.composition.mine`) and the plan's θ* before the
@@ -35,7 +37,7 @@ import polars as pl
 
 from faers_anon.algorithms import Partition
 from faers_anon.anonymize.config import AnonymizeConfig
-from faers_anon.anonymize.inputs import knowledge_table, sensitive_thresholds
+from faers_anon.anonymize.inputs import knowledge_table, sensitive_thresholds, with_earlier
 from faers_anon.anonymize.partition import PARTITION_SCHEMA
 from faers_anon.anonymize.value_classes import read_classes, read_outcomes
 from faers_anon.errors import ConfigError, InputError
@@ -59,6 +61,8 @@ from faers_anon.series.units import pseudonym_ids
 __all__ = ["SeriesStep", "exposed_probabilities", "prepare", "with_frozen", "publish_with_ledger"]
 
 FROZEN_NAME = "frozen.parquet"
+EARLIER_NAME = "earlier-knowledge.csv"
+_NO_E = {"drug_key": pl.Utf8, "disease": pl.Utf8, "weight": pl.Float64}
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +75,10 @@ class SeriesStep:
         release's quarters; pending: the withheld cases' rows, for the ledger's store (None: none
         withheld; :mod:`faers_anon.series.pending`); ids: raw caseid → pseudonym of this quarter's
         (the offered and the republished) cases, reused by the store; inputs: E, P(s | c) and θ* of
-        ``ingested`` as the anonymizer computes them (None when the quarter is released as it came).
+        ``ingested`` as the anonymizer computes them (None when the quarter is released as it came);
+        earlier_knowledge: E*_{t−1}, every earlier release's E at its largest weight, written for the
+        anonymizer (:attr:`AnonymizeConfig.earlier_knowledge`: it bounds and publishes
+        E*_t = max(E_t, E*_{t−1}); None for the first release).
     """
 
     ledger: Ledger
@@ -82,16 +89,20 @@ class SeriesStep:
     pending: Path | None = None
     ids: pl.DataFrame | None = None
     inputs: ReleaseInputs | None = None
+    earlier_knowledge: Path | None = None
 
 
 def _release_inputs(
-    folder: Path, config: AnonymizeConfig, *, cases: pl.DataFrame | None = None
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None, dict[str, float]]:
+    folder: Path, config: AnonymizeConfig, *, cases: pl.DataFrame | None = None,
+    earlier: pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None, dict[str, float]]:  # fmt: skip
     """Cases, E, OUTC codes and θ* of an ingested folder, as anonymization computes them (the drug
     columns the column policy publishes read through E: ``ingested=``); ``cases``: its super-records
-    (the offered pending ones included) when already read."""
+    (the offered pending ones included) when already read; ``earlier``: E*_{t−1} (E is then E*_t)."""
     cases = pl.read_parquet(folder / "cases.parquet") if cases is None else cases
     knowledge = knowledge_table(folder, sensitive=config.sensitive, knowledge=config.knowledge)
+    if earlier is not None and "diseases" in config.sensitive:
+        knowledge = with_earlier(knowledge, earlier)
     outcomes = read_outcomes(folder) if config.protect_outcomes else None
     _, thresholds = sensitive_thresholds(
         cases, knowledge, config=config, classes=read_classes(config.classes), outcomes=outcomes,
@@ -102,16 +113,15 @@ def _release_inputs(
 
 def _first_inputs(
     ingested: Path, cases: pl.DataFrame, ids: pl.DataFrame, ledger: Ledger, config: AnonymizeConfig,
-    offered: dict[str, pl.DataFrame],
+    offered: dict[str, pl.DataFrame], earlier: pl.DataFrame | None,
 ) -> tuple[pl.DataFrame, pl.DataFrame | None, dict[str, float]]:  # fmt: skip
-    """E (with every earlier release's weights), OUTC codes (the offered ones too) and θ* of this
-    quarter, for the plan's checks; nothing is computed when no case returns (the first release)."""
+    """E*_t (with every earlier release's weights: ``earlier``), OUTC codes (the offered ones too) and
+    θ* of this quarter (through E*_t, as the release computes them), for the plan's checks; nothing is
+    computed when no case returns (the first release)."""
     returning = ids.join(ledger.state.select(pl.col("caseid").alias("pseudonym")), on="pseudonym", how="semi")
     if returning.is_empty():
-        empty = pl.DataFrame(schema={"drug_key": pl.Utf8, "disease": pl.Utf8, "weight": pl.Float64})
-        return empty, None, {}
-    _, knowledge, outcomes, thetas = _release_inputs(ingested, config, cases=cases)
-    knowledge = stored_knowledge(ledger.path, ledger.meta["releases"], knowledge)
+        return pl.DataFrame(schema=_NO_E), None, {}
+    _, knowledge, outcomes, thetas = _release_inputs(ingested, config, cases=cases, earlier=earlier)
     if outcomes is not None and "outc" in offered:
         extra = offered["outc"].select(outcomes.columns).cast(outcomes.schema)  # type: ignore[arg-type]
         outcomes = pl.concat([outcomes, extra])
@@ -202,13 +212,14 @@ def prepare(
                                key.pseudonym_key)  # fmt: skip
     cases = _with_offered(cases, offered)
     ids = pseudonym_ids(cases, key.pseudonym_key)
-    knowledge, outcomes, thetas = _first_inputs(ingested, cases, ids, ledger, config, offered)
+    earlier = _earlier(ledger)
+    knowledge, outcomes, thetas = _first_inputs(ingested, cases, ids, ledger, config, offered, earlier)
     wanted = unit_members(ids, ledger.state)
     stored, _ = stored_cases(ledger.path, ledger.meta["releases"], key.pseudonym_key, wanted=wanted)
     outcomes = _with_stored_outcomes(outcomes, ledger, stored, ids)
     past = history(ledger.state).rename({"caseid": "pseudonym"})
     withhold: frozenset[str] = frozenset()
-    before = _before(ledger, config, outcomes)
+    before = _before(ledger, config, outcomes, earlier)
     planner = Planner(
         cases, ledger.state, key.pseudonym_key, k=config.k, thetas=thetas, stored=stored, deleted=deleted,
         ids=ids, probabilities=lambda m: exposed_probabilities(m, ledger.state, knowledge, config, outcomes),
@@ -229,7 +240,7 @@ def prepare(
             Composition(ingested, plan.withheld, _added(rows(plan.republish), offered)), links
         )
         inputs = None  # the last attempt's frames are let go before this one's are computed (memory)
-        found = mine(composition, config)
+        found = mine(composition, config, earlier=earlier)
         attempt += 1
         if attempt == 1 and (failing := recheck(plan, found, thetas)):
             withhold = _more(withhold, failing)  # over θ* with its own E already: no P(s | c) and θ* of it
@@ -260,18 +271,33 @@ def prepare(
     plan.counts.update(_report_counts(ingested, folder, plan, offered))
     pending = write_pending(ingested, offered, plan.withheld, work / "pending")
     ids = pl.concat([ids, known.join(ids, on="caseid", how="anti")])  # the store's index, republished too
-    return SeriesStep(ledger, plan, folder, frozen, quarters, pending, ids, inputs)
+    written = None
+    if earlier is not None:  # the anonymizer's E*_t when it mines E itself (inputs None)
+        written = work / EARLIER_NAME
+        earlier.write_csv(written)
+    return SeriesStep(ledger, plan, folder, frozen, quarters, pending, ids, inputs, written)
 
 
-def _before(ledger: Ledger, config: AnonymizeConfig, outcomes: pl.DataFrame | None) -> Memo:
+def _earlier(ledger: Ledger) -> pl.DataFrame | None:
+    """E*_{t−1}: each (drug_key, disease) at its largest weight over every earlier release's
+    ``knowledge.csv`` (:func:`.store.stored_knowledge`); None for the first release. A ledgered release
+    is bounded against E*_t = max(E_t, E*_{t−1}) and publishes it (docs/series.md §4): an attacker
+    holding the earlier releases reads its fresh groups through their weights too."""
+    if not ledger.meta["releases"]:
+        return None
+    return stored_knowledge(ledger.path, ledger.meta["releases"], pl.DataFrame(schema=_NO_E))
+
+
+def _before(ledger: Ledger, config: AnonymizeConfig, outcomes: pl.DataFrame | None,
+            earlier: pl.DataFrame | None = None) -> Memo:  # fmt: skip
     """P(s | c) of ledger-only members (``caseid`` = pseudonym, no current values) through E as the
     earlier releases published it (each weight the largest over them): what an earlier intersection
     read before this release (:mod:`faers_anon.series.earlier`). It depends on neither the plan nor
     the attempt, so the plan's rounds and every recheck share one memo (no OUTC code of this quarter:
     a ledger-only member has none; the ledger's are read); before, each recheck computed it again
     (≈ 1 CPU-s an attempt at 100k)."""
-    empty = pl.DataFrame(schema={"drug_key": pl.Utf8, "disease": pl.Utf8, "weight": pl.Float64})
-    earlier = stored_knowledge(ledger.path, ledger.meta["releases"], empty)
+    if earlier is None:
+        earlier = stored_knowledge(ledger.path, ledger.meta["releases"], pl.DataFrame(schema=_NO_E))
     codes = None if outcomes is None else outcomes.clear()
     return Memo(lambda m: exposed_probabilities(m, ledger.state, earlier, config, codes))
 

@@ -26,6 +26,7 @@ from faers_anon.release.options import OPTIONS
 
 NOT_OPTIONS = {
     ("anonymize", "frozen"): "internal: set by the series step, never by a user",
+    ("anonymize", "earlier_knowledge"): "internal: set by the series step, never by a user",
     ("anonymize", "force"): "release: ReleaseConfig.force; anonymize: its own --force",
     ("ingest", "work_dir"): "release: ReleaseConfig.work; ingest: its own --work-dir",
 }

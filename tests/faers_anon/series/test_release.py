@@ -60,9 +60,8 @@ def test_no_case_below_k_across_the_ledgered_releases(series: dict[str, Path]) -
     assert f"series of 3 releases: OK (series_k, k = {K})" in result.output
     risk = assess_risk(releases[2], config=RiskConfig(series=tuple(releases[:2])))
     assert risk.figures["composition"]["below_k"] == 0.0 and risk.figures["composition"]["unique"] == 0.0
-    # attribute composition too, read through the E of the releases holding each case; through every
-    # release's E a release's own fresh groups read through an earlier E are not bounded yet
-    # (docs/series.md §4, "What it does not bound"; the earlier histories a raise lifts are: raised.py)
+    # attribute composition too, read through the E of the releases holding each case (through every
+    # release's E: test_estar.py, each release bounded with E*_t; histories a raise lifts: raised.py)
     assert risk.figures["composition"]["intersections_above_theta_own_e"] == 0
     meta = json.loads((series["ledger"] / "ledger.json").read_text())
     assert [r["quarters"] for r in meta["releases"]] == [["2024Q1"], ["2024Q2"], ["2024Q3"]]
