@@ -2,13 +2,16 @@
 
 Layout written (all paths relative to the release folder ``out``):
 
-* ``ascii/<TABLE><yyQq>.txt``: per quarter and table, FAERS ``$``-delimited layout with a header line,
-  lower-case names, no quoting, ``\\n`` line ends, empty field = missing. Dates ``YYYYMMDD``; floats in
-  their shortest round-trip form without a trailing ``.0`` (``18``, ``0.08333333333333333``).
+* ``ascii/<TABLE><yyQq>.txt``: per table (yyQq: the release's quarter), FAERS ``$``-delimited layout,
+  a header line, lower-case names, no quoting, ``\\n`` line ends, empty field = missing. Dates
+  ``YYYYMMDD``; floats in their shortest round-trip form without a trailing ``.0`` (``18``,
+  ``0.08333333333333333``).
   FAERS has no quoting, so a ``$``, CR or LF inside a published text value becomes a space in ascii
   (parquet keeps the exact value); ``counts.<table>.ascii_replaced_cells`` in the manifest counts them.
-  Every quarter seen in any table gets all seven files (header only when empty).
-* ``parquet/<table>.parquet``: all quarters, the ascii columns plus ``quarter`` (and ``is_latest`` in
+  All seven files (header only when empty). Every row of every table carries one ``quarter``, the
+  release's: the latest quarter among its rows (a multi-quarter or ledgered release's earlier rows too;
+  :func:`~faers_anon.release.writer_draft.one_quarter`, docs/formats.md "The quarter column").
+* ``parquet/<table>.parquet``: the ascii columns plus ``quarter`` (and ``is_latest`` in
   demo), with the ingested types (dates as Date).
 * ``knowledge.csv`` (drug_key, disease, weight), ``thresholds.csv`` (value, theta, then share, action
   and reason when given), comma-separated, sorted.
@@ -29,11 +32,11 @@ with ``primaryid``; k-anonymity) is joined on ``primaryid``: each report carries
 Partition columns other than ``caseid`` (and ``primaryid``), ``group_id`` and the six standard QIDs
 are extra QIDs (e.g. ``occr_country``): they replace the raw DEMO column of that name or are
 appended. ``group_id`` itself is not published (the released QID tuple defines the group). Every
-input row is written: rows in == rows out per table and quarter, but OUTC's (its certain codes), except
-the superseded reports the version plan leaves out with their child rows (so that a case's number of
-DEMO rows is common to its group: :mod:`faers_anon.anonymize.versions`), counted per table and quarter
-(``superseded_left_out``: rows in = rows out + left out) and as ``counts.superseded_left_out``
-(reports, cases).
+input row is written: rows in == rows out per table (and per quarter: the release's), but OUTC's (its
+certain codes), except the superseded reports the version plan leaves out with their child rows (so
+that a case's number of DEMO rows is common to its group: :mod:`faers_anon.anonymize.versions`),
+counted per table and quarter (``superseded_left_out``: rows in = rows out + left out) and as
+``counts.superseded_left_out`` (reports, cases).
 
 Rows are sorted by (quarter, report pseudonym, source_file, line), ties in input order (not by the
 raw primaryid: the row order would give the raw order back); float formatting is fixed and parquet

@@ -5,7 +5,8 @@
 ingested folder, the column policy and the key, never the partition, so the anonymize stage runs it
 on a thread beside the clustering engine (:func:`faers_anon.anonymize.pipeline.anonymize_folder`):
 
-* the tables read as published (:func:`read_release_table`), their ids pseudonymized and their rows
+* the tables read as published (:func:`read_release_table`), every row labelled with the release's
+  quarter (:func:`one_quarter`), their ids pseudonymized and their rows
   in release order (:func:`~faers_anon.release.writer_tables.released_rows`), DEMO with its case's OUTC
   set (:func:`~faers_anon.io.qid_fields.with_outcome_sets`);
 * the tables the partition does not touch (all but DEMO and OUTC; with item protection, DRUG and REAC
@@ -68,6 +69,7 @@ __all__ = [
     "cleanup",
     "discard_draft",
     "draft_paths",
+    "one_quarter",
     "prepare_release",
     "read_release_table",
     "restricted_path",
@@ -94,7 +96,7 @@ class ReleaseDraft:
         ids: raw ids → pseudonyms (in memory only).
         tables: every table pseudonymized, in release order (DEMO with ``outcome``).
         reports: DEMO's raw (``primaryid``, ``caseid``): the partition is checked against them.
-        quarters: every quarter of any table.
+        quarters: the release's quarter (one; none when every table is empty: :func:`one_quarter`).
         shaped: the tables shaped and written already; counts: their manifest counts, ``rejects`` too.
         inputs: SHA-256 of the ingested folder's files; written: of the files in ``tmp`` so far.
         superseded: rows left out per table and quarter (:func:`without_reports`); left_out: the
@@ -157,6 +159,7 @@ def prepare_release(
     check_target(out, force)
     agency = key if key is not None else load_key(None)
     raw = {table: read_release_table(ingested / INGESTED_FILES[table], table, policy) for table in TABLES}
+    raw = one_quarter(raw)  # before any count, sort or split sees the input quarters
     ids = release_id_map(raw, agency.pseudonym_key)  # every input report: a kept one keeps its pseudonym
     raw, superseded = without_reports(raw, left_out)
     reports = raw["demo"].select("primaryid", "caseid")
@@ -197,6 +200,24 @@ def prepare_release(
         cleanup(tmp, tmp_r)
         raise
     return draft
+
+
+def one_quarter(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """``tables`` with every row's ``quarter`` set to the release's quarter: the latest quarter of any
+    row (:func:`release_quarters`); unchanged when there is one quarter (or none).
+
+    Decision (SPEC §11, docs/formats.md "The quarter column"): ``quarter`` is a released field, and the
+    input quarter of a row (an earlier quarter of a multi-quarter release, a republished or retried
+    report of a ledgered one) varies inside a QID-group and singles cases out (4.7 % of cases below k
+    on QIDs + quarter, two 100k quarters). When a report was received is told by ``fda_dt`` and
+    ``init_fda_dt`` at the precision its group allows; ``quarter`` is the quarter of the release that
+    publishes the row. Rejects keep their input quarter (they name input rows, not cases).
+    """
+    quarters = release_quarters(tables)
+    if len(quarters) < 2:
+        return tables
+    label = pl.lit(quarters[-1], pl.String)
+    return {t: f.with_columns(label.cast(f.schema["quarter"]).alias("quarter")) for t, f in tables.items()}
 
 
 def without_reports(

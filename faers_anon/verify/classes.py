@@ -1,8 +1,9 @@
 """Verifier rules for issue 18, from the release's files alone (imports nothing of the anonymizer).
 
 * ``demo_fields``: on the released case view (SPEC §11: each case's latest DEMO row, highest report
-  id last), every case's class over all its released DEMO fields (every DEMO column but the ids,
-  ``is_latest`` and ``quarter``) has ≥ k distinct cases. Reported for cases whose QID-group has ≥ k
+  id last), every case's class over all its released DEMO fields (every DEMO column but the ids and
+  ``is_latest``; ``quarter`` counts: a release labels every row with its own quarter, so it varies
+  inside no group) has ≥ k distinct cases. Reported for cases whose QID-group has ≥ k
   cases (a smaller group is already rule ``k``'s), once per group, naming its first such case.
 * ``class_theta``: for each value class C of the release's ``classes.csv`` (``value,class[,theta]``;
   ``*,<C>,<θ>`` rows give θ_C) and each group q: conf(q → C) = Σ_{c ∈ q} P(C | c) / |q| ≤ θ_C, with
@@ -38,7 +39,7 @@ __all__ = [
 
 TableReader = Callable[..., pl.LazyFrame]  # (table, columns, optional=()) -> the table's columns
 DRUG_COLUMNS = ("drug_key", "drugname", "prod_ai")
-_NOT_FIELDS = ("primaryid", "caseid", "is_latest", "quarter")
+_NOT_FIELDS = ("primaryid", "caseid", "is_latest")
 _EMPTY = pl.Schema({"group": pl.Int64(), "rule": pl.String(), "detail": pl.String()})
 
 

@@ -185,10 +185,10 @@ def _report(caseid: int, version: int) -> int:
 def test_every_report_row_carries_its_case_group_qids(release: Path) -> None:
     demo = pl.read_parquet(release / "parquet" / "demo.parquet")
     case = _pseudo()
-    # report pseudonym = case pseudonym * 1000 + keyed offset + version; rows by quarter, then pseudonym
-    q1 = sorted([_report(10, 1), _report(20, 1)])
-    q2 = sorted([_report(10, 2), _report(30, 1)])
-    assert demo["primaryid"].to_list() == [*q1, *q2]
+    # report pseudonym = case pseudonym * 1000 + keyed offset + version; rows by quarter (one: the
+    # release's, docs/formats.md "The quarter column"), then pseudonym
+    reports = sorted([_report(10, 1), _report(20, 1), _report(10, 2), _report(30, 1)])
+    assert demo["primaryid"].to_list() == reports and set(demo["quarter"]) == {"2024Q2"}
     assert (demo["primaryid"] // 1000).to_list() == demo["caseid"].to_list()
     expected = PARTITION.drop("group_id").with_columns(pl.col("caseid").replace_strict(case))
     joined = demo.select("caseid", *QID_COLUMNS).join(expected, on="caseid", how="left", suffix="_p")
@@ -203,14 +203,14 @@ def test_rows_in_equal_rows_out_per_table_and_quarter(release: Path, ingested: P
         raw = pl.read_parquet(ingested / f"{stem}.parquet")
         out = pl.read_parquet(release / "parquet" / f"{table}.parquet")
         assert out.height == raw.height == manifest["counts"][table]["rows_out"]
-        for quarter in ("2024Q1", "2024Q2"):
-            text = pl.read_csv(
-                release / "ascii" / f"{table.upper()}{quarter[2:]}.txt", separator="$", quote_char=None,
-                infer_schema=False,
-            )  # fmt: skip
-            n_raw = raw.filter(pl.col("quarter") == quarter).height
-            assert text.height == n_raw == manifest["counts"][table]["quarters"][quarter]["rows_out"]
-            assert manifest["counts"][table]["quarters"][quarter]["rows_in"] == n_raw
+        assert set(raw["quarter"]) == {"2024Q1", "2024Q2"}  # one set of files, the release's quarter
+        assert not (release / "ascii" / f"{table.upper()}24Q1.txt").exists()
+        text = pl.read_csv(
+            release / "ascii" / f"{table.upper()}24Q2.txt", separator="$", quote_char=None, infer_schema=False
+        )
+        assert text.height == raw.height == manifest["counts"][table]["quarters"]["2024Q2"]["rows_out"]
+        assert list(manifest["counts"][table]["quarters"]) == ["2024Q2"]
+        assert manifest["counts"][table]["quarters"]["2024Q2"]["rows_in"] == raw.height
 
 
 def test_identifying_and_raw_qid_columns_are_absent(release: Path) -> None:
@@ -253,11 +253,12 @@ def test_ascii_layout_parses_back_to_the_parquet_values(
     release: Path, ingested: Path, tmp_path: Path
 ) -> None:
     names = sorted(p.name for p in (release / "ascii").iterdir())
-    assert names == sorted(f"{t}{q}.txt" for t in ("DEMO", "DRUG", "REAC", "INDI", "OUTC", "THER", "RPSR")
-                           for q in ("24Q1", "24Q2"))  # fmt: skip
-    demo_q1 = pl.read_csv(
-        release / "ascii" / "DEMO24Q1.txt", separator="$", quote_char=None, infer_schema=False
+    assert names == sorted(f"{t}24Q2.txt" for t in ("DEMO", "DRUG", "REAC", "INDI", "OUTC", "THER", "RPSR"))
+    q1_ids = [str(_report(10, 1)), str(_report(20, 1))]  # the reports read from 2024Q1
+    demo_all = pl.read_csv(
+        release / "ascii" / "DEMO24Q2.txt", separator="$", quote_char=None, infer_schema=False
     )
+    demo_q1 = demo_all.filter(pl.col("primaryid").is_in(q1_ids))
     assert demo_q1.columns == [
         "primaryid", "caseid", "i_f_code", "init_fda_dt", "fda_dt", "rept_cod", "mfr_sndr",
         "age_group", "age_min", "age_max", "sex", "e_sub", "wt_min", "wt_max", "to_mfr", "occp_cod",
@@ -271,15 +272,13 @@ def test_ascii_layout_parses_back_to_the_parquet_values(
                               "ACME", "Adult", "19", "79.08333333333333", "*", "Y", None, None, None,
                               "MD", "US", "US", "HO")  # fmt: skip
     # the OUTC set (every report: HO) is a qid too: the group agrees on the exact set, so OUTC keeps HO
-    outc_q1 = pl.read_csv(
-        release / "ascii" / "OUTC24Q1.txt", separator="$", quote_char=None, infer_schema=False
-    )
-    assert set(outc_q1["outc_cod"]) == {"HO"} and outc_q1.height == demo_q1.height
-    parquet = pl.read_parquet(release / "parquet" / "demo.parquet").filter(pl.col("quarter") == "2024Q1")
-    assert demo_q1["age_max"].cast(pl.Float64).equals(parquet["age_max"])
+    outc = pl.read_csv(release / "ascii" / "OUTC24Q2.txt", separator="$", quote_char=None, infer_schema=False)
+    assert set(outc["outc_cod"]) == {"HO"} and outc.height == demo_all.height
+    parquet = pl.read_parquet(release / "parquet" / "demo.parquet")
+    assert demo_all["age_max"].cast(pl.Float64).equals(parquet["age_max"])
     drug_q1 = pl.read_csv(
-        release / "ascii" / "DRUG24Q1.txt", separator="$", quote_char=None, infer_schema=False
-    )
+        release / "ascii" / "DRUG24Q2.txt", separator="$", quote_char=None, infer_schema=False
+    ).filter(pl.col("primaryid").is_in(q1_ids))
     assert drug_q1.columns[-1] == "drug_key"
     assert drug_q1.filter(pl.col("drug_seq") == "1")["drug_key"].to_list() == ["ACETAMINOPHEN"] * 2
     assert "drugname" not in drug_q1.columns  # the default publishes one drug column (issue 18)

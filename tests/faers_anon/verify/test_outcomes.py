@@ -74,7 +74,8 @@ def test_demo_classes_group_each_cases_latest_row_and_serve_both_rules() -> None
     assert [sorted(m) for m in classes["members"]] == [["3"], ["1", "2"]]
     members = pl.DataFrame({"caseid": ["1", "2", "3"], "group": [0, 0, 0]})
     found = demo_field_violations(demo, members, 2, classes)
-    assert found["detail"].to_list() == ["1 case(s) share all 1 released DEMO fields of case 3 (k = 2)"]
+    # 2 fields: sex and quarter (one value in a release: docs/formats.md "The quarter column")
+    assert found["detail"].to_list() == ["1 case(s) share all 2 released DEMO fields of case 3 (k = 2)"]
     assert found.equals(demo_field_violations(demo, members, 2))
     outc = _outc([("12", "1", "HO")]).with_columns(pl.col("primaryid").cast(pl.Int64))
     # case 3 is below k on sex alone (rule demo_fields'); cases 1 {HO} and 2 {} split the F class

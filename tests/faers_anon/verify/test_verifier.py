@@ -327,5 +327,5 @@ def test_extra_qid_columns_recorded_by_the_writer_split_groups(tmp_path: Path) -
     # without the extra QID: one group of 3 cases, but case 3 alone on all its released DEMO fields (issue 18)
     lone = verify_release(written.path, qids=[])
     assert lone.violations.select("rule").to_series().to_list() == ["demo_fields"]
-    detail = f"1 case(s) share all 17 released DEMO fields of case {case[3]} (k = 2)"  # outcome: the 17th
+    detail = f"1 case(s) share all 18 released DEMO fields of case {case[3]} (k = 2)"  # outcome, quarter
     assert lone.violations["detail"][0] == detail
