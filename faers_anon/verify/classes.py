@@ -28,6 +28,7 @@ import polars as pl
 from faers_anon.verify.stated import canonical_column
 
 __all__ = [
+    "NOT_FIELDS",
     "class_violations",
     "demo_classes",
     "demo_field_violations",
@@ -39,7 +40,9 @@ __all__ = [
 
 TableReader = Callable[..., pl.LazyFrame]  # (table, columns, optional=()) -> the table's columns
 DRUG_COLUMNS = ("drug_key", "drugname", "prod_ai")
-_NOT_FIELDS = ("primaryid", "caseid", "is_latest")
+#: DEMO columns that are not case-view fields (SPEC §11): the ids and the derived latest flag. ``quarter``
+#: is a field: a release labels every row with its own quarter (writer_draft.one_quarter).
+NOT_FIELDS = ("primaryid", "caseid", "is_latest")
 _EMPTY = pl.Schema({"group": pl.Int64(), "rule": pl.String(), "detail": pl.String()})
 
 
@@ -70,7 +73,7 @@ def demo_classes(demo: pl.DataFrame) -> pl.DataFrame:
     row per distinct tuple of its fields: the fields, ``size`` (cases), ``caseid`` (the least) and
     ``members`` (its caseids). Rule ``outcome_set`` (:mod:`faers_anon.verify.outcomes`) shares it.
     """
-    fields = [c for c in demo.columns if c not in _NOT_FIELDS]
+    fields = [c for c in demo.columns if c not in NOT_FIELDS]
     view = demo.sort("primaryid").unique("caseid", keep="last", maintain_order=True).select("caseid", *fields)
     return view.group_by(fields).agg(
         pl.len().alias("size"), pl.col("caseid").min().alias("caseid"), pl.col("caseid").alias("members")
@@ -94,7 +97,7 @@ def demo_field_violations(
 
     ``classes``: :func:`demo_classes` of ``demo`` when already computed.
     """
-    fields = [c for c in demo.columns if c not in _NOT_FIELDS]
+    fields = [c for c in demo.columns if c not in NOT_FIELDS]
     sizes = demo_classes(demo) if classes is None else classes
     small = split_groups_below_k(sizes.select("size", "caseid"), members, k)
     return (

@@ -27,12 +27,11 @@ from typing import Any
 
 import polars as pl
 
-from faers_anon.verify.classes import demo_classes, released_demo, split_groups_below_k
+from faers_anon.verify.classes import NOT_FIELDS, demo_classes, released_demo, split_groups_below_k
 
 __all__ = ["declares_outcome", "outcome_rules", "outcome_set_violations", "outcome_version_violations"]
 
 TableReader = Callable[..., pl.LazyFrame]  # (table, columns, optional=()) -> the table's columns
-_NOT_FIELDS = ("primaryid", "caseid", "is_latest", "quarter")
 _EMPTY = pl.Schema({"group": pl.Int64(), "rule": pl.String(), "detail": pl.String()})
 
 
@@ -64,7 +63,7 @@ def outcome_set_violations(
     sets = _sets(outc, "caseid")
     if sets.is_empty():  # every OUTC set empty: the classes are those over the DEMO fields, demo_fields' own
         return pl.DataFrame(schema=_EMPTY)
-    fields = [c for c in demo.columns if c not in _NOT_FIELDS]
+    fields = [c for c in demo.columns if c not in NOT_FIELDS]
     typed = demo.with_columns(pl.col("caseid").cast(pl.String), pl.col("primaryid").cast(pl.Int64))
     latest = typed.sort("primaryid").unique("caseid", keep="last", maintain_order=True)
     latest = latest.select("caseid", *fields)

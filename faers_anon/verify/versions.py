@@ -28,12 +28,11 @@ from pathlib import Path
 
 import polars as pl
 
-from faers_anon.verify.classes import demo_classes, released_demo, split_groups_below_k
+from faers_anon.verify.classes import NOT_FIELDS, demo_classes, released_demo, split_groups_below_k
 
 __all__ = ["report_count_violations", "report_counts", "version_rules"]
 
 TableReader = Callable[..., pl.LazyFrame]  # (table, columns, optional=()) -> the table's columns
-_NOT_FIELDS = ("primaryid", "caseid", "is_latest", "quarter")
 _EMPTY = pl.Schema({"group": pl.Int64(), "rule": pl.String(), "detail": pl.String()})
 
 
@@ -54,7 +53,7 @@ def report_count_violations(
         classes: :func:`faers_anon.verify.classes.demo_classes` of ``demo`` (``primaryid`` as Int64),
             when already computed.
     """
-    fields = [c for c in demo.columns if c not in _NOT_FIELDS]
+    fields = [c for c in demo.columns if c not in NOT_FIELDS]
     if classes is None:
         classes = demo_classes(demo.with_columns(pl.col("primaryid").cast(pl.Int64)))
     # a class already below k on the DEMO fields alone is rule demo_fields' (verify.classes)

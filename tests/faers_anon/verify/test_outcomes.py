@@ -81,7 +81,7 @@ def test_demo_classes_group_each_cases_latest_row_and_serve_both_rules() -> None
     # case 3 is below k on sex alone (rule demo_fields'); cases 1 {HO} and 2 {} split the F class
     shared = outcome_set_violations(demo, outc, members, 2, classes)
     assert shared["detail"].to_list() == [
-        "1 case(s) share all 1 released DEMO fields and the OUTC set of case 1 (k = 2)"
+        "1 case(s) share all 2 released DEMO fields and the OUTC set of case 1 (k = 2)"  # sex, quarter
     ]
     assert shared.equals(outcome_set_violations(demo, outc, members, 2))
 
