@@ -84,10 +84,13 @@ def test_partial_real_extract_releases_end_to_end(source: str, faers_samples: Pa
     for name in absent:
         assert counts["tables"][name] == {"read": 0, "kept": 0, "quarantined": 0, "deleted": 0,
                                           "note": "not in the source"}  # fmt: skip
-        for quarter in quarters:  # every table of every quarter is published, header only when empty
-            table = "DEMO" if name == "reports" else name.upper()
-            text = (out / "ascii" / f"{table}{quarter[2:4]}Q{quarter[-1]}.txt").read_text()
-            assert text.count("\n") == 1 and text.startswith("primaryid$")
+        # every table is published, header only when empty, once: a release labels every row with its
+        # own quarter, the latest of its input (docs/formats.md "The quarter column")
+        table = "DEMO" if name == "reports" else name.upper()
+        text = (out / "ascii" / f"{table}{quarters[-1][2:4]}Q{quarters[-1][-1]}.txt").read_text()
+        assert text.count("\n") == 1 and text.startswith("primaryid$")
+    label = f"{quarters[-1][2:4]}Q{quarters[-1][-1]}.txt"
+    assert {p.name[-8:] for p in (out / "ascii").iterdir()} == {label}
     if "indi" in absent:  # knowledge mined from no INDI rows: E is empty
         assert (out / "knowledge.csv").read_text() == "drug_key,disease,weight\n"
     verified = CliRunner().invoke(cli, ["verify", str(out)])
