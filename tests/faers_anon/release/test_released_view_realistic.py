@@ -23,7 +23,7 @@ from faers_anon.risk import RiskConfig, assess_risk
 from faers_anon.synthetic import make_quarter, write_quarter
 from faers_anon.verify.verifier import verify_release
 
-from .test_released_view import LEGACY
+from .test_released_view import LEGACY, _demo_records
 
 K = 5
 CASES = 50_000
@@ -51,15 +51,6 @@ def figures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
         assert set(figures["fields"]) <= set(every["knows"])
         out[name] = figures | {"path": str(root / name), "all_fields": every}
     return out
-
-
-def _demo_records(figures: dict[str, Any]) -> dict[tuple[str, ...], dict[str, Any]]:
-    """Re-identification records whose knowledge is DEMO fields only (no OUTC set, no items)."""
-    return {
-        tuple(r["knows"]): r
-        for r in figures["reidentification"]
-        if r["items"] is None and "outc_cod" not in r["knows"] and r["knows"]
-    }
 
 
 def test_before_one_more_demo_field_puts_cases_below_k(figures: dict[str, dict[str, Any]]) -> None:
