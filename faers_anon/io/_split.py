@@ -7,34 +7,31 @@ physical line numbers (header = 1); a line's text ends at its ``\\n`` or at its 
 (skipped, counted); field ``i`` of ``text.split("$")`` is null beyond the row's field count; the
 surplus of a row failing ``no_extra_fields`` is the text after the header width's ``$``.
 
-Decision (speed): the polars path reads each line as text (cheap: views of the file), splits it into
-a list of new strings and takes each field out of the list: on the realistic 400k quarter's DRUG
-(1.76 M lines × 20 fields) ≈ 1.4 CPU-s, against ≈ 0.6 for this kernel, which writes each field's
-Arrow string *view* (16 bytes: the length and up to 12 bytes inline, else a 4-byte prefix and the
-offset into the file's mapped bytes), so no field is copied, and polars takes the views as they are.
-Used for files of :data:`faers_anon.io.faers_ascii.KERNEL_MIN_BYTES` or more; tests check that both
-paths give the same frame.
+Decision (speed): the polars path splits each line into a list of new strings and takes each field
+out of it (the 400k quarter's DRUG, 1.76 M lines × 20 fields: ≈ 1.4 CPU-s); this kernel (≈ 0.6) writes
+each field's Arrow string *view* (16 bytes: the length and up to 12 bytes inline, else a prefix and the
+offset into the file's mapped bytes), which polars takes as they are. Used for files of
+:data:`faers_anon.io.faers_ascii.KERNEL_MIN_BYTES` or more; tests check both paths give the same frame.
 
-Decision (compiler): the kernel is written as LLVM IR with llvmlite (:func:`_split_module`), compiled
-by LLVM's JIT once per process (:func:`_kernel`, ≈ 0.1 CPU-s) and called through ctypes, which
-releases the GIL during the call. It was a numba function: the same loop at the same speed (DRUG
-0.52–0.56 against 0.59–0.87 CPU-s, the same views on DRUG and on 3,000 fuzzed files), but numba cost
-each ingest ≈ 0.85 CPU-s on one core before the first table was split: its import 0.26–0.37, its CPU
-target's first call 0.28–0.39, and ``scipy.linalg`` 0.16–0.25, which that target imports
-(``numba.np.arraymath._check_blas``). llvmlite is numba's own compiler library, installed with it.
+Decision (compiler): the kernel is LLVM IR built with llvmlite (:func:`_split_module`), compiled by
+LLVM's JIT once per process (:func:`_kernel`, ≈ 0.1 CPU-s) and called through ctypes (GIL released). As
+a numba function (the same views and speed) it cost each ingest ≈ 0.85 CPU-s on one core first: numba's
+import, its CPU target and ``scipy.linalg`` (docs/scale.md, tenth round).
 
 Decision (scan): only ``$``, ``\\n`` and NUL change the split's state, so the kernel finds them 64
-bytes at a time (one vector compare per byte value, a 64-bit mask, its set bits in order) instead of
-testing every byte, and reads a field's inline bytes by two unaligned loads instead of one by one.
-The five large files of the realistic 400k quarter, with their views' pages already touched (6
-interleaved runs each, median CPU-s, load ≈ 7): DRUG 0.65 → 0.49, DEMO 0.11 → 0.08, REAC 0.14 → 0.08,
-THER 0.06 → 0.04, INDI 0.05 → 0.02 (≈ −0.3 in all); the same views as numba's kernel on DRUG and on
-4,000 fuzzed files of up to 400 tokens.
+bytes at a time (a vector compare per byte value, a 64-bit mask, its set bits in order) and reads a
+field's inline bytes by two unaligned loads: the 400k quarter's five large files ≈ −0.3 CPU-s (DRUG
+0.65 → 0.49), the same views as numba's kernel on DRUG and 4,000 fuzzed files (tenth round).
+
+Decision (memory): views and line numbers go to private anonymous maps (:func:`_zeros`); the huge pages
+of ``np.zeros`` (``MADV_HUGEPAGE``) are backed afresh by the VM's host, to which free memory is reported
+(``page_reporting_order=11``): the 400k quarter's large files 1.4–2.5 → 0.4–0.5 system CPU-s.
 """
 
 from __future__ import annotations
 
 import ctypes
+import mmap
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -278,12 +275,9 @@ def compile_soon() -> None:
     machine code (ctypes calls, the GIL released) in a thread, which :func:`_kernel` waits for. A
     failure raises nothing here: the split's own call compiles again and raises.
 
-    Decision (issue 16 item 3): the ingest's first splits (DEMO's, DRUG's) waited for the whole
-    compile, started when they needed it (≈ 0.15–0.27 s into the realistic 400k ingest, one core).
-    Started when the first large file is made local (:func:`faers_anon.io.faers_ascii.local_files`),
-    LLVM's part (≈ 0.08 CPU-s quiet) runs beside the rest of the start. The Python part (llvmlite's
-    import, the IR: ≈ 0.04 s) stays on the caller's thread: in the thread it held the GIL the start
-    needed, and a loaded machine that preempted it there stalled the start.
+    Decision (issue 16 item 3): started when the first large file is made local (``local_files``), LLVM's
+    part (≈ 0.08 CPU-s) runs beside the start instead of the first splits waiting for it; the Python part
+    (≈ 0.04 s) stays on the caller's thread (in the thread it held the GIL the start needed).
     """
     with _STARTING:  # not _COMPILING, which the compile holds until it is done
         if _STARTED or _COMPILED:
@@ -351,6 +345,13 @@ def _column(views: np.ndarray, valid: np.ndarray | None, data: pa.Buffer) -> pl.
     return pl.Series(array)
 
 
+def _zeros(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """``np.zeros(shape, dtype)`` in a private anonymous map of its own (4 KiB pages; module docstring)."""
+    size, flags = int(np.prod(shape)), mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+    memory = mmap.mmap(-1, max(size * np.dtype(dtype).itemsize, 1), flags=flags)
+    return np.frombuffer(memory, dtype=dtype, count=size).reshape(shape)
+
+
 def split_file(path: Path, width: int, fields: dict[str, int]) -> pl.DataFrame:
     """The data lines of a valid UTF-8 file of at most :data:`MAX_BYTES` split on ``$``.
 
@@ -373,8 +374,8 @@ def split_file(path: Path, width: int, fields: dict[str, int]) -> pl.DataFrame:
     for c, f in enumerate(fields.values()):
         slot[f] = c
     lines = _count_lines(data, start) if start < data.shape[0] else 0
-    views = np.zeros((len(fields) + 1, lines, 2), dtype=np.uint64)
-    out = np.zeros((2, lines), dtype=np.uint32)
+    views = _zeros((len(fields) + 1, lines, 2), np.uint64)
+    out = _zeros((2, lines), np.uint32)
     rows = 0
     if lines:
         arrays = (data, slot, views, out)
