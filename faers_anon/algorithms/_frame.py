@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
@@ -112,9 +112,22 @@ def _class_base(
 
 
 @dataclass(frozen=True, slots=True)
+class Links:
+    """P(s | c) of a :class:`QidCodes`' cases in CSR form (:func:`with_links`), for the protected values
+    ``values`` (a model's θ keys, in order): made once for a frame whose parts the engine runs on."""
+
+    values: tuple[str, ...]
+    val_ptr: NDArray[np.int64]
+    val_id: NDArray[np.int32]
+    val_p: NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
 class QidCodes:
     """The kernel's QID arrays of one cases frame (:func:`encode_qids`): what :func:`encode` needs besides
-    P(s | c), so that it can be made beside P(s | c) and θ* (issue 18 item 6)."""
+    P(s | c), so that it can be made beside P(s | c) and θ* (issue 18 item 6). ``levels``/``class_id``
+    are None when not made (a frame only parts of which the engine runs on: each part gets its own,
+    :func:`part_codes`); ``links``: P(s | c) in CSR form when made (:func:`with_links`)."""
 
     caseid: NDArray[np.int64]
     cat: NDArray[np.int64]
@@ -124,13 +137,17 @@ class QidCodes:
     rows: NDArray[np.int64]
     fcode: NDArray[np.int64]
     heights: NDArray[np.int64]
-    levels: NDArray[np.int64]
-    class_id: NDArray[np.int64]
+    levels: NDArray[np.int64] | None
+    class_id: NDArray[np.int64] | None
+    links: Links | None = None
 
 
-def encode_qids(cases: pl.DataFrame, h: QidHierarchies, *, max_classes: int | None = None) -> QidCodes:
+def encode_qids(
+    cases: pl.DataFrame, h: QidHierarchies, *, max_classes: int | None = None, classes: bool = True
+) -> QidCodes:
     """Sort the cases by caseid and code their QIDs: categorical nodes, weight ranges, rows, field codes,
-    the class levels and each case's class (``max_classes``: as :func:`encode`).
+    the class levels and each case's class (``max_classes``: as :func:`encode`; ``classes`` False: no
+    class levels, for a frame whose parts the engine runs on).
 
     Raises:
         InputError: a missing column or duplicate caseids.
@@ -174,17 +191,84 @@ def encode_qids(cases: pl.DataFrame, h: QidHierarchies, *, max_classes: int | No
     )
     fcode = field_matrix(frame, h)
     heights = np.array([f.height for f in h.fields], np.int64)
-    cap = class_cap(n) if max_classes is None else max_classes
-    levels, class_id = class_levels(_class_base(cat, wmiss, fcode, h), fcode, heights, cap)
-    return QidCodes(caseid, cat, wmiss, lo, hi, rows, fcode, heights, levels, class_id)
+    q = QidCodes(caseid, cat, wmiss, lo, hi, rows, fcode, heights, None, None)
+    return _with_classes(q, h, max_classes) if classes else q
 
 
-def _same_cases(qids: QidCodes, cases: pl.DataFrame) -> bool:
-    """Whether ``qids`` were made for these caseids (in caseid order)."""
+def _with_classes(q: QidCodes, h: QidHierarchies, max_classes: int | None) -> QidCodes:
+    """``q`` with its class levels and each case's class (:func:`class_levels`, cap as :func:`encode`)."""
+    cap = class_cap(q.caseid.shape[0]) if max_classes is None else max_classes
+    levels, class_id = class_levels(_class_base(q.cat, q.wmiss, q.fcode, h), q.fcode, q.heights, cap)
+    return replace(q, levels=levels, class_id=class_id)
+
+
+def _positions(qids: QidCodes, cases: pl.DataFrame) -> NDArray[np.int64] | None:
+    """Where the caseids of ``cases`` (in caseid order) sit in ``qids``; None unless all are there once."""
     ids = cases.get_column("caseid") if "caseid" in cases.columns else None
-    if ids is None or ids.len() != qids.caseid.shape[0] or ids.null_count():
-        return False
-    return bool(np.array_equal(ids.sort().cast(pl.Int64).to_numpy(), qids.caseid))
+    if ids is None or ids.null_count() or ids.len() > qids.caseid.shape[0]:
+        return None
+    mine = ids.sort().cast(pl.Int64).to_numpy()
+    if mine.shape[0] > 1 and bool(np.any(mine[1:] == mine[:-1])):
+        return None
+    at = np.minimum(np.searchsorted(qids.caseid, mine), max(qids.caseid.shape[0] - 1, 0))
+    if mine.shape[0] and not bool(np.array_equal(qids.caseid[at], mine)):
+        return None
+    return at.astype(np.int64)
+
+
+def part_codes(qids: QidCodes, at: NDArray[np.int64], h: QidHierarchies, max_classes: int | None) -> QidCodes:
+    """The codes of the cases at ``at`` (ascending) of ``qids``, their class levels made for them, and
+    their P(s | c) links when ``qids`` has them: the same arrays :func:`encode_qids` and :func:`encode`
+    make from those cases' rows (the links keep each case's entries in order)."""
+    links = qids.links
+    if links is not None:
+        start, stop = links.val_ptr[at], links.val_ptr[at + 1]
+        val_ptr = np.zeros(at.shape[0] + 1, np.int64)
+        np.cumsum(stop - start, out=val_ptr[1:])
+        entry = np.arange(val_ptr[-1], dtype=np.int64) + np.repeat(start - val_ptr[:-1], stop - start)
+        links = Links(links.values, val_ptr, links.val_id[entry], links.val_p[entry])
+    q = QidCodes(
+        qids.caseid[at], qids.cat[at], qids.wmiss[at], qids.lo[at], qids.hi[at], qids.rows[at],
+        np.ascontiguousarray(qids.fcode[at]), qids.heights, None, None, links,
+    )  # fmt: skip
+    return _with_classes(q, h, max_classes)
+
+
+def _value_ids(req: Requirements) -> pl.DataFrame:
+    """(vid, value, theta) of the protected values, in the order of ``req.thetas``."""
+    return pl.DataFrame(
+        {"value": list(req.thetas.keys()), "theta": list(req.thetas.values())},
+        schema={"value": pl.Utf8, "theta": pl.Float64},
+    ).with_row_index("vid")
+
+
+def _links(caseid: NDArray[np.int64], probabilities: pl.DataFrame, req: Requirements) -> Links:
+    """P(s | c) of the cases ``caseid`` (sorted) in CSR form over the values of ``req`` (others left out)."""
+    n = caseid.shape[0]
+    values = _value_ids(req)
+    vid = (
+        pl.col("value")
+        .cast(pl.Utf8)
+        .replace_strict(
+            values.get_column("value"), values.get_column("vid"), default=None, return_dtype=pl.Int64
+        )
+    )  # values the model does not protect: null, left out
+    linked = probabilities.select(
+        pl.col("caseid").cast(pl.Int64), vid.alias("vid"), pl.col("p").cast(pl.Float64)
+    ).filter(pl.col("vid").is_not_null())
+    link_case = linked.get_column("caseid").to_numpy()
+    at = np.minimum(np.searchsorted(caseid, link_case), max(n - 1, 0))
+    keep = caseid[at] == link_case if n else np.zeros(link_case.shape[0], np.bool_)
+    val_ptr, val_id, val_p = csr_links(
+        at[keep], linked.get_column("vid").to_numpy()[keep], linked.get_column("p").to_numpy()[keep], n
+    )
+    return Links(tuple(req.thetas), val_ptr, val_id, val_p)
+
+
+def with_links(qids: QidCodes, probabilities: pl.DataFrame, req: Requirements) -> QidCodes:
+    """``qids`` with the P(s | c) of its cases in CSR form (:class:`Links`), so that each part the engine
+    runs on takes its cases' entries instead of reading P(s | c) again (:func:`part_codes`)."""
+    return replace(qids, links=_links(qids.caseid, probabilities, req))
 
 
 def encode(
@@ -205,33 +289,18 @@ def encode(
     Raises:
         InputError: a missing column or duplicate caseids.
     """
-    q = (
-        qids
-        if qids is not None and _same_cases(qids, cases)
-        else encode_qids(cases, h, max_classes=max_classes)
-    )
-    n, caseid = q.caseid.shape[0], q.caseid
-    values = pl.DataFrame(
-        {"value": list(req.thetas.keys()), "theta": list(req.thetas.values())},
-        schema={"value": pl.Utf8, "theta": pl.Float64},
-    ).with_row_index("vid")
-    vid = (
-        pl.col("value")
-        .cast(pl.Utf8)
-        .replace_strict(
-            values.get_column("value"), values.get_column("vid"), default=None, return_dtype=pl.Int64
-        )
-    )  # values the model does not protect: null, left out
-    linked = probabilities.select(
-        pl.col("caseid").cast(pl.Int64), vid.alias("vid"), pl.col("p").cast(pl.Float64)
-    ).filter(pl.col("vid").is_not_null())
-    link_case = linked.get_column("caseid").to_numpy()
-    at = np.minimum(np.searchsorted(caseid, link_case), max(n - 1, 0))
-    keep = caseid[at] == link_case if n else np.zeros(link_case.shape[0], np.bool_)
-    val_ptr, val_id, val_p = csr_links(
-        at[keep], linked.get_column("vid").to_numpy()[keep], linked.get_column("p").to_numpy()[keep], n
-    )
-    kernel_cases = build_cases(q.rows, val_ptr, val_id, val_p, values.get_column("theta").to_numpy())
+    q = qids
+    if q is None or (at := _positions(q, cases)) is None:
+        q = encode_qids(cases, h, max_classes=max_classes)
+    elif at.shape[0] < q.caseid.shape[0] or q.levels is None:  # a part of the frame coded ahead
+        q = part_codes(q, at, h, max_classes)
+    links = q.links
+    if links is None or links.values != tuple(req.thetas):
+        links = _links(q.caseid, probabilities, req)
+    caseid = q.caseid
+    assert q.levels is not None and q.class_id is not None  # made above
+    theta = np.array(list(req.thetas.values()), np.float64)
+    kernel_cases = build_cases(q.rows, links.val_ptr, links.val_id, links.val_p, theta)
     req_arr = np.array(
         [
             req.min_size,
@@ -251,7 +320,7 @@ def encode(
         tab=build_tables(h.trees, q.lo, q.hi, q.wmiss, h.weight_domain, q.heights, q.levels),
         cases=kernel_cases,
         req=req_arr,
-        n_values=max(values.height, 1),
+        n_values=max(len(req.thetas), 1),
     )
 
 

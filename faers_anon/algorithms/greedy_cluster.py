@@ -71,7 +71,15 @@ import polars as pl
 
 from faers_anon._numba_cache import sized_by
 from faers_anon.algorithms import _kernel as kernel
-from faers_anon.algorithms._frame import PARTITION_SCHEMA, Encoded, QidCodes, decode, encode, encode_qids
+from faers_anon.algorithms._frame import (
+    PARTITION_SCHEMA,
+    Encoded,
+    QidCodes,
+    decode,
+    encode,
+    encode_qids,
+    with_links,
+)
 from faers_anon.algorithms._group import loss_per_case, new_group, risk
 from faers_anon.algorithms._groups import Store, new_store, order_by_caps
 from faers_anon.algorithms._pool import Pool
@@ -90,6 +98,7 @@ __all__ = [
     "encode_qids",
     "greedy_cluster",
     "score_candidates",
+    "with_links",
 ]
 
 
@@ -163,7 +172,9 @@ def greedy_cluster(
         scan_limit: per stage-1 search at most this many evaluations and this many patterns and jumps
             visited; per leftover at most a quarter of this many groups considered and patterns and
             jumps visited (≥ M; module docstring).
-        qids: :func:`encode_qids` of ``cases`` and ``hierarchies`` when made ahead (e.g. beside P(s | c)).
+        qids: :func:`encode_qids` of ``cases`` and ``hierarchies`` when made ahead (e.g. beside P(s | c)),
+            or of a frame ``cases`` is a part of (a stratum; then with :func:`with_links` of that frame
+            and ``probabilities``, the part's arrays are taken from them: the same arrays).
 
     Returns:
         The :class:`Partition`; every case is in exactly one group.

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from faers_anon.algorithms.greedy_cluster import QidCodes, with_links
 from faers_anon.algorithms.types import Partition
 from faers_anon.anonymize import metrics
 from faers_anon.anonymize.config import QIDS, AnonymizeConfig, items_protection
@@ -113,10 +114,11 @@ def partition_cases(
     mandatory stratum, top-coded where it cannot stand; the reports left out).
     """
     with Stages() as stages:
-        # a series step's engine (or each version or outcome stratum's) sees a subset: QID arrays made there
-        whole = not (config.frozen or config.outcome_strata or splits_versions(config, inputs.demo))
+        # a series step's engine sees a subset: QID arrays made there; each version or outcome stratum's
+        # takes its cases' arrays from the whole frame's (made without class levels, with P(s | c) links)
+        parts = config.outcome_strata or splits_versions(config, inputs.demo)
         fed = partial(engine_inputs, cases, inputs.demo, inputs.policy, config.hierarchies(),
-                      model=config.model, whole=whole)  # fmt: skip
+                      model=config.model, whole=not config.frozen, parts=parts)  # fmt: skip
         coded = stages.start("engine fields", fed, announce=False)
         probabilities, thresholds = inputs.known or sensitive_thresholds(
             with_drug_names(cases, inputs.drug_names), knowledge, config=config, classes=inputs.classes,
@@ -124,33 +126,37 @@ def partition_cases(
         )  # fmt: skip
         model = make_model(config.model, k=config.k, thetas=thresholds.thetas)
         codes, hierarchies, qids = coded.result()
-    plan = run_plan(config, inputs.demo, probabilities, thresholds.thetas)
-    if on_plan is not None:
-        on_plan(plan)
-    if beside is not None:
-        beside()
+    with Stages() as side:  # the strata's P(s | c) links beside the version plan and the strata
+        ahead, links, req = qids, None, model.requirements()
+        if ahead is not None and ahead.levels is None:
+            links = side.start("links", partial(with_links, ahead, probabilities, req), announce=False)
+        plan = run_plan(config, inputs.demo, probabilities, thresholds.thetas)
+        if on_plan is not None:
+            on_plan(plan)
+        if beside is not None:
+            beside()
 
-    def run(engine_cases: pl.DataFrame) -> Partition:
-        return partition_model(
-            engine_cases, knowledge, model=model, hierarchies=hierarchies,
-            rng=np.random.default_rng(config.seed), sensitive=config.sensitive, reports=inputs.reports,
-            probabilities=probabilities, candidates=config.candidates, scan_limit=config.scan_limit,
-            codes=codes, qids=qids,
-        ).partition  # fmt: skip
+        def run(engine_cases: pl.DataFrame, qids: QidCodes | None) -> Partition:
+            return partition_model(
+                engine_cases, knowledge, model=model, hierarchies=hierarchies,
+                rng=np.random.default_rng(config.seed), sensitive=config.sensitive, reports=inputs.reports,
+                probabilities=probabilities, candidates=config.candidates, scan_limit=config.scan_limit,
+                codes=codes, qids=qids,
+            ).partition  # fmt: skip
 
-    def engine(fresh: pl.DataFrame) -> Partition:  # version and outcome strata; a series' new cases
-        if inputs.demo is None or (plan is NO_PLAN and not config.outcome_strata):
-            return run(fresh)
-        strata = versioned_strata(fresh, plan, inputs.demo, probabilities, thresholds.thetas, k=config.k,
-                                  outcome=config.outcome_strata)  # fmt: skip
-        return with_outcome_strata(strata, run)
+        def engine(fresh: pl.DataFrame) -> Partition:  # version and outcome strata; a series' new cases
+            if inputs.demo is None or (plan is NO_PLAN and not config.outcome_strata):
+                return run(fresh, ahead if links is None else links.result())
+            strata = versioned_strata(fresh, plan, inputs.demo, probabilities, thresholds.thetas,
+                                      k=config.k, outcome=config.outcome_strata)  # fmt: skip
+            return with_outcome_strata(strata, partial(run, qids=ahead if links is None else links.result()))
 
-    if config.frozen is None:
-        partition = engine(cases)
-    else:  # a series: frozen bundles placed around the engine (faers_anon.series.step)
-        from faers_anon.series.step import with_frozen  # the series step imports this module
+        if config.frozen is None:
+            partition = engine(cases)
+        else:  # a series: frozen bundles placed around the engine (faers_anon.series.step)
+            from faers_anon.series.step import with_frozen  # the series step imports this module
 
-        partition = with_frozen(cases, config.frozen, engine)
+            partition = with_frozen(cases, config.frozen, engine)
     if partition.invalid_groups:
         log.warning("%d groups do not satisfy %s (%d leftovers forced)", partition.invalid_groups,
                     config.model, partition.forced)  # fmt: skip
@@ -306,8 +312,9 @@ def _anonymize_folder(
     """:func:`anonymize_folder` in its stages; results asked for in the old order (sequential: same order)."""
     clock = time.perf_counter()
     model = config.method is None
+    # a ledgered release: E*_t (docs/series.md §4)
     mine = partial(knowledge_table, ingested, sensitive=config.sensitive, knowledge=config.knowledge,
-                   earlier=config.earlier_knowledge)  # a ledgered release: E*_t (docs/series.md §4)
+                   earlier=config.earlier_knowledge)  # fmt: skip
     mined = stages.start("E", mine if known is None else lambda: known.knowledge, announce=False)
     demo_rows = stages.start("demo", lambda: read_table(ingested / "reports.parquet"), announce=False)
     cases = read_table(ingested / "cases.parquet")

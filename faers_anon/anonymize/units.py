@@ -184,12 +184,15 @@ def engine_inputs(
     *,
     model: str,
     whole: bool,
+    parts: bool = False,
 ) -> tuple[pl.DataFrame | None, QidHierarchies, QidCodes | None]:
     """What the engine is fed besides P(s | c) and θ*, made ahead of them (issue 18 item 6): the field
     QIDs' codes per unit and ``hierarchies`` with them (:func:`engine_fields`, with ``demo`` and
     ``policy``), and the greedy engine's QID arrays of the units :func:`partition_model` feeds it
     (``cases`` joined with the codes; none for a model fed reports or partitioned top-down, or when
-    the engine is not fed the ``whole`` cases frame, as in a series step).
+    the engine is not fed the ``whole`` cases frame, as in a series step). With ``parts`` the engine
+    runs on parts of it (strata): the arrays are made without class levels, which each part makes for
+    itself (:func:`~faers_anon.algorithms._frame.part_codes`).
     """
     codes = None
     if demo is not None and policy is not None:
@@ -203,7 +206,7 @@ def engine_inputs(
     ):
         return codes, hierarchies, None
     units = cases.join(codes, on="caseid", how="left") if hierarchies.fields and codes is not None else cases
-    return codes, hierarchies, encode_qids(units, hierarchies)
+    return codes, hierarchies, encode_qids(units, hierarchies, classes=not parts)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

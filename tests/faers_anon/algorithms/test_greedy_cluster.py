@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from faers_anon.algorithms import QidHierarchies, greedy_cluster
-from faers_anon.algorithms._frame import Encoded, encode, encode_qids
+from faers_anon.algorithms._encode import class_basis
+from faers_anon.algorithms._frame import Encoded, encode, encode_qids, with_links
 from faers_anon.algorithms._group import Group, blocked_bits, cap_bits, is_valid, new_group, risk
 from faers_anon.algorithms._kernel import delta_il, stage2_budgets
 from faers_anon.algorithms._pool import remove_case
@@ -347,3 +348,21 @@ def test_qid_arrays_made_ahead_give_the_same_kernel_arrays(q: tuple) -> None:
     assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(fresh, ahead, strict=True))
     mixed = _arrays(encode(cases, probs, req, HIER, qids=other))
     assert all(np.array_equal(a, b) for a, b in zip(fresh, mixed, strict=True))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(quarters(), st.integers(0, 2**32 - 1), st.sampled_from([0, 10, 1_000_000]))
+def test_a_part_takes_the_same_kernel_arrays_from_the_whole_frames(q: tuple, seed: int, basis: int) -> None:
+    # a stratum's arrays taken from its frame's codes and P(s | c) links (made once, no class levels)
+    cases, probs, k, theta = q
+    req = MSKTheta(k=k, thetas={v: theta for v in VOCAB}).requirements()
+    whole = with_links(encode_qids(cases, HIER, classes=False), probs, req)
+    rng = np.random.default_rng(seed)
+    part = cases.filter(pl.Series(rng.random(cases.height) < 0.6)).sample(
+        fraction=1.0, shuffle=True, seed=seed
+    )
+    with class_basis(basis):
+        fresh = _arrays(encode(part, probs, req, HIER))
+        taken = _arrays(encode(part, probs, req, HIER, qids=whole))
+    assert len(fresh) == len(taken) == 49
+    assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(fresh, taken, strict=True))
