@@ -22,8 +22,11 @@ import math
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import NamedTuple
 
+import numpy as np
 import polars as pl
+from numpy.typing import NDArray
 
 from faers_anon.algorithms._encode import class_basis
 from faers_anon.algorithms.types import Partition
@@ -62,24 +65,59 @@ class Strata(list[pl.DataFrame]):
         self.basis = basis
 
 
-def _over_theta(
-    labelled: pl.DataFrame, probabilities: pl.DataFrame, thetas: Mapping[str, float]
-) -> pl.DataFrame:
-    """(stratum, value, p, theta, n) of every protected value whose share inside a stratum exceeds θ_s:
-    Σ_{c ∈ stratum} P(s | c) / |stratum| > θ_s (``labelled``: caseid, stratum)."""
-    bounds = pl.DataFrame(
-        {"value": list(thetas), "theta": list(thetas.values())},
-        schema={"value": pl.String, "theta": pl.Float64},
+class _Keyed(NamedTuple):
+    """The protected values' entries of P(s | c) as arrays (caseid, vid, p; vid: the value's index in
+    θ) and θ per vid: made once for every split below, each share summed by :func:`numpy.bincount`."""
+
+    caseid: NDArray[np.int64]
+    vid: NDArray[np.int64]
+    p: NDArray[np.float64]
+    theta: NDArray[np.float64]
+    ids: NDArray[np.int64] | None = None  # with pos: each entry's case is ids[pos] (ids sorted)
+    pos: NDArray[np.int64] | None = None
+
+    def part(self, keep: NDArray[np.bool_], ids: NDArray[np.int64], pos: NDArray[np.int64]) -> _Keyed:
+        """The entries ``keep``, each case at ``pos`` in ``ids`` (the part's cases, sorted)."""
+        return _Keyed(self.caseid[keep], self.vid[keep], self.p[keep], self.theta, ids, pos)
+
+
+def _keyed(probabilities: pl.DataFrame, thetas: Mapping[str, float]) -> _Keyed:
+    """:class:`_Keyed` of P(s | c) (caseid, value, p) and θ; entries of other values left out."""
+    bounds = pl.DataFrame({"value": list(thetas)}, schema={"value": pl.String}).with_row_index("vid")
+    keyed = probabilities.select("caseid", "value", "p").join(bounds, on="value", maintain_order="left")
+    return _Keyed(
+        keyed.get_column("caseid").cast(pl.Int64).to_numpy(),
+        keyed.get_column("vid").cast(pl.Int64).to_numpy(),
+        keyed.get_column("p").cast(pl.Float64).to_numpy(),
+        np.array(list(thetas.values()), np.float64),
     )
-    sizes = labelled.group_by("stratum").agg(pl.len().alias("n"))
-    return (
-        probabilities.join(bounds, on="value")
-        .join(labelled, on="caseid")
-        .group_by("stratum", "value")
-        .agg(pl.col("p").sum(), pl.col("theta").first())
-        .join(sizes, on="stratum")
-        .filter(pl.col("p") / pl.col("n") > pl.col("theta"))
-    )
+
+
+def _labels(demo: pl.DataFrame) -> pl.DataFrame:
+    """(caseid, stratum): 0 serious (an OUTC set), 1 non-serious (``none``), 2 missing (null)."""
+    kind = pl.when(pl.col("outcome").is_null()).then(2).when(pl.col("outcome") == "none").then(1).otherwise(0)
+    return demo.select("caseid", kind.alias("stratum")).unique("caseid")
+
+
+def _over_theta(labelled: pl.DataFrame, keyed: _Keyed) -> pl.DataFrame:
+    """(stratum, vid, p, theta, n) of every protected value whose share inside a stratum exceeds θ_s:
+    Σ_{c ∈ stratum} P(s | c) / |stratum| > θ_s (``labelled``: caseid, stratum; ``keyed``: :func:`_keyed`)."""
+    lab = labelled.select("caseid", "stratum").sort("caseid")
+    ids = lab.get_column("caseid").cast(pl.Int64).to_numpy()
+    strata, index = np.unique(lab.get_column("stratum").to_numpy(), return_inverse=True)
+    values = keyed.theta.shape[0]
+    if keyed.pos is not None and keyed.ids is not None and np.array_equal(keyed.ids, ids):
+        at, hit = keyed.pos, np.ones(keyed.pos.shape[0], np.bool_)
+    else:
+        at = np.minimum(np.searchsorted(ids, keyed.caseid), max(ids.shape[0] - 1, 0))
+        hit = ids[at] == keyed.caseid if ids.shape[0] else np.zeros(keyed.caseid.shape[0], np.bool_)
+    key = index.reshape(-1)[at[hit]] * values + keyed.vid[hit]
+    sums = np.bincount(key, weights=keyed.p[hit], minlength=strata.shape[0] * values)
+    sums = sums.reshape(strata.shape[0], values)
+    n = np.bincount(index.reshape(-1), minlength=strata.shape[0])
+    row, vid = np.nonzero(sums / np.maximum(n, 1)[:, None] > keyed.theta[None, :])
+    found = {"stratum": strata[row], "vid": vid, "p": sums[row, vid], "theta": keyed.theta[vid], "n": n[row]}
+    return pl.DataFrame(found).with_columns(pl.col("stratum").cast(lab.schema["stratum"]))
 
 
 def split_by_sex(
@@ -100,10 +138,15 @@ def split_by_sex(
     linearly in the cases, so the parts cost less than their stratum and fill both threads.
     Returns (caseid, stratum) with the new, dense stratum numbers (a stratum's parts in a row).
     """
+    return _split_by_sex(labelled, _keyed(probabilities, thetas), k=k, min_cases=min_cases)
+
+
+def _split_by_sex(labelled: pl.DataFrame, keyed: _Keyed, *, k: int, min_cases: int) -> pl.DataFrame:
+    """:func:`split_by_sex` with P(s | c) and θ as :func:`_keyed`."""
     sex = pl.col("sex").rank("dense").fill_null(0).cast(pl.Int64)
     fine = labelled.with_columns((pl.col("stratum") * 1_000 + sex).alias("part"))
     sizes = fine.group_by("part").agg(pl.len().alias("n"), pl.col("stratum").first())
-    over = _over_theta(fine.select("caseid", pl.col("part").alias("stratum")), probabilities, thetas)
+    over = _over_theta(fine.select("caseid", pl.col("part").alias("stratum")), keyed)
     small = labelled.group_by("stratum").agg(pl.len()).filter(pl.col("len") < min_cases).get_column("stratum")
     bad = pl.concat([sizes.filter(pl.col("n") < k).get_column("part"), over.get_column("stratum")])
     whole = pl.concat([sizes.filter(pl.col("part").is_in(bad.implode())).get_column("stratum"), small])
@@ -138,26 +181,38 @@ def seriousness_strata(
     """
     if "outcome" not in demo.columns:
         return [cases]
-    kind = pl.when(pl.col("outcome").is_null()).then(2).when(pl.col("outcome") == "none").then(1).otherwise(0)
-    label = demo.select("caseid", kind.alias("stratum")).unique("caseid")
-    labelled = cases.join(label, on="caseid", how="left").with_columns(pl.col("stratum").fill_null(2))
+    return _seriousness(cases, _labels(demo), _keyed(probabilities, thetas), list(thetas), k, split_min)
+
+
+def _seriousness(
+    cases: pl.DataFrame, label: pl.DataFrame, keyed: _Keyed, values: list[str], k: int, split_min: int
+) -> list[pl.DataFrame]:
+    """:func:`seriousness_strata` with the DEMO rows as :func:`_labels` and P(s | c) as :func:`_keyed`
+    (``values``: the protected values in θ's order, for the warning)."""
+    kind = cases.select("caseid").join(label, on="caseid", how="left", maintain_order="left")
+    labelled = cases.with_columns(kind.get_column("stratum").fill_null(2))  # the wide columns not copied
     sizes = labelled.group_by("stratum").agg(pl.len().alias("n")).get_column("n")
     if sizes.len() < 2 or int(sizes.min()) < k:  # type: ignore[arg-type]
         return [cases]
-    over = _over_theta(labelled.select("caseid", "stratum"), probabilities, thetas)
+    over = _over_theta(labelled.select("caseid", "stratum"), keyed)
     if over.height:
-        first = over.sort("value").row(0, named=True)
+        first = (
+            over.with_columns(
+                pl.col("vid").map_elements(values.__getitem__, return_dtype=pl.String).alias("value")
+            )
+            .sort("value")
+            .row(0, named=True)
+        )
         log.warning("outcome strata not used: %d values over θ inside a stratum (e.g. %s: %.3f > %.3f)",
                     over.height, first["value"], first["p"] / first["n"], first["theta"])  # fmt: skip
         return [cases]
     if "sex" not in cases.columns:
         return _frames(labelled)
-    parts = split_by_sex(
-        labelled.select("caseid", "sex", "stratum"), probabilities, thetas, k=k, min_cases=split_min
-    )
+    parts = _split_by_sex(labelled.select("caseid", "sex", "stratum"), keyed, k=k, min_cases=split_min)
     whole = labelled.select("caseid", pl.col("stratum").alias("whole"), pl.len().over("stratum").alias("n"))
     bases = parts.join(whole, on="caseid").group_by("stratum").agg(pl.col("n").first()).sort("stratum")
-    labelled = labelled.drop("stratum").join(parts, on="caseid", how="left", maintain_order="left")
+    parts = labelled.select("caseid").join(parts, on="caseid", how="left", maintain_order="left")
+    labelled = labelled.with_columns(parts.get_column("stratum"))
     return Strata(_frames(labelled), bases.get_column("n").to_list())
 
 
@@ -182,15 +237,28 @@ def versioned_strata(
     "Strata by sex"): unscaled, each count's runs paid that again (realistic 400k release, load 6-9:
     91.4 CPU-s before the version strata, 123.8 unscaled, NIL 0.2661 -> 0.2638); scaled by N / n_c
     (the whole's class density) 94.9 CPU-s, NIL 0.2716; by √(N / n_c) 94.5 CPU-s, NIL 0.2683.
+    P(s | c) is keyed by value id and split by count once (:func:`_keyed`), the DEMO rows labelled once.
     """
     frames: list[pl.DataFrame] = []
     basis: list[int] = []
-    for stratum in version_strata(cases, plan):
-        parts = (
-            seriousness_strata(stratum, demo, probabilities, thetas, k=k, split_min=split_min)
-            if outcome
-            else [stratum]
-        )
+    counts = version_strata(cases, plan)
+    split = outcome and "outcome" in demo.columns
+    if split:
+        label, values = _labels(demo), list(thetas)
+        ids = pl.concat([c.select("caseid", pl.lit(i, pl.Int64).alias("n")) for i, c in enumerate(counts)])
+        ids = ids.sort("caseid")
+        keyed = _keyed(probabilities, thetas)
+        whole, of = ids.get_column("caseid").cast(pl.Int64).to_numpy(), ids.get_column("n").to_numpy()
+        at = np.minimum(np.searchsorted(whole, keyed.caseid), max(whole.shape[0] - 1, 0))
+        count = np.where(whole[at] == keyed.caseid, of[at], -1) if whole.shape[0] else at  # -1: no case
+        by_count = {}
+        for i in range(len(counts)):
+            mine = of == i  # the count's cases (sorted); an entry's case is at its rank among them
+            rank = np.cumsum(mine) - 1
+            keep = count == i
+            by_count[i] = keyed.part(keep, whole[mine], rank[at[keep]])
+    for i, stratum in enumerate(counts):
+        parts = _seriousness(stratum, label, by_count[i], values, k, split_min) if split else [stratum]
         own = parts.basis if isinstance(parts, Strata) else [p.height for p in parts]
         frames.extend(parts)
         basis.extend(int(b * math.sqrt(cases.height / max(stratum.height, 1))) for b in own)
@@ -199,9 +267,8 @@ def versioned_strata(
 
 def _frames(labelled: pl.DataFrame) -> list[pl.DataFrame]:
     """The non-empty strata of ``labelled`` (caseid, …, stratum) in stratum order, without ``stratum``."""
-    count = int(labelled.get_column("stratum").max()) + 1  # type: ignore[arg-type]
-    strata = [labelled.filter(pl.col("stratum") == i).drop("stratum") for i in range(count)]
-    return [s for s in strata if s.height]
+    strata = labelled.partition_by("stratum", maintain_order=True, include_key=False, as_dict=True)
+    return [strata[key] for key in sorted(strata)]
 
 
 def _run_packed(strata: list[pl.DataFrame], run: Callable[[pl.DataFrame], Partition]) -> list[Partition]:
