@@ -43,17 +43,22 @@ table in every release; the check is skipped then.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import polars as pl
 
 from faers_anon.anonymize.config import AnonymizeConfig
 from faers_anon.anonymize.value_classes import CLASS_PREFIX, read_classes
 from faers_anon.series.composition import Composition, left_out
 from faers_anon.series.earlier import _histories, _intersections, _reached, kept_histories
-from faers_anon.series.renew import as_read, change
+from faers_anon.series.renew import Change, as_read, change
 from knowledge.drug_names import name_key_expr
 from knowledge.values import value_key_expr
 
-__all__ = ["LINKS_SCHEMA", "left_out_rows", "links_over_theta", "raised_rows"]
+__all__ = [
+    "FAILING_SCHEMA", "LINKS_SCHEMA", "Inputs", "failing", "inputs", "kept_of", "left_out_rows",
+    "links_over_theta", "pairs", "raised_by_e", "raised_rows",
+]  # fmt: skip
 
 _LISTS = ("indications", "reactions", "drug_keys")
 _LIST = pl.List(pl.Utf8)
@@ -128,9 +133,11 @@ class _Reader:
     def _parts(self, lists: pl.DataFrame, sides: tuple[tuple[bool, ...], ...]) -> list[pl.DataFrame]:
         """Rows (``pseudonym``, ``value``, ``p`` and a flag per side) of ``lists``: own values with the
         flags ``sides[0]``, E*_{t−1}'s weights with ``sides[1]``, E*_t's with ``sides[2]``."""
+
         def flagged(frame: pl.DataFrame, flags: tuple[bool, ...]) -> pl.DataFrame:
             named = [pl.lit(f).alias(n) for f, n in zip(flags, _SIDES, strict=True)]
             return frame.select("pseudonym", "v", "p", *named)
+
         parts = []
         for name in [n for n in ("indications", "reactions") if n in self._config.sensitive]:
             terms = lists.select("pseudonym", pl.col(name).alias("term")).explode("term").drop_nulls("term")
@@ -194,12 +201,45 @@ def _reads(values: list[str], config: AnonymizeConfig) -> pl.DataFrame:
     return pl.concat([own, members.filter(pl.col("v").is_in(values))])
 
 
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """What a raise check reads besides the histories: R_t (:func:`raised_rows`), E*_t as P reads it
+    (``star``), the changes from E*_{t−1} (``found``), the wanted values (changed and bounded) and a
+    :class:`_Reader` over them; None when nothing can fail (:func:`inputs`)."""
+
+    rows: pl.DataFrame
+    star: pl.DataFrame
+    found: Change
+    wanted: list[str]
+    reader: _Reader
+
+
+def inputs(
+    published: pl.DataFrame, state: pl.DataFrame, earlier: pl.DataFrame, current: pl.DataFrame,
+    thetas: dict[str, float], config: AnonymizeConfig,
+) -> Inputs | None:  # fmt: skip
+    """The :class:`Inputs` of a raise check (arguments as :func:`links_over_theta`); None when E_t
+    raises no weight, θ* is empty, E is user-given or no changed value is bounded."""
+    rows = raised_rows(earlier, current)
+    if rows.is_empty() or not thetas or config.knowledge is not None:
+        return None
+    star = _star(earlier, current)
+    read = as_read(star)
+    found = change(as_read(earlier), read, config)
+    wanted = [v for v in found.values if v in thetas]
+    if not wanted:
+        return None
+    reader = _Reader(state, published, (earlier, star), config, found.reads, wanted)
+    return Inputs(rows, read, found, wanted, reader)
+
+
 def links_over_theta(
     published: pl.DataFrame, past: pl.DataFrame, state: pl.DataFrame, earlier: pl.DataFrame,
     current: pl.DataFrame, thetas: dict[str, float], config: AnonymizeConfig,
 ) -> pl.DataFrame:  # fmt: skip
     """The (``drug_key``, ``disease``) pairs of E_t whose INDI links release t must leave out (module
-    docstring): empty when no kept history rises over θ through a raised weight.
+    docstring): empty when no kept history rises over θ through a raised weight. The step checks
+    pass after pass with :class:`faers_anon.series.raised_passes.RaiseCheck` (the same pairs).
 
     Args:
         published: the ledger cases release t publishes (``pseudonym``, ``history``, current value
@@ -207,46 +247,55 @@ def links_over_theta(
         earlier: E*_{t−1} (``drug_key``, ``disease``, ``weight``); current: E_t as mined.
         thetas: θ* of release t; config: the run's options (the class file).
     """
-    empty = pl.DataFrame(schema=LINKS_SCHEMA)
-    rows = raised_rows(earlier, current)
-    if rows.is_empty() or not thetas or config.knowledge is not None:
-        return empty
-    star = _star(earlier, current)
-    found = change(as_read(earlier), as_read(star), config)
-    wanted = [v for v in found.values if v in thetas]
-    if not wanted:
-        return empty
-    holders = _holders(state, published, found.drugs)
-    reader = _Reader(state, published, (earlier, star), config, found.reads, wanted)
-    p = reader(holders)
-    up = p.filter(pl.col("now") > pl.col("mid") + _EPS).select("pseudonym", "value", p_mid=pl.col("mid"))
-    if up.is_empty():
-        return empty
-    failing = _failing(up, published, past, reader, thetas)
-    return _pairs(failing, up, published, state, rows, _reads(wanted, config))
+    found = inputs(published, state, earlier, current, thetas, config)
+    if found is None:
+        return pl.DataFrame(schema=LINKS_SCHEMA)
+    up = raised_by_e(found.reader(_holders(state, published, found.found.drugs)))
+    lifted, _ = failing(up, None, kept_of(past, published), published, past, found.reader, thetas)
+    return pairs(lifted, published, state, found.rows, _reads(found.wanted, config))
 
 
-def _failing(
-    up: pl.DataFrame, published: pl.DataFrame, past: pl.DataFrame, reader: _Reader, thetas: dict[str, float]
-) -> pl.DataFrame:
-    """``inner`` (a history's number), ``value``, ``pseudonym``: the kept histories h over θ_s through a
-    raise, with the members of I(h) raised by E for s (``up``)."""
-    index = _histories(past)
+def kept_of(past: pl.DataFrame, published: pl.DataFrame) -> pl.DataFrame:
+    """``history``: the kept histories (not every case published; every history when none is)."""
     sizes = past.group_by("history").agg(pl.len().alias("n"))
-    kept = kept_histories(sizes, published) if "history" in published.columns else sizes.select("history")
+    return kept_histories(sizes, published) if "history" in published.columns else sizes.select("history")
+
+
+def raised_by_e(p: pl.DataFrame) -> pl.DataFrame:
+    """``pseudonym``, ``value``, ``p_mid``: the rows of a :class:`_Reader` frame whose P through E*_t
+    exceeds their P over the same values through E*_{t−1} (``mid``)."""
+    return p.filter(pl.col("now") > pl.col("mid") + _EPS).select("pseudonym", "value", p_mid=pl.col("mid"))
+
+
+FAILING_SCHEMA = {"history": pl.Utf8, "value": pl.Utf8}
+_LIFTED = {"inner": pl.UInt32, "value": pl.Utf8, "pseudonym": pl.Int64, "p_mid": pl.Float64}
+
+
+def failing(
+    up: pl.DataFrame, extra: pl.DataFrame | None, kept: pl.DataFrame, published: pl.DataFrame,
+    past: pl.DataFrame, reader: _Reader, thetas: dict[str, float],
+) -> tuple[pl.DataFrame, pl.DataFrame]:  # fmt: skip
+    """(``inner`` (a history's number), ``value``, ``pseudonym``, ``p_mid``: the members raised by E for s
+    of the ``kept`` histories h over θ_s through a raise; the failing ``history``, ``value``), over the
+    (h, s) reached from ``up`` and the ``extra`` (``history``, ``value``) pairs."""
+    index = _histories(past)
     raised = past.join(up.select("pseudonym").unique(), on="pseudonym", how="semi")
     both, reached = _reached(index, raised, kept)
-    if reached.is_empty():
-        return pl.DataFrame(schema={"inner": pl.UInt32, "value": pl.Utf8, "pseudonym": pl.Int64})
-    lifted = reached.join(up, on="pseudonym").select("inner", "value", "pseudonym")
-    members = _intersections(index, both.join(lifted.select(pl.col("inner").alias("_h")).unique(), on="_h"))
-    p = reader(members, lifted.get_column("value").unique().to_list())
+    checked = reached.join(up, on="pseudonym").select("inner", "value")
+    if extra is not None and extra.height:
+        again = extra.join(kept, on="history", how="semi").join(both.select("history", "_h"), on="history")
+        again = again.select(pl.col("_h").cast(checked.schema["inner"]).alias("inner"), "value")
+        checked = pl.concat([checked, again])
+    checked = checked.unique()
+    if checked.is_empty():
+        return pl.DataFrame(schema=_LIFTED), pl.DataFrame(schema=FAILING_SCHEMA)
+    members = _intersections(index, both.join(checked.select(pl.col("inner").alias("_h")).unique(), on="_h"))
+    p = reader(members, checked.get_column("value").unique().to_list())
     theta = pl.DataFrame({"value": list(thetas), "theta": list(thetas.values())},
                          schema={"value": pl.Utf8, "theta": pl.Float64})  # fmt: skip
     size = members.group_by("inner").agg(pl.len().alias("size"))
-    pairs = lifted.select("inner", "value").unique()
     sums = (
-        members.join(pairs, on="inner")
+        members.join(checked, on="inner")
         .join(p, on=["pseudonym", "value"], how="left")
         .group_by("inner", "value")
         .agg(pl.col("now").fill_null(0.0).sum(), pl.col("before").fill_null(0.0).sum())
@@ -255,25 +304,33 @@ def _failing(
         .filter((pl.col("now") / pl.col("size") > pl.col("theta") + _EPS)
                 & (pl.col("now") > pl.col("before") + _EPS))
     )  # fmt: skip
-    return lifted.join(sums.select("inner", "value"), on=["inner", "value"], how="semi")
+    lifted = (
+        members.join(sums.select("inner", "value"), on="inner")
+        .join(raised_by_e(p), on=["pseudonym", "value"])
+        .select("inner", "value", "pseudonym", "p_mid")
+    )
+    numbers = both.select(pl.col("_h").cast(lifted.schema["inner"]).alias("inner"), "history")
+    over = lifted.select("inner", "value").unique().join(numbers, on="inner").select("history", "value")
+    return lifted, over
 
 
-def _pairs(
-    failing: pl.DataFrame, up: pl.DataFrame, published: pl.DataFrame, state: pl.DataFrame,
-    rows: pl.DataFrame, reads: pl.DataFrame,
+def pairs(
+    lifted: pl.DataFrame, published: pl.DataFrame, state: pl.DataFrame, rows: pl.DataFrame,
+    reads: pl.DataFrame,
 ) -> pl.DataFrame:  # fmt: skip
-    """The raised pairs behind the ``failing`` (history, value)s (module docstring): a drug of a member
-    raised by E, a disease the value reads, a weight above the member's P before the raise."""
-    if failing.is_empty():
+    """The raised pairs behind the failing (history, value)s (module docstring; ``lifted``: their
+    members raised by E, with P before the raise, ``p_mid``): a drug of such a member, a disease the
+    value reads, a weight above the member's P before the raise."""
+    if lifted.is_empty():
         return pl.DataFrame(schema=LINKS_SCHEMA)
     lists = [state.select(pl.col("caseid").alias("pseudonym"), "drug_keys")]
     if not published.is_empty():
         lists.append(published.select("pseudonym", "drug_keys"))
     drugs = pl.concat(lists).explode("drug_keys").select("pseudonym", pl.col("drug_keys").alias("read_drug"))
-    who = failing.select("pseudonym", pl.col("value").alias("v")).unique()
-    lifted = who.join(up.rename({"value": "v"}), on=["pseudonym", "v"]).join(drugs, on="pseudonym")
+    who = lifted.select("pseudonym", pl.col("value").alias("v"), "p_mid").unique()
     found = (
-        lifted.join(reads, on="v")
+        who.join(drugs, on="pseudonym")
+        .join(reads, on="v")
         .join(rows.select("read_drug", "value", "weight", "drug_key", "disease"), on=["read_drug", "value"])
         .filter(pl.col("weight") > pl.col("p_mid") + _EPS)
     )

@@ -48,7 +48,7 @@ from faers_anon.series.earlier import check_histories, kept_histories
 from faers_anon.series.exposed import exposed_probabilities
 from faers_anon.series.ledger import Ledger
 from faers_anon.series.placement import SeriesPlan, over_theta
-from faers_anon.series.raised import links_over_theta
+from faers_anon.series.raised_passes import RaiseCheck
 from faers_anon.series.renew import Change, as_read, changed_rows, only_terms, renewed
 from faers_anon.series.renew import change as change_of
 from faers_anon.series.store import stored_knowledge
@@ -104,6 +104,7 @@ class Recheck:
         self._before = before
         self._sizes = past.group_by("history").agg(pl.len().alias("n"))
         self._last: _Attempt | None = None
+        self._raise = RaiseCheck()  # pass after pass, only what can fail since the last (.raised_passes)
 
     def __call__(
         self, plan: SeriesPlan, inputs: ReleaseInputs | Mined, thetas: dict[str, float] | None = None
@@ -156,8 +157,8 @@ class Recheck:
             thetas = inputs.thresholds.thetas
         earlier = stored_knowledge(self._ledger.path, self._ledger.meta["releases"], inputs.knowledge.clear())
         own = inputs.knowledge if inputs.own is None else inputs.own  # E_t as mined, not E*_t: its raises
-        return links_over_theta(self._members(plan, inputs), self._past, self._ledger.state, earlier,
-                                own, thetas, self._config)  # fmt: skip
+        return self._raise(self._members(plan, inputs), self._past, self._ledger.state, earlier, own, thetas,
+                           self._config)  # fmt: skip
 
     def _renewed(self, members: pl.DataFrame, last: _Attempt, knowledge: pl.DataFrame,
                  change: Change) -> pl.DataFrame:  # fmt: skip
