@@ -26,6 +26,7 @@ with the P(s | c) of its whole super-record. Utility (NIL) is measured on the mo
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,6 +34,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from faers_anon._numba_cache import JIT_ENV, JIT_MIN_CASES
+from faers_anon._numba_cache import mode as kernel_mode
 from faers_anon.algorithms import Partition, QidHierarchies, greedy_cluster
 from faers_anon.algorithms.greedy_cluster import QidCodes, encode_qids
 from faers_anon.algorithms.mondrian import mondrian
@@ -56,6 +59,11 @@ __all__ = [
 ]
 
 _OWN = ("indications", "reactions")
+WARM_CASES = 64
+"""Cases of the run that loads the engine's compiled kernels beside P(s | c) (:func:`engine_inputs`):
+numba loads a kernel from its cache on its first call in a process (~0.3-0.6 CPU-s, under a lock), which
+otherwise both engine threads waited for at their start."""
+_NO_P = pl.DataFrame(schema={"caseid": pl.Int64, "value": pl.Utf8, "p": pl.Float64})
 
 
 def model_unit(name: str) -> str:
@@ -206,7 +214,12 @@ def engine_inputs(
     ):
         return codes, hierarchies, None
     units = cases.join(codes, on="caseid", how="left") if hierarchies.fields and codes is not None else cases
-    return codes, hierarchies, encode_qids(units, hierarchies, classes=not parts)
+    qids = encode_qids(units, hierarchies, classes=not parts)
+    if units.height >= JIT_MIN_CASES and os.environ.get(JIT_ENV) != "interpreted":  # the engine runs
+        with kernel_mode("compiled"):  # compiled: its kernels are loaded (or compiled) here, ahead
+            greedy_cluster(units.head(WARM_CASES), probabilities=_NO_P, model=MODELS[model](k=2, thetas={}),
+                           hierarchies=hierarchies, rng=np.random.default_rng(0))  # fmt: skip
+    return codes, hierarchies, qids
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
