@@ -358,7 +358,7 @@ def build_cases(rows: I64, val_ptr: I64, val_id: NDArray[np.int32], val_p: F64, 
     freq_slot[freq_val] = np.arange(freq_val.shape[0])
     sig, sig_val, sig_bit, sig_bound = _signatures(val_ptr, val_id, val_p, theta)
     return Cases(
-        np.ascontiguousarray(rows, np.int64),
+        np.require(rows, np.int64, ["C", "W"]),  # writable: one kernel signature whatever made the rows
         np.ascontiguousarray(val_ptr, np.int64),
         np.ascontiguousarray(val_id, np.int32),
         np.ascontiguousarray(val_p, np.float64),
