@@ -34,6 +34,10 @@ pairs and right after it in odd ones (the second run of a pair tended to cost le
 up to 2 CPU-s at load 8), from a folder outside both trees with ``PYTHONPATH=DIR`` (the child checks
 which ``faers_anon`` it imported), and the script prints each pair's CPU and wall seconds, both medians
 and the median per-pair differences: on a shared machine only runs made side by side compare.
+``--pause S`` waits S seconds before each timed child. Runs made back to back reuse the memory the
+previous child freed while the VM still backs it (its free memory is reported to the host after ≈ 2 s,
+``page_reporting_order=11``), which flatters huge pages (numpy's ``MADV_HUGEPAGE``); a one-shot ingest
+after a pause of 5 s meets memory the host must back afresh (docs/scale.md, twelfth round).
 """
 
 from __future__ import annotations
@@ -132,12 +136,16 @@ class Run(NamedTuple):
     cpu: float  # user + system seconds of the child
 
 
+_PAUSE = [0.0]  # --pause: seconds slept before each timed child
+
+
 def _timed(command: list[str], *, tree: Path | None = None) -> Run:
     """Run a child process; return its wall time, peak RSS and CPU time (that child alone).
 
     ``tree``: run the package of that checkout instead of this one (from its parent folder, so that
     neither this tree nor ``tree`` itself is the child's first path entry).
     """
+    time.sleep(_PAUSE[0])
     env = None
     if tree is not None:
         env = os.environ | {"PYTHONPATH": str(tree), "BENCH_INGEST_TREE": str(tree)}
@@ -171,11 +179,13 @@ def main() -> None:
     parser.add_argument("--shape", choices=("small", "realistic"), default="small", help="synthetic shape")
     parser.add_argument("--profile", type=int, default=0, help="print the N costliest functions of one run")
     parser.add_argument("--base", type=Path, help="another checkout: each ingest run paired with one of it")
+    parser.add_argument("--pause", type=float, default=0.0, help="seconds to wait before each timed child")
     args = parser.parse_args()
     if args.base is not None:
         args.base = args.base.resolve()  # the base's runs start elsewhere: no relative paths
         if not (args.base / "faers_anon" / "__init__.py").is_file():
             raise SystemExit(f"bench_ingest: --base {args.base}: not a faers-anon checkout")
+    _PAUSE[0] = args.pause
     load_before = _load()
     with tempfile.TemporaryDirectory(prefix="bench_ingest_") as tmp:
         work = Path(tmp)
