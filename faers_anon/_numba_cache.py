@@ -74,6 +74,7 @@ __all__ = [
     "KERNEL_OPTIONS",
     "KERNEL_PACKAGES",
     "STAMP",
+    "chosen_mode",
     "mode",
     "njit",
     "refresh",
@@ -215,9 +216,14 @@ def njit(*, cache: bool = True, inline: str = "never") -> Callable[[Callable[...
     return wrap
 
 
+def chosen_mode() -> str:
+    """The kernel mode in force here: :func:`mode`'s, else ``FAERS_ANON_JIT``'s, else ``auto``."""
+    return _mode.get() or os.environ.get(JIT_ENV, "auto")
+
+
 def _compiled(kernel: Any, args: tuple[Any, ...]) -> bool:
     """Whether this call runs compiled (module docstring); loads a cached compile when there is one."""
-    chosen = _mode.get() or os.environ.get(JIT_ENV, "auto")
+    chosen = chosen_mode()
     if chosen == "interpreted":
         return False
     size = _size.get()

@@ -196,13 +196,8 @@ def _seriousness(
         return [cases]
     over = _over_theta(labelled.select("caseid", "stratum"), keyed)
     if over.height:
-        first = (
-            over.with_columns(
-                pl.col("vid").map_elements(values.__getitem__, return_dtype=pl.String).alias("value")
-            )
-            .sort("value")
-            .row(0, named=True)
-        )
+        named = pl.Series("value", values, pl.String).gather(over.get_column("vid"))
+        first = over.with_columns(named).sort("value").row(0, named=True)
         log.warning("outcome strata not used: %d values over θ inside a stratum (e.g. %s: %.3f > %.3f)",
                     over.height, first["value"], first["p"] / first["n"], first["theta"])  # fmt: skip
         return [cases]

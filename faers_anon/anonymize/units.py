@@ -26,7 +26,6 @@ with the P(s | c) of its whole super-record. Utility (NIL) is measured on the mo
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from faers_anon._numba_cache import JIT_ENV, JIT_MIN_CASES
+from faers_anon._numba_cache import JIT_MIN_CASES, chosen_mode
 from faers_anon._numba_cache import mode as kernel_mode
 from faers_anon.algorithms import Partition, QidHierarchies, greedy_cluster
 from faers_anon.algorithms.greedy_cluster import QidCodes, encode_qids
@@ -215,7 +214,7 @@ def engine_inputs(
         return codes, hierarchies, None
     units = cases.join(codes, on="caseid", how="left") if hierarchies.fields and codes is not None else cases
     qids = encode_qids(units, hierarchies, classes=not parts)
-    if units.height >= JIT_MIN_CASES and os.environ.get(JIT_ENV) != "interpreted":  # the engine runs
+    if units.height >= JIT_MIN_CASES and chosen_mode() != "interpreted":  # the engine runs
         with kernel_mode("compiled"):  # compiled: its kernels are loaded (or compiled) here, ahead
             greedy_cluster(units.head(WARM_CASES), probabilities=_NO_P, model=MODELS[model](k=2, thetas={}),
                            hierarchies=hierarchies, rng=np.random.default_rng(0))  # fmt: skip
