@@ -111,3 +111,24 @@ def test_memo_computes_each_case_once() -> None:
     assert memo(pl.DataFrame({"caseid": [3, 2, 2]})).sort("caseid").get_column("p").to_list() == [0.2, 0.3]
     assert memo(pl.DataFrame({"caseid": [1]})).get_column("p").to_list() == [0.1]
     assert seen == [[1, 2], [3]]
+
+
+def test_the_same_withhold_again_gives_the_last_plan_as_a_copy() -> None:
+    """A pass that only leaves links out asks for the plan of the same withheld units: it comes back
+    unchanged without a round of the earlier check, and the counts the step adds to one copy do not
+    reach the next."""
+    planner = Planner(CASES, ENTRIES, KEY.pseudonym_key, k=2, probabilities=_counted()[1], thetas=THETAS,
+                      stored=STORED)  # fmt: skip
+    first = planner.plan(frozenset({"1:1"}))
+    first.counts["left_out_links"] = 3
+    checks: list[int] = []
+    check = planner.earlier
+    planner.earlier = lambda published: checks.append(published.height) or check(published)  # type: ignore[method-assign]
+    again = planner.plan(frozenset({"1:1"}))
+    assert checks == [] and "left_out_links" not in again.counts
+    assert _summary(again) == _summary(planner.plan(frozenset({"1:1"})))
+    assert again.withheld.equals(first.withheld) and again.frozen.equals(first.frozen)
+    other = planner.plan(frozenset())
+    assert checks and _summary(other) == _summary(plan_series(CASES, ENTRIES, KEY.pseudonym_key, k=2,
+                                                              probabilities=_counted()[1], thetas=THETAS,
+                                                              stored=STORED))  # fmt: skip

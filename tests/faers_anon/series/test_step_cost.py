@@ -132,6 +132,8 @@ def test_stored_rows_keep_only_the_last_calls_rows(tmp_path: Path) -> None:
     assert held == [[(1, "B"), (1, "D")]]  # case 1's rows only: 2 rows held, not the 4 read
     again = rows(pl.DataFrame({"caseid": [2, 1, 3], "store": [1, 1, 1]}))
     assert again["drug"].rows() == every["drug"].rows()
+    same = rows(pl.DataFrame({"caseid": [2, 1, 3], "store": [1, 1, 1]}))  # the same cases: the last rows
+    assert same.keys() == again.keys() and all(same[n] is again[n] for n in same)
 
 
 @pytest.fixture(scope="module")
