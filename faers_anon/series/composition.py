@@ -4,8 +4,8 @@ Source: docs/series.md §6 ("The series step's cost"). A ledgered release is mad
 ingested tables without the withheld cases' rows, with the republished cases' stored rows
 (:mod:`.store`) and the pending cases offered again (:mod:`.pending`): the *composition*. It mines its
 own E, P(s | c) and θ* (SPEC §5), which the series step checks every planned unit against
-(:func:`faers_anon.series.step.prepare`); a unit over θ* there is withheld and the plan made again,
-up to four times. :func:`mine` gives its cases, E and OUTC codes alone (the first plan is checked with
+(:func:`faers_anon.series.step.prepare`); a unit over θ* there is withheld and the plan made again
+until one passes. :func:`mine` gives its cases, E and OUTC codes alone (every plan is checked with
 them before P(s | c) and θ* are computed); :func:`release_inputs` completes them.
 
 Each attempt's composition is a set of lazy frames over the quarter's files and the added rows

@@ -27,11 +27,12 @@ each unit's bundle is chosen once), and for them:
   every value, every kept history for V*.
 
 A unit the last attempt did not check (not expected: a re-plan only removes units) makes the attempt
-check everything. The step checks its first plan with the composition's E and the plan's θ* (``thetas``,
-before the composition's θ* are known), then that plan again with its own θ*: E is the same, so no P
-is computed again, and a θ that rose cannot fail a unit (its conf is the same), so V* holds only the
-values whose θ fell or is new (:func:`.renew.change`). Each shortcut gives the full check's units;
-tests compare them on hand-built cases (tests/faers_anon/series/test_recheck.py).
+check everything. The step checks every plan with the composition's E and the last composition's θ*
+(``thetas``; the plan's before the first composition's are known), then a plan that passed again with
+its own θ*: E is the same, so no P is computed again, and a θ that rose cannot fail a unit (its conf
+is the same), so V* holds only the values whose θ fell or is new (:func:`.renew.change`). Each shortcut
+gives the full check's units; tests compare them on hand-built cases
+(tests/faers_anon/series/test_recheck.py).
 """
 
 from __future__ import annotations

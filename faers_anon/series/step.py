@@ -13,14 +13,24 @@ computed in memory; a planned unit over θ* with them is withheld and the plan m
 (:mod:`faers_anon.series.recheck`: from the second attempt on, only what the withheld units changed is
 checked again). The plan reads the stored OUTC codes of the
 members it may republish (the composition holds their ``outc`` rows; the ledger records none when the
-release publishes the OUTC set as a case QID). The first attempt checks its plan with the
-composition's own E (mined: :func:`faers_anon.series.composition.mine`) and the plan's θ* before the
-composition's P(s | c) and θ* are computed: a unit over θ* there is withheld at the cost of E alone
-(docs/series.md §6, seventh session: at the 100k quarter 4 its recheck withheld 21 units, and the
-composition it would have computed P and θ* of was thrown away). The composition that passes is written once,
-inside the private work folder (nothing of the withheld cases reaches the writer); the frozen units
-are written to ``frozen.parquet`` for :func:`with_frozen`, which places them around the engine (the
-engine sees only the other cases).
+release publishes the OUTC set as a case QID).
+
+The order of the checks (docs/series.md §6, eleventh session). Every plan is checked first with the
+composition's own E (mined: :func:`faers_anon.series.composition.mine`) and the last composition's θ*
+(the plan's before the first): the recheck (rules 4–5), then the raise check (rule 6); a unit over θ*
+there is withheld, a raised pair's links left out, at the cost of E alone. Only a plan passing both gets
+the composition's P(s | c) and θ*, and is checked again with them (the recheck, then the raise check):
+the last word, so the loop ends only on a plan that passes with its own E and θ* whatever the order
+before. After a raise check left links out, the same plan is mined again and raise-checked first
+(no re-plan, no recheck between): leaving a pair's links out lowers n(x) of its drug x where a case's
+only linked indication of x was the pair's, which raises x's other weights, and the raise check
+finds those next; rechecking the composition in between withheld units over θ* through weights the
+next pass left out anyway (the 100k quarter 4: 7 and 15 units after passes of 136 and 6 pairs, then
+1 unit after the 144 pairs at once; 2,126 → 2,088 returning cases withheld).
+
+The composition that passes is written once, inside the private work folder (nothing of the withheld
+cases reaches the writer); the frozen units are written to ``frozen.parquet`` for :func:`with_frozen`,
+which places them around the engine (the engine sees only the other cases).
 
 At publication (:func:`publish_with_ledger`): the ledger update is staged, the release renamed into
 place, then the ledger committed; see :mod:`faers_anon.series.ledger` for the failure cases.
@@ -193,10 +203,11 @@ def prepare(
     offered again with this quarter's cases. The units are checked against θ* with this quarter's
     E and θ*; the folder the release is made from (with the republished cases) mines its own E and
     θ*, so each planned unit is checked again with those, and a unit over θ* there is withheld and
-    the plan made again until one passes (:func:`_more`; the first is checked with the composition's E
-    and the plan's θ* before its P(s | c) and θ* are computed; the recheck with the final composition's
-    own E and θ*, then the release's verification, stay the last word). The withheld cases' rows are
-    written for the ledger's store (``pending``).
+    the plan made again until one passes (:func:`_more`; each plan is checked with the composition's E
+    and the last θ* before its P(s | c) and θ* are computed, and after links left out the same plan's
+    raise check comes first: module docstring; the recheck and the raise check with the final
+    composition's own E and θ*, then the release's verification, stay the last word). The withheld
+    cases' rows are written for the ledger's store (``pending``).
 
     Raises:
         InputError: a ledger that does not match (another key, tampered, a missing earlier quarter).
@@ -229,26 +240,33 @@ def prepare(
     recheck = Recheck(ledger, past, known, config, before)
     rows, inputs = StoredRows(ledger.path, ledger.meta["releases"]), None
     links = pl.DataFrame(schema=LINKS_SCHEMA)  # E's pairs whose INDI links are left out (.raised)
-    attempt = passes = 0  # passes: the checks that left out links (the first with E alone)
+    passes = 0  # the checks that left out links (with E alone or with the composition's θ*)
+    first = thetas  # θ* of a plan's first checks: the last composition's (the plan's before the first)
+    planned: tuple[frozenset[str], SeriesPlan, dict[str, pl.DataFrame]] | None = None
+    linked = False  # the last check left links out: the same plan's raise check comes first
     while True:  # each failing plan withholds units it held, or leaves out links: finitely many plans
-        plan = planner.plan(withhold)
+        if planned is None or planned[0] != withhold:  # links left out only: the same plan and rows
+            plan = planner.plan(withhold)
+            planned = (withhold, plan, _added(rows(plan.republish), offered))
+        plan = planned[1]
         plain = not (plan.withheld.len() or plan.republish.height or offered or links.height)
         if plain and not ledger.meta["releases"]:  # the first release: no earlier E a weight could raise
             inputs = None
             break
-        composition = without_links(
-            Composition(ingested, plan.withheld, _added(rows(plan.republish), offered)), links
-        )
+        composition = without_links(Composition(ingested, plan.withheld, planned[2]), links)
         inputs = None  # the last attempt's frames are let go before this one's are computed (memory)
         found = mine(composition, config, earlier=earlier)
-        attempt += 1
-        if attempt == 1 and (failing := recheck(plan, found, thetas)):
-            withhold = _more(withhold, failing)  # over θ* with its own E already: no P(s | c) and θ* of it
+        if linked and (more := recheck.links(plan, found, first)).height:
+            links, passes = _more_links(links, more), passes + 1  # n(x) fell: x's other weights rose
             continue
-        if passes == 0 and (more := recheck.links(plan, found, thetas)).height:
-            links, passes = _more_links(links, more), passes + 1  # as above: E alone, the plan's θ*
+        if failing := recheck(plan, found, first):
+            withhold, linked = _more(withhold, failing), False  # over θ* with its own E: no P(s | c), θ*
+            continue
+        if not linked and (more := recheck.links(plan, found, first)).height:
+            links, passes, linked = _more_links(links, more), passes + 1, True  # as above: E alone
             continue
         inputs = release_inputs(composition, config, mined=found)
+        first, linked = inputs.thresholds.thetas, False
         failing = recheck(plan, inputs)  # its own E and θ*: the last word
         if failing:
             withhold = _more(withhold, failing)
@@ -257,7 +275,7 @@ def prepare(
         if more.is_empty():
             inputs = None if plain else inputs  # nothing changed: the quarter is released as it came
             break
-        links, passes = _more_links(links, more), passes + 1
+        links, passes, linked = _more_links(links, more), passes + 1, True
     folder = ingested if inputs is None else composition.write(work / "ingested-series")
     plan.counts["left_out_links"], plan.counts["left_out_passes"] = links.height, passes
     plan.counts["left_out_indi_rows"] = left_out_rows(composition) if inputs is not None else 0

@@ -4,10 +4,13 @@
   composition holds and the ledger does not record): a hand-built unit with worked answers.
 * The step plans until a plan passes its recheck with its own E and θ* (no cap of attempts after
   which a plan is kept unchecked; the rule before kept the fourth).
-* The first attempt checks the plan with the composition's own E before its P(s | c) and θ* are
-  computed; a unit over θ* there is withheld and only the plan that passes gets them. On a generated
-  two-quarter series: the step computes the composition's P and θ* once per plan that passed the first
-  check, and a full check of the final plan with the final composition's own E and θ* finds nothing.
+* Every plan is checked with the composition's own E (and the last composition's θ*, the plan's before
+  the first) before its P(s | c) and θ* are computed; a unit over θ* there is withheld and only a plan
+  that passes gets them. On a generated two-quarter series: the step computes the composition's P and
+  θ* once per plan that passed its first check, and a full check of the final plan with the final
+  composition's own E and θ* finds nothing.
+* After a raise check left links out, the same plan (no re-plan) is mined again and raise-checked
+  before its recheck (docs/series.md §6, eleventh session).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from faers_anon.series.composition import ReleaseInputs
 from faers_anon.series.exposed import exposed_probabilities
 from faers_anon.series.generate import make_series
 from faers_anon.series.ledger import history
-from faers_anon.series.placement import plan_series, pseudonym_ids
+from faers_anon.series.placement import Planner, plan_series, pseudonym_ids
 from faers_anon.series.store import stored_outcomes
 
 KEY = AgencyKey.from_secret(bytes(range(32)))
@@ -137,8 +140,8 @@ def test_a_unit_over_theta_with_the_compositions_own_e_is_withheld_before_its_p_
 ) -> None:
     # The first check (the composition's own E, the plan's θ*) reports one more unit over θ* (forced
     # here): it is withheld and the plan made again without computing that composition's P(s | c) and
-    # θ*; they are computed once, for the plan that passes, and a full check of it with them (the last
-    # word) finds nothing.
+    # θ*; every plan is checked with E alone first, P(s | c) and θ* are computed only for a plan that
+    # passed there, and a full check of the final plan with them (the last word) finds nothing.
     calls: list[tuple[str, frozenset[str]]] = []
     computed: list[pl.Series] = []
     forced: list[str] = []
@@ -160,8 +163,10 @@ def test_a_unit_over_theta_with_the_compositions_own_e_is_withheld_before_its_p_
     monkeypatch.setattr(step_module, "release_inputs", release_inputs)
     step = _prepare(quarter_two, quarter_two["root"] / "work")
     assert calls[0][0] == "first" and forced[0] in calls[0][1]
-    assert [kind for kind, _ in calls[1:]] == ["own"] * len(computed) and calls[-1][1] == frozenset()
-    assert len(computed) == len(calls) - 1  # no P(s | c) and θ* of the first composition
+    kinds = [kind for kind, _ in calls]
+    assert kinds.count("own") == len(computed) >= 1 and calls[-1] == ("own", frozenset())
+    # an own check only right after a first check of the same plan that passed
+    assert all(kinds[i - 1] == "first" and not calls[i - 1][1] for i, k in enumerate(kinds) if k == "own")
     assert forced[0] not in set(step.plan.frozen.get_column("unit").to_list())
     assert step.plan.counts["rechecked_withheld_units"] >= 1
     # the last word, checked again from scratch: a new Recheck of the final plan with its inputs
@@ -171,6 +176,40 @@ def test_a_unit_over_theta_with_the_compositions_own_e_is_withheld_before_its_p_
     before = step_module._before(ledger, AnonymizeConfig(k=3), step.inputs.outcomes)
     fresh = recheck_module.Recheck(ledger, past, known, AnonymizeConfig(k=3), before)
     assert check(fresh, step.plan, step.inputs) == frozenset()
+
+
+def test_after_links_left_out_the_same_plan_is_raise_checked_again_before_its_recheck(
+    quarter_two: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Leaving a pair's links out lowers n(x), which raises x's other weights: the raise check of the
+    # same plan, mined again, comes next (no re-plan, no recheck between), until it finds nothing. The
+    # first raise check reports a pair E does not hold (forced: its left-out rows are none).
+    events: list[str] = []
+    check, links, plan_of = recheck_module.Recheck.__call__, recheck_module.Recheck.links, Planner.plan
+
+    def recheck(self: Any, plan: Any, inputs: Any, thetas: dict[str, float] | None = None) -> frozenset[str]:
+        events.append("recheck")
+        return check(self, plan, inputs, thetas)
+
+    def linked(self: Any, plan: Any, inputs: Any, thetas: dict[str, float] | None = None) -> pl.DataFrame:
+        more = links(self, plan, inputs, thetas)
+        if not any(e in ("links", "left out") for e in events):
+            more = pl.concat([more, pl.DataFrame({"drug_key": ["NO SUCH DRUG"], "disease": ["NO SUCH"]})])
+        events.append("links" if more.is_empty() else "left out")
+        return more
+
+    def planned(self: Any, withhold: frozenset[str] = frozenset()) -> Any:
+        events.append("plan")
+        return plan_of(self, withhold)
+
+    monkeypatch.setattr(recheck_module.Recheck, "__call__", recheck)
+    monkeypatch.setattr(recheck_module.Recheck, "links", linked)
+    monkeypatch.setattr(Planner, "plan", planned)
+    step = _prepare(quarter_two, quarter_two["root"] / "work-links")
+    at = events.index("left out")
+    assert events[at + 1] in ("links", "left out") and "plan" not in events[at : at + 2]
+    assert step.plan.counts["left_out_passes"] >= 1 and step.plan.counts["left_out_links"] >= 1
+    assert events[-2:] == ["recheck", "links"]  # the last word: its own E and θ*, nothing fails
 
 
 def test_a_plan_failing_its_own_recheck_five_times_is_never_kept(
