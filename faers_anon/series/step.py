@@ -17,16 +17,18 @@ release publishes the OUTC set as a case QID).
 
 The order of the checks (docs/series.md §6, eleventh session). Every plan is checked first with the
 composition's own E (mined: :func:`faers_anon.series.composition.mine`) and the last composition's θ*
-(the plan's before the first): the recheck (rules 4–5), then the raise check (rule 6); a unit over θ*
-there is withheld, a raised pair's links left out, at the cost of E alone. Only a plan passing both gets
-the composition's P(s | c) and θ*, and is checked again with them (the recheck, then the raise check):
-the last word, so the loop ends only on a plan that passes with its own E and θ* whatever the order
-before. After a raise check left links out, the same plan is mined again and raise-checked first
-(no re-plan, no recheck between): leaving a pair's links out lowers n(x) of its drug x where a case's
-only linked indication of x was the pair's, which raises x's other weights, and the raise check
-finds those next; rechecking the composition in between withheld units over θ* through weights the
-next pass left out anyway (the 100k quarter 4: 7 and 15 units after passes of 136 and 6 pairs, then
-1 unit after the 144 pairs at once; 2,126 → 2,088 returning cases withheld).
+(the plan's before the first): the first plan with the recheck (rules 4–5), then the raise check
+(rule 6); every later plan with the raise check first, then the recheck. A unit over θ* there is
+withheld, a raised pair's links left out, at the cost of E alone. Only a plan passing both gets the
+composition's P(s | c) and θ*, and is checked again with them (the recheck, then the raise check): the
+last word, so the loop ends only on a plan that passes with its own E and θ* whatever the order before.
+After a raise check left links out, the same plan is mined again and raise-checked first (no re-plan, no
+recheck between): leaving a pair's links out lowers n(x) of its drug x where a case's only linked
+indication of x was the pair's, which raises x's other weights, and the raise check finds those next;
+rechecking the composition in between withheld units over θ* through weights the next pass left out
+anyway (the 100k quarter 4: 7 and 15 units after passes of 136 and 6 pairs, then 1 unit after the 144
+pairs at once; 2,126 → 2,088 returning cases withheld). A later plan (units withheld) is raise-checked
+before its recheck for the same reason: its raise check may leave links out, which changes E again.
 
 The composition that passes is written once, inside the private work folder (nothing of the withheld
 cases reaches the writer); the frozen units are written to ``frozen.parquet`` for :func:`with_frozen`,
@@ -204,8 +206,8 @@ def prepare(
     E and θ*; the folder the release is made from (with the republished cases) mines its own E and
     θ*, so each planned unit is checked again with those, and a unit over θ* there is withheld and
     the plan made again until one passes (:func:`_more`; each plan is checked with the composition's E
-    and the last θ* before its P(s | c) and θ* are computed, and after links left out the same plan's
-    raise check comes first: module docstring; the recheck and the raise check with the final
+    and the last θ* before its P(s | c) and θ* are computed, a later plan and the same plan after links
+    left out with the raise check first: module docstring; the recheck and the raise check with the final
     composition's own E and θ*, then the release's verification, stay the last word). The withheld
     cases' rows are written for the ledger's store (``pending``).
 
@@ -243,7 +245,7 @@ def prepare(
     passes = 0  # the checks that left out links (with E alone or with the composition's θ*)
     first = thetas  # θ* of a plan's first checks: the last composition's (the plan's before the first)
     planned: tuple[frozenset[str], SeriesPlan, dict[str, pl.DataFrame]] | None = None
-    linked = False  # the last check left links out: the same plan's raise check comes first
+    early = False  # a plan's raise check before its recheck: every plan but the first (module docstring)
     while True:  # each failing plan withholds units it held, or leaves out links: finitely many plans
         if planned is None or planned[0] != withhold:  # links left out only: the same plan and rows
             plan = planner.plan(withhold)
@@ -256,17 +258,19 @@ def prepare(
         composition = without_links(Composition(ingested, plan.withheld, planned[2]), links)
         inputs = None  # the last attempt's frames are let go before this one's are computed (memory)
         found = mine(composition, config, earlier=earlier)
-        if linked and (more := recheck.links(plan, found, first)).height:
-            links, passes = _more_links(links, more), passes + 1  # n(x) fell: x's other weights rose
+        if early and (more := recheck.links(plan, found, first)).height:
+            links, passes = _more_links(links, more), passes + 1  # E alone; n(x) fell: x's other weights rose
             continue
-        if failing := recheck(plan, found, first):
-            withhold, linked = _more(withhold, failing), False  # over θ* with its own E: no P(s | c), θ*
+        failing = recheck(plan, found, first)  # E alone, the last θ*: no P(s | c) and θ* of a failing plan
+        checked, early = early, True
+        if failing:
+            withhold = _more(withhold, failing)
             continue
-        if not linked and (more := recheck.links(plan, found, first)).height:
-            links, passes, linked = _more_links(links, more), passes + 1, True  # as above: E alone
+        if not checked and (more := recheck.links(plan, found, first)).height:
+            links, passes = _more_links(links, more), passes + 1
             continue
         inputs = release_inputs(composition, config, mined=found)
-        first, linked = inputs.thresholds.thetas, False
+        first = inputs.thresholds.thetas
         failing = recheck(plan, inputs)  # its own E and θ*: the last word
         if failing:
             withhold = _more(withhold, failing)
@@ -275,7 +279,7 @@ def prepare(
         if more.is_empty():
             inputs = None if plain else inputs  # nothing changed: the quarter is released as it came
             break
-        links, passes, linked = _more_links(links, more), passes + 1, True
+        links, passes = _more_links(links, more), passes + 1
     folder = ingested if inputs is None else composition.write(work / "ingested-series")
     plan.counts["left_out_links"], plan.counts["left_out_passes"] = links.height, passes
     plan.counts["left_out_indi_rows"] = left_out_rows(composition) if inputs is not None else 0

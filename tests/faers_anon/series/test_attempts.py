@@ -10,7 +10,7 @@
   θ* once per plan that passed its first check, and a full check of the final plan with the final
   composition's own E and θ* finds nothing.
 * After a raise check left links out, the same plan (no re-plan) is mined again and raise-checked
-  before its recheck (docs/series.md §6, eleventh session).
+  before its recheck, and so is every plan after the first (docs/series.md §6, eleventh session).
 """
 
 from __future__ import annotations
@@ -146,6 +146,11 @@ def test_a_unit_over_theta_with_the_compositions_own_e_is_withheld_before_its_p_
     computed: list[pl.Series] = []
     forced: list[str] = []
     check, inputs_of = recheck_module.Recheck.__call__, step_module.release_inputs
+    links, raised = recheck_module.Recheck.links, []
+
+    def linked(self: Any, plan: Any, inputs: Any, thetas: dict[str, float] | None = None) -> pl.DataFrame:
+        raised.append(len(calls))  # how many rechecks ran before this raise check
+        return links(self, plan, inputs, thetas)
 
     def recheck(self: Any, plan: Any, inputs: Any, thetas: dict[str, float] | None = None) -> frozenset[str]:
         failing = check(self, plan, inputs, thetas)
@@ -160,8 +165,10 @@ def test_a_unit_over_theta_with_the_compositions_own_e_is_withheld_before_its_p_
         return inputs_of(composition, config, **kwargs)
 
     monkeypatch.setattr(recheck_module.Recheck, "__call__", recheck)
+    monkeypatch.setattr(recheck_module.Recheck, "links", linked)
     monkeypatch.setattr(step_module, "release_inputs", release_inputs)
     step = _prepare(quarter_two, quarter_two["root"] / "work")
+    assert raised[0] == 1  # the next plan (the forced unit withheld) is raise-checked before its recheck
     assert calls[0][0] == "first" and forced[0] in calls[0][1]
     kinds = [kind for kind, _ in calls]
     assert kinds.count("own") == len(computed) >= 1 and calls[-1] == ("own", frozenset())
