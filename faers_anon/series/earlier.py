@@ -124,8 +124,8 @@ class _Histories:
     def rows(self, histories: pl.DataFrame) -> pl.DataFrame:
         """The :func:`_wide` rows of the distinct ``histories`` (any not in the ledger numbered after)."""
         distinct = histories.select("history").unique()
-        known = self.wide.join(distinct, on="history", how="semi")
-        new = distinct.join(known, on="history", how="anti")
+        known = self.wide.filter(pl.col("history").is_in(distinct.get_column("history").implode()))
+        new = distinct.filter(~pl.col("history").is_in(known.get_column("history").implode()))
         if new.is_empty():
             return known
         extra = _wide(new.get_column("history")).with_row_index("_h", offset=self.wide.height)
@@ -136,12 +136,14 @@ _INDEXES: dict[int, tuple[weakref.ref[pl.DataFrame], _Histories]] = {}
 
 
 def _histories(past: pl.DataFrame) -> _Histories:
-    """The :class:`_Histories` of ``past``, kept while that frame lives (the plan's and the recheck's)."""
+    """The :class:`_Histories` of ``past``, kept while that frame lives (the plan's and the recheck's);
+    a live frame equal to ``past`` (the step's and the plan's, each read from the ledger) shares its own."""
     for key in [key for key, (ref, _) in _INDEXES.items() if ref() is None]:
         del _INDEXES[key]
     found = _INDEXES.get(id(past))
     if found is None or found[0]() is not past:
-        found = (weakref.ref(past), _Histories(past))
+        same = [index for ref, index in _INDEXES.values() if (df := ref()) is not None and df.equals(past)]
+        found = (weakref.ref(past), same[0] if same else _Histories(past))
         _INDEXES[id(past)] = found
     return found[1]
 

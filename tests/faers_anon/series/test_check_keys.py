@@ -218,8 +218,10 @@ def test_the_ledger_histories_are_numbered_once_per_ledger_frame() -> None:
     assert index.wide.sort("history").select("history", "g1", "g2").rows() == [
         ("1:0", 0, None), ("1:0|2:4", 0, 4), ("2:4", None, 4)
     ]  # fmt: skip
-    other = past.clone()
-    assert _histories(other) is not index
+    other = past.clone()  # the step's and the plan's frames, each read from the ledger: equal, one index
+    assert _histories(other) is index
+    changed = past.with_columns(pl.col("history").str.replace("2:4", "2:5"))
+    assert _histories(changed) is not index and _histories(changed).wide.height == 3
 
 
 @pytest.mark.parametrize("seed", range(25))
