@@ -57,7 +57,8 @@ from knowledge.values import value_key_expr
 
 __all__ = [
     "FAILING_SCHEMA", "LINKS_SCHEMA", "Inputs", "failing", "inputs", "kept_of", "left_out_rows",
-    "links_over_theta", "pairs", "raised_by_e", "raised_rows",
+    "links_over_theta", "pairs", "raised_by_e", "raised_rows", "raised_up",
+    "read_apart",
 ]  # fmt: skip
 
 _LISTS = ("indications", "reactions", "drug_keys")
@@ -150,19 +151,24 @@ class _Reader:
                 parts.append(flagged(drugs.join(table, on="drug_key").rename({"weight": "p"}), flags))
         return [x.cast(_ROWS) for x in parts]  # type: ignore[arg-type]
 
-    def __call__(self, ids: pl.DataFrame, values: list[str] | None = None) -> pl.DataFrame:
+    def __call__(
+        self, ids: pl.DataFrame, values: list[str] | None = None, *, keep: bool = True
+    ) -> pl.DataFrame:
         """``pseudonym``, ``value``, ``before``, ``mid``, ``now`` of the cases ``ids`` (``pseudonym``), for
-        the wanted ``values`` (all when None; a class reads its members' rows)."""
+        the wanted ``values`` (all when None; a class reads its members' rows). The rows read are kept
+        for the next calls unless ``keep`` is False (:func:`raised_up`)."""
         ids = ids.select("pseudonym").unique()
         new = ids.join(self._rows.select("pseudonym").unique(), on="pseudonym", how="anti")
+        rows = self._rows.join(ids, on="pseudonym", how="semi")
         if new.height:
             ledger = self._state.select(pl.col("caseid").alias("pseudonym"), *_LISTS)
             ledger = ledger.join(new, on="pseudonym", how="semi")
             current = self._current.join(new, on="pseudonym", how="semi")
             parts = self._parts(ledger, ((True, True, True), (True, True, False), (False, False, True)))
             parts += self._parts(current, ((False, True, True), (False, True, False), (False, False, True)))
-            self._rows = pl.concat([self._rows, *parts])
-        rows = self._rows.join(ids, on="pseudonym", how="semi")
+            rows = pl.concat([rows, *parts])
+            if keep:
+                self._rows = pl.concat([self._rows, *parts])
         if values is not None:
             names = [v.removeprefix(CLASS_PREFIX) for v in values if v.startswith(CLASS_PREFIX)]
             read = self._codes.filter(pl.col("value").is_in(values)).select("v")
@@ -179,6 +185,27 @@ class _Reader:
         wanted = pl.col("value").is_in(self._wanted)
         single = p.join(self._codes, on="v").select("pseudonym", "value", *_SIDES).filter(wanted)
         return pl.concat([single, classes.filter(wanted)])
+
+
+def raised_up(reader: _Reader, holders: pl.DataFrame) -> pl.DataFrame:
+    """:func:`raised_by_e` of ``reader``'s rows of ``holders`` (:func:`read_apart`): the
+    full check reads nearly every ledger case (1.04 M at the 400k quarter 4), and their rows at once
+    were the step's peak (+1.9 GB); a later pass reads the few cases it needs again."""
+    return raised_by_e(read_apart(reader, holders, None))
+
+
+#: Cases a raise check reads at once when it reads more (:func:`read_apart`).
+READ_APART = 200_000
+
+
+def read_apart(reader: _Reader, ids: pl.DataFrame, values: list[str] | None) -> pl.DataFrame:
+    """``reader(ids, values)``; more than :data:`READ_APART` cases are read that many at a time and not
+    kept (the reader's rows of nearly every ledger case at once were the 400k quarter 4 step's peak)."""
+    ids = ids.select("pseudonym").unique()
+    size = READ_APART
+    if ids.height <= size:
+        return reader(ids, values)
+    return pl.concat([reader(ids.slice(i, size), values, keep=False) for i in range(0, ids.height, size)])
 
 
 def _holders(state: pl.DataFrame, published: pl.DataFrame, drugs: pl.Series) -> pl.DataFrame:
@@ -250,7 +277,7 @@ def links_over_theta(
     found = inputs(published, state, earlier, current, thetas, config)
     if found is None:
         return pl.DataFrame(schema=LINKS_SCHEMA)
-    up = raised_by_e(found.reader(_holders(state, published, found.found.drugs)))
+    up = raised_up(found.reader, _holders(state, published, found.found.drugs))
     lifted, _ = failing(up, None, kept_of(past, published), published, past, found.reader, thetas)
     return pairs(lifted, published, state, found.rows, _reads(found.wanted, config))
 
@@ -290,7 +317,7 @@ def failing(
     if checked.is_empty():
         return pl.DataFrame(schema=_LIFTED), pl.DataFrame(schema=FAILING_SCHEMA)
     members = _intersections(index, both.join(checked.select(pl.col("inner").alias("_h")).unique(), on="_h"))
-    p = reader(members, checked.get_column("value").unique().to_list())
+    p = read_apart(reader, members, checked.get_column("value").unique().to_list())
     theta = pl.DataFrame({"value": list(thetas), "theta": list(thetas.values())},
                          schema={"value": pl.Utf8, "theta": pl.Float64})  # fmt: skip
     size = members.group_by("inner").agg(pl.len().alias("size"))

@@ -51,6 +51,7 @@ from faers_anon.series.raised import (
     kept_of,
     pairs,
     raised_by_e,
+    raised_up,
 )
 
 __all__ = ["RaiseCheck"]
@@ -95,7 +96,7 @@ class RaiseCheck:
         reader, wanted = found.reader, found.wanted
         extra = None
         if last is None or last.star is None or not ids.is_in(last.published.implode()).all():
-            up = raised_by_e(reader(_holders(state, published, found.found.drugs)))
+            up = raised_up(reader, _holders(state, published, found.found.drugs))
         else:
             rise, risen = _risen(last.star, found.star, config)
             moved = {v for v in wanted if v not in last.thetas or thetas[v] < last.thetas[v]}

@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 
 from faers_anon.anonymize.config import AnonymizeConfig
+from faers_anon.series import raised
 from faers_anon.series.raised import links_over_theta
 from faers_anon.series.raised_passes import RaiseCheck
 from faers_anon.series.recheck import Recheck
@@ -99,3 +100,14 @@ def test_every_pass_of_the_step_leaves_out_what_a_full_check_would(
     step = _prepare(quarter_two, quarter_two["root"] / "work-passes")
     assert len(calls) >= 2 and calls[-1] == 0
     assert step.plan.counts["left_out_links"] == sum(calls)
+
+
+def test_cases_read_apart_give_the_same_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the full check and every later pass read the reader's rows READ_APART cases at a time (and keep
+    # none of them) when they read more: one case at a time gives the pairs of one read
+    nobody = _nobody()
+    calls = [(nobody, 1.0, 0.6), (nobody, 0.5, 0.6), (nobody, 0.61, 0.6), (_case_four(["X"]), 0.61, 0.6)]
+    whole = _passes(calls)
+    monkeypatch.setattr(raised, "READ_APART", 1)
+    assert _passes(calls) == whole
+    assert any(whole)
