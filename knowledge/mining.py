@@ -39,7 +39,14 @@ from knowledge.drug_names import drug_key_expr
 from knowledge.errors import KnowledgeError
 from knowledge.values import value_key_expr
 
-__all__ = ["FILLER_TERMS", "MiningConfig", "default_table", "mine_from_indications"]
+__all__ = [
+    "FILLER_TERMS",
+    "MiningConfig",
+    "default_table",
+    "indication_rows",
+    "mine_from_indications",
+    "mine_from_links",
+]
 
 #: INDI_PT terms that name no condition; compared by canonical key (case-insensitive).
 FILLER_TERMS: tuple[str, ...] = (
@@ -97,19 +104,15 @@ def _columns(frame: pl.LazyFrame, needed: Sequence[str], where: str) -> None:
         )
 
 
-def _mine(drug: pl.LazyFrame, indi: pl.LazyFrame, config: MiningConfig) -> pl.DataFrame:
+def _joined(drug: pl.LazyFrame, indi: pl.LazyFrame, config: MiningConfig, *extra: pl.Expr) -> pl.LazyFrame:
+    """INDI ⋈ DRUG as mining counts it (suspect roles, indi_drug_seq = drug_seq): ``caseid`` (the DRUG
+    row's), ``drug_key``, ``disease`` (the INDI_PT's canonical key), ``extra`` columns of the INDI rows."""
     drug_names = drug.collect_schema().names()
     if "drug_key" not in drug_names:
         _columns(drug, ["prod_ai", "drugname"], "drug")
         drug = drug.with_columns(drug_key=drug_key_expr(pl.col("prod_ai"), pl.col("drugname")))
     _columns(drug, ["primaryid", "caseid", "drug_seq", "role_cod"], "drug")
     _columns(indi, ["primaryid", "indi_drug_seq", "indi_pt"], "indi")
-    filler_keys = (
-        pl.DataFrame({"term": list(config.filler_terms)}, schema={"term": pl.Utf8})
-        .select(value_key_expr(pl.col("term")))
-        .to_series()
-        .drop_nulls()
-    )
     suspects = drug.filter(
         pl.col("role_cod").cast(pl.Utf8).str.strip_chars().str.to_uppercase().is_in(list(config.roles))
     ).select(
@@ -119,13 +122,55 @@ def _mine(drug: pl.LazyFrame, indi: pl.LazyFrame, config: MiningConfig) -> pl.Da
         pl.col("drug_key").cast(pl.Utf8),
     )
     indications = indi.select(
+        *extra,
         pl.col("primaryid").cast(pl.Int64),
         pl.col("indi_drug_seq").cast(pl.Int64).alias("drug_seq"),
         value_key_expr(pl.col("indi_pt").cast(pl.Utf8)).alias("disease"),
     )
+    return suspects.join(indications, on=["primaryid", "drug_seq"], how="inner")
+
+
+def _mine(drug: pl.LazyFrame, indi: pl.LazyFrame, config: MiningConfig) -> pl.DataFrame:
+    return _weights(_joined(drug, indi, config).select("caseid", "drug_key", "disease"), config)
+
+
+def indication_rows(
+    drug: pl.DataFrame | pl.LazyFrame, indi: pl.DataFrame | pl.LazyFrame, /, *,
+    roles: Sequence[str] = ("PS", "SS"),
+) -> pl.LazyFrame:  # fmt: skip
+    """The rows ``mine_from_indications`` counts, one per (INDI row, suspect DRUG row) it joins: ``_row``
+    (the INDI row's index), ``indi_caseid`` (its caseid), ``primaryid``, ``drug_seq``, ``caseid`` (the
+    DRUG row's), ``drug_key``, ``disease``; nulls and filler terms kept. :func:`mine_from_links` of the
+    rows of some INDI and DRUG rows is ``mine_from_indications`` of those rows (a caller mining many
+    subsets of one folder joins and keys its rows once)."""
+    config = MiningConfig(roles=tuple(r.strip().upper() for r in roles))
+    indi = indi.lazy().with_row_index("_row")
+    return _joined(
+        drug.lazy(), indi, config, pl.col("_row"), pl.col("caseid").cast(pl.Int64).alias("indi_caseid")
+    )
+
+
+def mine_from_links(
+    links: pl.DataFrame | pl.LazyFrame, /, *, min_cases: int = 3, min_confidence: float = 0.05,
+    min_lift: float = 1.0, filler_terms: Sequence[str] = FILLER_TERMS,
+) -> pl.DataFrame:  # fmt: skip
+    """E of joined rows (``caseid``, ``drug_key``, ``disease``: :func:`indication_rows`), as
+    ``mine_from_indications`` (the same thresholds) gives it of the INDI and DRUG rows they came from."""
+    config = MiningConfig(min_cases=min_cases, min_confidence=min_confidence, min_lift=min_lift,
+                          filler_terms=tuple(filler_terms))  # fmt: skip
+    return _weights(links.lazy().select("caseid", "drug_key", "disease"), config)
+
+
+def _weights(links: pl.LazyFrame, config: MiningConfig) -> pl.DataFrame:
+    """E of the joined (caseid, drug_key, disease) rows: nulls and filler terms dropped, distinct cases."""
+    filler_keys = (
+        pl.DataFrame({"term": list(config.filler_terms)}, schema={"term": pl.Utf8})
+        .select(value_key_expr(pl.col("term")))
+        .to_series()
+        .drop_nulls()
+    )
     links = (
-        suspects.join(indications, on=["primaryid", "drug_seq"], how="inner")
-        .drop_nulls(["caseid", "drug_key", "disease"])
+        links.drop_nulls(["caseid", "drug_key", "disease"])
         .filter(~pl.col("disease").is_in(filler_keys.implode()))
         .select("caseid", "drug_key", "disease")
         .unique()

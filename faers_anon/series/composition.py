@@ -40,9 +40,19 @@ from knowledge import (
     with_combinations,
 )
 from knowledge.drug_names import drug_key_expr
+from knowledge.mining import indication_rows, mine_from_links
 from knowledge.values import value_key_expr
 
-__all__ = ["Composition", "Mined", "ReleaseInputs", "left_out", "mine", "release_inputs", "without_links"]
+__all__ = [
+    "Composition",
+    "Mined",
+    "Miner",
+    "ReleaseInputs",
+    "left_out",
+    "mine",
+    "release_inputs",
+    "without_links",
+]
 
 log = logging.getLogger(__name__)
 
@@ -68,16 +78,22 @@ class Composition:
         """One table of the composition (a table with a ``caseid`` column): the quarter's rows, then
         the added ones, less the withheld cases' rows (and for ``indi``, the rows of the ``links``
         left out: :func:`without_links`)."""
-        path = self.ingested / f"{name}.parquet"
-        rows = pl.scan_parquet(path)
-        extra = self.added.get(name)
-        if extra is not None and extra.height:
-            schema = pl.read_parquet_schema(path)
-            rows = pl.concat([rows, extra.lazy().select(list(schema)).cast(schema)])  # type: ignore[arg-type]
+        rows = pl.scan_parquet(self.ingested / f"{name}.parquet")
+        extra = self.extra(name)
+        if extra is not None:
+            rows = pl.concat([rows, extra])
         rows = rows.filter(~pl.col("caseid").is_in(self.withheld.implode()))
         if name == "indi" and self.links is not None and self.links.height:
             rows = left_out(rows, self.table("drug"), self.links, keep=True)
         return rows
+
+    def extra(self, name: str) -> pl.LazyFrame | None:
+        """The ``added`` rows of one table cast to the quarter's schema (None: none)."""
+        extra = self.added.get(name)
+        if extra is None or not extra.height:
+            return None
+        schema = pl.read_parquet_schema(self.ingested / f"{name}.parquet")
+        return extra.lazy().select(list(schema)).cast(schema)  # type: ignore[arg-type]
 
     def write(self, out: Path) -> Path:
         """The composition as an ingested folder ``out`` (0700): each table with a ``caseid`` composed,
@@ -115,10 +131,11 @@ def left_out(
         key.cast(pl.Utf8).alias("drug_key"),
     )  # fmt: skip
     marked = (
-        indi.with_row_index("_row")
-        .with_columns(pl.col("primaryid").cast(pl.Int64).alias("_pid"),
-                      pl.col("indi_drug_seq").cast(pl.Int64).alias("_seq"),
-                      value_key_expr(pl.col("indi_pt").cast(pl.Utf8)).alias("disease"))  # fmt: skip
+        indi.with_row_index("_row").with_columns(
+            pl.col("primaryid").cast(pl.Int64).alias("_pid"),
+            pl.col("indi_drug_seq").cast(pl.Int64).alias("_seq"),
+            value_key_expr(pl.col("indi_pt").cast(pl.Utf8)).alias("disease"),
+        )  # fmt: skip
     )
     hits = (
         marked.select("_row", "_pid", "_seq", "disease")
@@ -197,13 +214,17 @@ def _drug_names(composition: Composition, config: AnonymizeConfig) -> pl.DataFra
     )
 
 
-def mine(composition: Composition, config: AnonymizeConfig, *, earlier: pl.DataFrame | None = None) -> Mined:
+def mine(
+    composition: Composition, config: AnonymizeConfig, *, earlier: pl.DataFrame | None = None,
+    own: pl.DataFrame | None = None,
+) -> Mined:  # fmt: skip
     """The composition's super-records, E and OUTC codes (:class:`Mined`), as the anonymizer reads them
     from its folder: about a fifth of :func:`release_inputs`' cost at a 100k quarter (P(s | c) and θ*
     of every case are the rest). ``earlier``: E*_{t−1}; E is then max(E_t, E*_{t−1}) per pair, as the
-    anonymizer's with ``earlier_knowledge`` (:func:`faers_anon.anonymize.inputs.knowledge_table`)."""
+    anonymizer's with ``earlier_knowledge`` (:func:`faers_anon.anonymize.inputs.knowledge_table`);
+    ``own``: E_t when already mined (:class:`Miner`)."""
     cases = composition.table("cases").collect()
-    own = _knowledge(composition, cases, config)
+    own = _knowledge(composition, cases, config) if own is None else own
     knowledge = own if earlier is None or "diseases" not in config.sensitive else with_earlier(own, earlier)
     outc = composition.ingested / "outc.parquet"
     outcomes = (
@@ -228,3 +249,79 @@ def release_inputs(
     )  # fmt: skip
     return ReleaseInputs(found.cases, found.knowledge, found.outcomes, probabilities, thresholds, found.own)
 
+
+class Miner:
+    """:func:`mine` over the attempts of one release, each INDI row of the quarter joined and keyed once.
+
+    E_t is mined from the composition's INDI ⋈ DRUG rows (:func:`knowledge.mining.indication_rows`): the
+    quarter's, less the withheld cases' (a row goes when its INDI or its DRUG row's caseid is withheld,
+    as :meth:`Composition.table` filters each table), with the added cases' (joined once a plan: they
+    change with it), less the INDI rows of the links left out (an INDI row that joins a suspect
+    of a left-out pair, as :func:`left_out`). The joined rows of the quarter are the same for every
+    attempt, so they are joined and keyed (the INDI_PT's canonical key) once, and each attempt only
+    filters them and counts (:func:`knowledge.mining.mine_from_links`): the same E as mining the
+    composition's tables, bit for bit (a test compares them). The rows of two parts join only within a
+    part when no primaryid of the added rows is the quarter's (ingested reports of another quarter);
+    otherwise (or with a user's E, or no diseases protected) the composition is mined as before.
+    """
+
+    def __init__(self, config: AnonymizeConfig, *, earlier: pl.DataFrame | None = None) -> None:
+        self._config, self._earlier = config, earlier
+        self._quarter: tuple[Path, pl.DataFrame, pl.Series, int] | None = None
+        self._last: tuple[object, object, bool, pl.DataFrame | None] | None = None
+
+    def __call__(self, composition: Composition) -> Mined:
+        """:func:`mine` of ``composition`` (with ``earlier``)."""
+        return mine(composition, self._config, earlier=self._earlier, own=self._own(composition))
+
+    def _rows(self, ingested: Path) -> tuple[pl.DataFrame, pl.Series, int]:
+        """The quarter's joined rows, its reports' primaryids (DRUG and INDI) and INDI rows, made once."""
+        if self._quarter is None or self._quarter[0] != ingested:
+            drug, indi = (
+                pl.scan_parquet(ingested / "drug.parquet"),
+                pl.scan_parquet(ingested / "indi.parquet"),
+            )
+            rows = indication_rows(drug, indi).with_columns(pl.col("_row").cast(pl.Int64)).collect()
+            ids = pl.concat([drug.select(pl.col("primaryid").cast(pl.Int64)),
+                             indi.select(pl.col("primaryid").cast(pl.Int64))]).unique().collect()  # fmt: skip
+            size = indi.select(pl.len()).collect().item()
+            self._quarter, self._last = (ingested, rows, ids.get_column("primaryid"), size), None
+        return self._quarter[1:]
+
+    def _own(self, composition: Composition) -> pl.DataFrame | None:
+        """E_t of the composition from the joined rows; None: mined from its tables (class docstring)."""
+        if "diseases" not in self._config.sensitive or self._config.knowledge is not None:
+            return None
+        rows, _, _ = self._rows(composition.ingested)
+        apart, added = self._added(composition)
+        if not apart:
+            return None
+        parts = [rows.lazy()] if added is None else [rows.lazy(), added.lazy()]
+        gone = composition.withheld.implode()
+        kept = pl.concat(parts).filter(~pl.col("caseid").is_in(gone) & ~pl.col("indi_caseid").is_in(gone))
+        if composition.links is not None and composition.links.height:
+            hits = kept.join(composition.links.lazy(), on=["drug_key", "disease"], how="semi").select("_row")
+            kept = kept.join(hits, on="_row", how="anti")
+        return mine_from_links(kept).select(list(E_SCHEMA))
+
+    def _added(self, composition: Composition) -> tuple[bool, pl.DataFrame | None]:
+        """Whether no added primaryid is the quarter's, and the joined rows of the added DRUG and INDI
+        rows (INDI row numbers after the quarter's; None: none added or not apart). The last call's
+        again for the same added frames (a pass leaving links out composes the same plan:
+        :class:`.store.StoredRows`)."""
+        frames = (composition.added.get("drug"), composition.added.get("indi"))
+        if self._last is not None and self._last[0] is frames[0] and self._last[1] is frames[1]:
+            return self._last[2], self._last[3]
+        _, ids, size = self._rows(composition.ingested)
+        drug, indi = composition.extra("drug"), composition.extra("indi")
+        found, apart = None, True
+        if drug is not None or indi is not None:
+            drug = pl.scan_parquet(composition.ingested / "drug.parquet").clear() if drug is None else drug
+            indi = pl.scan_parquet(composition.ingested / "indi.parquet").clear() if indi is None else indi
+            pids = pl.concat([drug.select("primaryid"), indi.select("primaryid")]).collect()
+            apart = not pids.get_column("primaryid").cast(pl.Int64).is_in(ids.implode()).any()
+            if apart:
+                offset = pl.col("_row").cast(pl.Int64) + size  # an INDI row number of its own
+                found = indication_rows(drug, indi).with_columns(offset.alias("_row")).collect()
+        self._last = (frames[0], frames[1], apart, found)
+        return apart, found

@@ -54,7 +54,7 @@ from faers_anon.anonymize.partition import PARTITION_SCHEMA
 from faers_anon.anonymize.value_classes import read_classes, read_outcomes
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import AgencyKey
-from faers_anon.series.composition import Composition, ReleaseInputs, mine, release_inputs, without_links
+from faers_anon.series.composition import Composition, Miner, ReleaseInputs, release_inputs, without_links
 from faers_anon.series.exposed import exposed_probabilities
 from faers_anon.series.ledger import Ledger, history, open_ledger, stage
 from faers_anon.series.pending import carried, write_pending
@@ -189,13 +189,6 @@ def _with_offered(cases: pl.DataFrame, offered: dict[str, pl.DataFrame]) -> pl.D
     return pl.concat([cases, extra])
 
 
-def _added(republished: dict[str, pl.DataFrame], offered: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
-    """Per table, the rows added to the quarter: republished stored cases and offered pending ones."""
-    names = dict.fromkeys([*republished, *offered])
-    return {n: pl.concat([t for t in (republished.get(n), offered.get(n)) if t is not None],
-                         how="diagonal_relaxed") for n in names}  # fmt: skip
-
-
 def prepare(
     ledger_dir: Path, ingested: Path, quarters: list[str], work: Path, config: AnonymizeConfig, key: AgencyKey
 ) -> SeriesStep:
@@ -240,24 +233,21 @@ def prepare(
     )  # fmt: skip
     known = planner.members.select("caseid", "pseudonym")  # the members' pseudonyms (no HMAC again)
     recheck = Recheck(ledger, past, known, config, before)
-    rows, inputs = StoredRows(ledger.path, ledger.meta["releases"]), None
+    rows, inputs = StoredRows(ledger.path, ledger.meta["releases"], extra=offered), None  # added rows
+    miner = Miner(config, earlier=earlier)  # E_t of each attempt from the quarter's INDI ⋈ DRUG joined once
     links = pl.DataFrame(schema=LINKS_SCHEMA)  # E's pairs whose INDI links are left out (.raised)
     passes = 0  # the checks that left out links (with E alone or with the composition's θ*)
     first = thetas  # θ* of a plan's first checks: the last composition's (the plan's before the first)
-    planned: tuple[frozenset[str], SeriesPlan, dict[str, pl.DataFrame]] | None = None
     early = False  # a plan's raise check before its recheck: every plan but the first (module docstring)
     while True:  # each failing plan withholds units it held, or leaves out links: finitely many plans
-        if planned is None or planned[0] != withhold:  # links left out only: the same plan and rows
-            plan = planner.plan(withhold)
-            planned = (withhold, plan, _added(rows(plan.republish), offered))
-        plan = planned[1]
+        plan = planner.plan(withhold)  # links left out only: the last plan (a copy) and rows again
         plain = not (plan.withheld.len() or plan.republish.height or offered or links.height)
         if plain and not ledger.meta["releases"]:  # the first release: no earlier E a weight could raise
             inputs = None
             break
-        composition = without_links(Composition(ingested, plan.withheld, planned[2]), links)
+        composition = without_links(Composition(ingested, plan.withheld, rows(plan.republish)), links)
         inputs = None  # the last attempt's frames are let go before this one's are computed (memory)
-        found = mine(composition, config, earlier=earlier)
+        found = miner(composition)
         if early and (more := recheck.links(plan, found, first)).height:
             links, passes = _more_links(links, more), passes + 1  # E alone; n(x) fell: x's other weights rose
             continue
@@ -329,6 +319,7 @@ def _report_counts(
 ) -> dict[str, int]:
     """Reports (DEMO rows) withheld and republished: the release's reports are the quarter's kept
     reports + ``retried_reports`` − ``withheld_reports`` + ``republished_reports``."""
+
     def rows(path: Path, cases: pl.Series) -> int:
         scan = pl.scan_parquet(path).filter(pl.col("caseid").is_in(cases.implode()))
         return int(scan.select(pl.len()).collect().item())

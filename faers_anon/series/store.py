@@ -36,6 +36,7 @@ __all__ = [
     "stored_knowledge",
     "stored_outcomes",
     "republished_rows",
+    "with_extra",
 ]
 
 #: The ingested tables kept per release (those with a caseid; the others are not republished).
@@ -219,15 +220,19 @@ class StoredRows:
     read and a SHA-256 of every store table each time, 2.7 s of a 100k quarter's step).
 
     The rows come out as :func:`republished_rows` gives them: per table, by store, then in the
-    store file's order. Memory: what is kept between calls is the last call's rows, and the frames
-    returned share their columns (a re-plan asks for a subset of the cases before it: it is filtered
-    from them; a case asked for again after it was left out is read again). Keeping every row read
-    beside the returned copy held the republished rows twice through the step's attempts (82 MB at a
-    100k quarter 4).
+    store file's order, followed by the ``extra`` rows of that table (the pending cases offered again,
+    :mod:`.pending`, added to every composition: :func:`with_extra`). Memory: what is kept between
+    calls is the last call's rows and its result (a re-plan asks for a subset of the cases before it:
+    it is filtered from them; a case asked for again after it was left out is read again). Keeping
+    every row read beside the returned copy held the republished rows twice through the step's
+    attempts (82 MB at a 100k quarter 4); the step's own copy of the last result (``planned``, with
+    the offered rows) is gone (twelfth session).
     """
 
-    def __init__(self, ledger: Path, releases: list[dict[str, Any]]) -> None:
-        self._ledger, self._records = ledger, _records(releases)
+    def __init__(
+        self, ledger: Path, releases: list[dict[str, Any]], *, extra: dict[str, pl.DataFrame] | None = None
+    ) -> None:
+        self._ledger, self._records, self._extra = ledger, _records(releases), extra or {}
         self._paths: dict[tuple[int, str], Path | None] = {}
         self._rows: dict[str, list[pl.DataFrame]] = {}
         self._done = pl.DataFrame(schema=_REPUBLISHED)
@@ -257,8 +262,10 @@ class StoredRows:
         self._done = pl.concat([self._done, missing])
 
     def __call__(self, republish: pl.DataFrame) -> dict[str, pl.DataFrame]:
-        """Per table, the stored rows of the ``republish`` cases (``caseid`` raw, ``store``); the last
-        call's frames again for the same cases (a pass that only leaves links out re-plans the same)."""
+        """Per table, the stored rows of the ``republish`` cases (``caseid`` raw, ``store``), then the
+        ``extra`` rows; the last call's frames again for the same cases (a pass that only leaves links out
+        composes the same plan: the series step keeps no copy of its own, and the miner knows the frames,
+        :class:`faers_anon.series.composition.Miner`)."""
         wanted = republish.select(pl.col("caseid").cast(pl.Int64), pl.col("store").cast(pl.Int64))
         if self._last is not None and self._last[0].equals(wanted):
             return dict(self._last[1])
@@ -271,7 +278,8 @@ class StoredRows:
             for name, parts in self._rows.items()
         }  # fmt: skip
         self._done = wanted.join(self._done, on=["caseid", "store"], how="semi")
-        self._last = (wanted, {name: parts[0].drop("_store", "_row") for name, parts in self._rows.items()})
+        stored = {name: parts[0].drop("_store", "_row") for name, parts in self._rows.items()}
+        self._last = (wanted, with_extra(stored, self._extra) if self._extra else stored)
         return dict(self._last[1])
 
 
@@ -285,3 +293,12 @@ def _in_order(parts: list[pl.DataFrame]) -> pl.DataFrame:
     ordered = all((a["_store"], a["_row"]) < (b["_store"], b["_row"]) for (_, a), (b, _) in pairs)
     frame = pl.concat(full or parts[:1], how="diagonal_relaxed")
     return frame if ordered else frame.sort("_store", "_row")
+
+
+def with_extra(
+    republished: dict[str, pl.DataFrame], extra: dict[str, pl.DataFrame]
+) -> dict[str, pl.DataFrame]:
+    """Per table, the rows added to the quarter: republished stored cases, then ``extra`` (offered)."""
+    names = dict.fromkeys([*republished, *extra])
+    return {n: pl.concat([t for t in (republished.get(n), extra.get(n)) if t is not None],
+                         how="diagonal_relaxed") for n in names}  # fmt: skip

@@ -192,7 +192,7 @@ def test_after_links_left_out_the_same_plan_is_raise_checked_again_before_its_re
     # same plan, mined again, comes next (no re-plan, no recheck between), until it finds nothing. The
     # first raise check reports a pair E does not hold (forced: its left-out rows are none).
     events: list[str] = []
-    check, links, plan_of = recheck_module.Recheck.__call__, recheck_module.Recheck.links, Planner.plan
+    check, links, plan_of = recheck_module.Recheck.__call__, recheck_module.Recheck.links, Planner._plan
 
     def recheck(self: Any, plan: Any, inputs: Any, thetas: dict[str, float] | None = None) -> frozenset[str]:
         events.append("recheck")
@@ -211,7 +211,7 @@ def test_after_links_left_out_the_same_plan_is_raise_checked_again_before_its_re
 
     monkeypatch.setattr(recheck_module.Recheck, "__call__", recheck)
     monkeypatch.setattr(recheck_module.Recheck, "links", linked)
-    monkeypatch.setattr(Planner, "plan", planned)
+    monkeypatch.setattr(Planner, "_plan", planned)  # a plan made, not the last one again
     step = _prepare(quarter_two, quarter_two["root"] / "work-links")
     at = events.index("left out")
     assert events[at + 1] in ("links", "left out") and "plan" not in events[at : at + 2]

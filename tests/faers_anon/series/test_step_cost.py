@@ -244,3 +244,21 @@ def test_the_anonymizer_takes_the_steps_inputs_and_writes_the_same_release(
         assert_frame_equal(handed, pl.read_parquet(tmp_path / "computed" / "parquet" / f"{name}.parquet"))
     for name in ("knowledge.csv", "thresholds.csv"):
         assert (tmp_path / "handed" / name).read_bytes() == (tmp_path / "computed" / name).read_bytes()
+
+
+def test_stored_rows_add_the_extra_rows_and_give_the_same_frames_for_the_same_cases(tmp_path: Path) -> None:
+    """The offered pending rows come after the republished ones (the composition's added rows, the step
+    keeps no copy of its own); the same cases again give the same frames (the miner reuses their rows)."""
+    drug = pl.DataFrame({"caseid": [3, 1, 2, 1], "drug_key": ["A", "B", "C", "D"]})
+    cases = pl.DataFrame({"caseid": [1, 2, 3], "pseudonym": [4, 5, 6]})
+    releases = [_store(tmp_path, 1, {"drug": drug, "cases": cases})]
+    offered = {"drug": pl.DataFrame({"caseid": [9], "drug_key": ["P"]}),
+               "reac": pl.DataFrame({"caseid": [9], "pt": ["X"]})}  # fmt: skip
+    rows = StoredRows(tmp_path, releases, extra=offered)
+    first = rows(pl.DataFrame({"caseid": [1, 3], "store": [1, 1]}))
+    assert first["drug"].rows() == [(3, "A"), (1, "B"), (1, "D"), (9, "P")]
+    assert sorted(first) == ["cases", "drug", "reac"] and first["reac"].rows() == [(9, "X")]
+    again = rows(pl.DataFrame({"caseid": [1, 3], "store": [1, 1]}))
+    assert all(again[name] is first[name] for name in first)
+    none = rows(pl.DataFrame(schema={"caseid": pl.Int64, "store": pl.Int64}))
+    assert none["drug"].rows() == [(9, "P")] and none["cases"].is_empty()
