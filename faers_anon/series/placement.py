@@ -203,6 +203,7 @@ def _trim(members: pl.DataFrame, target: int) -> pl.DataFrame:
     of its stored members; a class without one is not published. Every published class h then has
     Σ_{h' ⊇ h} x_h' ≥ min(target, sup_r(h) + n_h − r_h) members in the bundle; :func:`_sizes`
     checks k. Stored members are taken fewest exposed values first, then by pseudonym (deterministic).
+    Ordered on the keys alone, the rows taken once (sorting the lists too: 0.17–0.23 -> 0.14 CPU-s, 100k).
     """
     is_returning = pl.col("store").is_null()
     classes = members.group_by("unit", "history").agg(pl.len().alias("n"), is_returning.sum().alias("r"))
@@ -218,13 +219,12 @@ def _trim(members: pl.DataFrame, target: int) -> pl.DataFrame:
         "unit", "history", pl.when(pl.col("r") > 0).then(pl.col("r") + added).otherwise(0).alias("quota")
     )
     exposed = sum(pl.col(name).list.len() for name in _LISTS)
-    order = ["unit", "history", pl.col("store").is_not_null(), exposed, "pseudonym"]
-    ranked = members.sort(order).with_columns(pl.int_range(pl.len()).over("unit", "history").alias("_rank"))
-    return (
-        ranked.join(quota, on=["unit", "history"])
-        .filter(pl.col("_rank") < pl.col("quota"))
-        .drop("_rank", "quota")
-    )
+    keys = members.select("unit", "history", pl.col("store").is_not_null().alias("_s"), exposed.alias("_x"),
+                          "pseudonym").with_row_index("_i")  # fmt: skip
+    ranked = keys.sort("unit", "history", "_s", "_x", "pseudonym").with_columns(
+        pl.int_range(pl.len()).over("unit", "history").alias("_rank")
+    ).join(quota, on=["unit", "history"], maintain_order="left")  # fmt: skip
+    return members[ranked.filter(pl.col("_rank") < pl.col("quota")).get_column("_i")]
 
 
 def _place(
