@@ -218,7 +218,9 @@ def _trim(members: pl.DataFrame, target: int) -> pl.DataFrame:
     quota = classes.join(sup, left_on=["unit", "history"], right_on=["unit", "d_history"]).select(
         "unit", "history", pl.when(pl.col("r") > 0).then(pl.col("r") + added).otherwise(0).alias("quota")
     )
-    exposed = sum(pl.col(name).list.len() for name in _LISTS)
+    exposed = sum(
+        (pl.col(name).list.len() for name in _LISTS), pl.lit(0, pl.UInt32)
+    )  # null lists: null, as before
     keys = members.select("unit", "history", pl.col("store").is_not_null().alias("_s"), exposed.alias("_x"),
                           "pseudonym").with_row_index("_i")  # fmt: skip
     ranked = keys.sort("unit", "history", "_s", "_x", "pseudonym").with_columns(
