@@ -274,6 +274,15 @@ class Miner:
         """:func:`mine` of ``composition`` (with ``earlier``)."""
         return mine(composition, self._config, earlier=self._earlier, own=self._own(composition))
 
+    def quarter(self, ingested: Path) -> pl.DataFrame | None:
+        """E of the quarter's folder alone (:func:`faers_anon.anonymize.inputs.knowledge_table` without
+        ``earlier``) from its joined rows; None: not mined here (a user's E, no diseases, no tables)."""
+        if "diseases" not in self._config.sensitive or self._config.knowledge is not None:
+            return None
+        if not all((ingested / f"{name}.parquet").is_file() for name in ("drug", "indi")):
+            return None  # knowledge_table says which is missing
+        return mine_from_links(self._rows(ingested)[0]).select(list(E_SCHEMA))
+
     def _rows(self, ingested: Path) -> tuple[pl.DataFrame, pl.Series, int]:
         """The quarter's joined rows, its reports' primaryids (DRUG and INDI) and INDI rows, made once."""
         if self._quarter is None or self._quarter[0] != ingested:

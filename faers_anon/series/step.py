@@ -106,13 +106,18 @@ class SeriesStep:
 
 def _release_inputs(
     folder: Path, config: AnonymizeConfig, *, cases: pl.DataFrame | None = None,
-    earlier: pl.DataFrame | None = None,
+    earlier: pl.DataFrame | None = None, own: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None, dict[str, float]]:  # fmt: skip
     """Cases, E, OUTC codes and θ* of an ingested folder, as anonymization computes them (the drug
     columns the column policy publishes read through E: ``ingested=``); ``cases``: its super-records
-    (the offered pending ones included) when already read; ``earlier``: E*_{t−1} (E is then E*_t)."""
+    (the offered pending ones included) when already read; ``earlier``: E*_{t−1} (E is then E*_t);
+    ``own``: the folder's E as mined (:meth:`Miner.quarter`), when known."""
     cases = pl.read_parquet(folder / "cases.parquet") if cases is None else cases
-    knowledge = knowledge_table(folder, sensitive=config.sensitive, knowledge=config.knowledge)
+    knowledge = (
+        knowledge_table(folder, sensitive=config.sensitive, knowledge=config.knowledge)
+        if own is None
+        else own
+    )
     if earlier is not None and "diseases" in config.sensitive:
         knowledge = with_earlier(knowledge, earlier)
     outcomes = read_outcomes(folder) if config.protect_outcomes else None
@@ -125,15 +130,17 @@ def _release_inputs(
 
 def _first_inputs(
     ingested: Path, cases: pl.DataFrame, ids: pl.DataFrame, ledger: Ledger, config: AnonymizeConfig,
-    offered: dict[str, pl.DataFrame], earlier: pl.DataFrame | None,
+    offered: dict[str, pl.DataFrame], earlier: pl.DataFrame | None, miner: Miner,
 ) -> tuple[pl.DataFrame, pl.DataFrame | None, dict[str, float]]:  # fmt: skip
     """E*_t (with every earlier release's weights: ``earlier``), OUTC codes (the offered ones too) and
     θ* of this quarter (through E*_t, as the release computes them), for the plan's checks; nothing is
-    computed when no case returns (the first release)."""
+    computed when no case returns (the first release). E_t of the quarter from the miner's joined rows
+    (the same E as mining its folder; the attempts' compositions filter those rows)."""
     returning = ids.join(ledger.state.select(pl.col("caseid").alias("pseudonym")), on="pseudonym", how="semi")
     if returning.is_empty():
         return pl.DataFrame(schema=_NO_E), None, {}
-    _, knowledge, outcomes, thetas = _release_inputs(ingested, config, cases=cases, earlier=earlier)
+    own = miner.quarter(ingested)
+    _, knowledge, outcomes, thetas = _release_inputs(ingested, config, cases=cases, earlier=earlier, own=own)
     if outcomes is not None and "outc" in offered:
         extra = offered["outc"].select(outcomes.columns).cast(outcomes.schema)  # type: ignore[arg-type]
         outcomes = pl.concat([outcomes, extra])
@@ -219,7 +226,8 @@ def prepare(
     cases = _with_offered(cases, offered)
     ids = pseudonym_ids(cases, key.pseudonym_key)
     earlier = _earlier(ledger)
-    knowledge, outcomes, thetas = _first_inputs(ingested, cases, ids, ledger, config, offered, earlier)
+    miner = Miner(config, earlier=earlier)  # E_t of each attempt from the quarter's INDI ⋈ DRUG joined once
+    knowledge, outcomes, thetas = _first_inputs(ingested, cases, ids, ledger, config, offered, earlier, miner)
     wanted = unit_members(ids, ledger.state)
     stored, _ = stored_cases(ledger.path, ledger.meta["releases"], key.pseudonym_key, wanted=wanted)
     outcomes = _with_stored_outcomes(outcomes, ledger, stored, ids)
@@ -234,7 +242,6 @@ def prepare(
     known = planner.members.select("caseid", "pseudonym")  # the members' pseudonyms (no HMAC again)
     recheck = Recheck(ledger, past, known, config, before)
     rows, inputs = StoredRows(ledger.path, ledger.meta["releases"], extra=offered), None  # added rows
-    miner = Miner(config, earlier=earlier)  # E_t of each attempt from the quarter's INDI ⋈ DRUG joined once
     links = pl.DataFrame(schema=LINKS_SCHEMA)  # E's pairs whose INDI links are left out (.raised)
     passes = 0  # the checks that left out links (with E alone or with the composition's θ*)
     first = thetas  # θ* of a plan's first checks: the last composition's (the plan's before the first)

@@ -84,3 +84,14 @@ def _check(
     assert_frame_equal(got.cases, want.cases)
     assert got.own.join(links, on=["drug_key", "disease"], how="semi").is_empty()  # no case in E_t
     assert (miner._own(composition) is None) == shared  # cross pairs possible: mined from the tables
+
+
+def test_the_miners_quarter_e_is_the_folders(demo: Path) -> None:
+    from faers_anon.anonymize.inputs import knowledge_table
+
+    config = AnonymizeConfig(k=3)
+    want = knowledge_table(demo, sensitive=config.sensitive, knowledge=None)
+    got = Miner(config).quarter(demo)
+    assert got is not None
+    assert_frame_equal(got, want)
+    assert Miner(AnonymizeConfig(k=3, sensitive=("reactions",))).quarter(demo) is None
