@@ -6,31 +6,38 @@ the units' members, the recheck's members and the earlier intersections' holders
 the union of its current lists and every value the ledger records it exposed, its OUTC codes those
 of this quarter and the ledger's, and P is computed as for a release.
 
-Cost: P(s | c) explodes the lists and keeps one row per (case, value), so the union is not sorted
-per row (that took 0.8 CPU-s a call, six calls a 100k quarter); it is made unique (``list.unique``,
-no sort): a republished member's stored lists repeat its ledger values, and P's explode, join and
-sort over the repeats cost more (a 100k quarter 4's 88,852 members: 1.94 → 1.44 CPU-s); a set union
-(``list.set_union``, null terms left to P, which drops them) on the needed columns only costs 0.30
-CPU-s where the concatenation made unique on the members' every column cost 0.75 (the same P). Keeping each
-case's rows over the calls and recomputing only where E's rows of its drugs changed was tried and
-does not pay here (:mod:`.recheck` does it for a recheck's later attempts, per changed value): each
-attempt's own E changes the weights of the common drugs (a withheld unit's cases change every share
-of their drugs), which 70 % (first recheck) and 42 % (second) of the members hold, the republished
-members' OUTC codes differ between the quarter's and the composition's, and the bookkeeping cost
-more than the rows it saved (100k quarter 4).
+Cost: P is computed as arrays (:mod:`.linked`), the frame of
+:func:`knowledge.case_value_probabilities` and
+:func:`faers_anon.anonymize.value_classes.with_classes_and_outcomes` row for row (tests compare them):
+the ledger's lists (state: one row per case) are numbered once per step and kept while that frame
+lives, each call numbers only its members' current lists, maps both through the call's sorted
+dictionary of values and runs one kernel. The union of a member's lists and the ledger's is the
+kernel's: it keeps the largest p per (case, value), so repeats cost nothing and no list is merged
+(a null current list counts as empty: the set union before, ``list.set_union``, dropped the ledger's
+values of such a member; the step's members have none). A 100k quarter 4's 8 calls: 2.9–3.2 → 0.8–0.9
+CPU-s (twelfth session; before: the set union, explode, join, sort and unique of polars frames, and
+the class and outcome rows joined, grouped and sorted after). Members are still taken per
+:data:`CHUNK` (each chunk's cases whole, chunks in caseid order: the same frame).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
+from numpy.typing import NDArray
 
 from faers_anon.anonymize.config import AnonymizeConfig
-from faers_anon.anonymize.value_classes import read_classes, with_classes_and_outcomes
-from knowledge import case_value_probabilities
+from faers_anon.anonymize.value_classes import CLASS_PREFIX, OUTC_PREFIX, read_classes
+from faers_anon.series.linked import Group, ReadE, case_rows, expand, lists, numbered, read
+from knowledge.mining import FILLER_TERMS
+from knowledge.values import value_key_expr
 
 __all__ = ["exposed_probabilities"]
 
-_LISTS = ("indications", "reactions", "drug_keys")
+_OWN = ("indications", "reactions")
+#: The filler terms' canonical keys, as :func:`knowledge.case_value_probabilities` leaves them out.
+_FILLER_KEYS = [" ".join(term.upper().split()) for term in FILLER_TERMS]
+_SCHEMA = pl.Schema({"caseid": pl.Int64, "value": pl.Utf8, "p": pl.Float64})
 #: Members per P(s | c) computation (module docstring).
 CHUNK = 100_000
 
@@ -62,6 +69,21 @@ def exposed_probabilities(
     return pl.concat([_exposed(parts[key], entries, knowledge, config, outcomes) for key in sorted(parts)])
 
 
+def _groups(sensitive: tuple[str, ...] | list[str], codes: bool) -> dict[str, Group]:
+    """The list groups P reads (:class:`.linked.Lists`): own terms as values (filler terms none), drug
+    keys as they are, OUTC codes as ``outc:`` pseudo-values."""
+    key = value_key_expr(pl.col("t"))
+    groups: dict[str, Group] = {}
+    own = tuple(name for name in _OWN if name in sensitive)
+    if own:
+        groups["own"] = own, pl.when(key.is_in(_FILLER_KEYS)).then(None).otherwise(key)
+    if "diseases" in sensitive:
+        groups["drugs"] = ("drug_keys",), pl.col("t")
+    if codes:
+        groups["codes"] = ("outcomes",), _code(pl.col("t"))
+    return groups
+
+
 def _exposed(
     members: pl.DataFrame,
     entries: pl.DataFrame,
@@ -69,34 +91,102 @@ def _exposed(
     config: AnonymizeConfig,
     outcomes: pl.DataFrame | None,
 ) -> pl.DataFrame:
-    """:func:`exposed_probabilities` of one chunk of members."""
-    state = "history" in entries.columns  # the ledger's state: one row per case, the union already made
-    wanted = ["caseid", *_LISTS, *(["outcomes"] if outcomes is not None else [])]
-    entries = entries.select(wanted).join(members.select(pl.col("pseudonym").alias("caseid")), on="caseid",
-                                          how="semi")  # fmt: skip
-    past = entries.rename({"caseid": "pseudonym"})
-    if state:
-        past = past.select("pseudonym", *[pl.col(n).alias(f"_past_{n}") for n in _LISTS])
+    """:func:`exposed_probabilities` of one chunk of members, as arrays (:mod:`.linked`)."""
+    groups = _groups(config.sensitive, outcomes is not None)
+    past = lists(entries, "caseid", groups)  # the ledger's lists, numbered once per step
+    now = numbered(members, "caseid", {k: g for k, g in groups.items() if k != "codes"})
+    caseids = members.get_column("caseid").cast(pl.Int64)
+    cases = caseids.unique().sort()
+    member_case = np.searchsorted(cases.to_numpy(), caseids.to_numpy()).astype(np.int64)
+    hits = (
+        members.select("pseudonym", pl.Series("_c", member_case))
+        .join(past.keys, left_on="pseudonym", right_on="caseid")
+    )  # fmt: skip
+    hit_rows, hit_cases = _array(hits, "_row"), _array(hits, "_c")
+    numbers = pl.DataFrame({"caseid": cases, "_c": np.arange(len(cases), dtype=np.int64)})
+    marks = pl.DataFrame(schema={"_c": pl.Int64, "value": pl.Utf8})
+    if outcomes is not None:  # the codes' pseudo-values made once per distinct code
+        codes = outcomes.select(pl.col("caseid").cast(pl.Int64), pl.col("outc_cod").cast(pl.Utf8))
+        codes = codes.join(numbers, on="caseid").drop_nulls("outc_cod")
+        distinct = pl.col("outc_cod").unique(maintain_order=True)
+        value = pl.col("outc_cod").replace(distinct, _code(distinct)).alias("value")
+        marks = codes.select("_c", value).drop_nulls()
+    table = read(knowledge) if "drugs" in groups else None
+    classes = read_classes(config.classes).members
+    dictionary = (
+        pl.concat([
+            *[found.groups[g][2].drop_nulls().to_frame("value") for found in (past, now)
+              for g in ("own", "codes") if g in found.groups],
+            marks.select("value"),
+            classes.select((pl.lit(CLASS_PREFIX) + pl.col("class")).alias("value")),
+            *([table.values.to_frame("value")] if table is not None else []),
+        ]).unique().sort("value").with_row_index("_r")
+    )  # fmt: skip
+    own_c, own_r = [marks.get_column("_c").to_numpy()], [_ranks(marks.get_column("value"), dictionary)]
+    drug_c: list[NDArray[np.int64]] = []
+    drug_d: list[NDArray[np.int64]] = []
+    rows = np.arange(members.height, dtype=np.int64)
+    for found, at, case in ((now, rows, member_case), (past, hit_rows, hit_cases)):
+        for name, (start, ids, values) in found.groups.items():
+            c, i = expand(start, ids, at, case)
+            if name == "drugs":
+                assert table is not None
+                mapped = _drug_ids(values, table)[i]
+                keep = mapped >= 0
+                drug_c.append(c[keep])
+                drug_d.append(mapped[keep])
+            else:
+                mapped = _ranks(values, dictionary)[i]
+                keep = mapped >= 0
+                own_c.append(c[keep])
+                own_r.append(mapped[keep])
+    if table is not None:
+        e = (table.start, _ranks(table.values, dictionary)[table.value], table.weight)
     else:
-        past = past.group_by("pseudonym").agg(
-            pl.col(name).explode().drop_nulls().alias(f"_past_{name}") for name in _LISTS
-        )
-    # P(s | c) explodes the lists, drops null terms and keeps one row per (case, value): order and null
-    # terms do not matter, repeats cost; a set union is cheaper than concat + unique (module docstring)
-    merged = [pl.col(n).list.set_union(f"_past_{n}").alias(n) for n in _LISTS]
-    ids = members.select("caseid", "pseudonym")
-    own = members.select("caseid", "pseudonym", *_LISTS)
-    union = own.join(past, on="pseudonym", how="left").with_columns(
-        pl.col(f"_past_{n}").fill_null(pl.lit([], pl.List(pl.Utf8))) for n in _LISTS
-    ).select("caseid", *merged)  # fmt: skip
-    probabilities = case_value_probabilities(union, knowledge, sensitive=config.sensitive)
-    if outcomes is not None:
-        past_codes = (
-            entries.select(pl.col("caseid").alias("pseudonym"), pl.col("outcomes").alias("outc_cod"))
-            .explode("outc_cod")
-            .join(ids, on="pseudonym")
-            .select("caseid", "outc_cod")
-        )
-        now = outcomes.select(pl.col("caseid").cast(pl.Int64), "outc_cod").join(ids, on="caseid", how="semi")
-        outcomes = pl.concat([now, past_codes])
-    return with_classes_and_outcomes(probabilities, classes=read_classes(config.classes), outcomes=outcomes)
+        e = (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0))
+    class_pairs = (
+        classes.join(dictionary, on="value")
+        .select("_r", (pl.lit(CLASS_PREFIX) + pl.col("class")).alias("value"))
+        .join(dictionary.rename({"_r": "_class"}), on="value").sort("_r", "_class")
+    )  # fmt: skip
+    class_start = np.zeros(dictionary.height + 1, np.int64)
+    np.cumsum(np.bincount(_array(class_pairs, "_r"), minlength=dictionary.height), out=class_start[1:])
+    case, rank, p = case_rows(
+        len(cases),
+        (_joined(own_c), _joined(own_r)),
+        (_joined(drug_c), _joined(drug_d)),
+        e,
+        (class_start, _array(class_pairs, "_class")),
+    )
+    return pl.DataFrame({
+        "caseid": cases.gather(case),
+        "value": dictionary.get_column("value").gather(rank),
+        "p": p,
+    }, schema=_SCHEMA)  # fmt: skip
+
+
+def _code(code: pl.Expr) -> pl.Expr:
+    """An OUTC code's pseudo-value (:func:`faers_anon.anonymize.value_classes.with_classes_and_outcomes`)."""
+    return pl.lit(OUTC_PREFIX) + value_key_expr(code)
+
+
+def _joined(parts: list[NDArray[np.int64]]) -> NDArray[np.int64]:
+    """The parts end to end, as int64."""
+    return np.concatenate([np.asarray(part, np.int64) for part in parts]) if parts else np.zeros(0, np.int64)
+
+
+def _ranks(values: pl.Series, dictionary: pl.DataFrame) -> NDArray[np.int64]:
+    """Each of ``values``' rank in ``dictionary`` (−1 for a null)."""
+    found = values.to_frame("value").join(dictionary, on="value", how="left", maintain_order="left")
+    return found.get_column("_r").fill_null(-1).to_numpy().astype(np.int64)
+
+
+def _drug_ids(values: pl.Series, table: ReadE) -> NDArray[np.int64]:
+    """Each drug key's number in E (−1 when E has no row of it)."""
+    found = values.to_frame("drug_key").join(table.drugs, on="drug_key", how="left", maintain_order="left")
+    return found.get_column("_d").fill_null(-1).to_numpy().astype(np.int64)
+
+
+def _array(frame: pl.DataFrame, column: str) -> NDArray[np.int64]:
+    """``frame[column]`` as int64 numbers."""
+    return frame.get_column(column).to_numpy().astype(np.int64)

@@ -15,8 +15,11 @@ each unit's bundle is chosen once), and for them:
   (its own rows, the same in both compositions), the class file and E's rows of its drugs
   (:func:`faers_anon.series.exposed.exposed_probabilities`; SPEC §5). So only a member holding a
   drug whose E rows changed (drug keys as P reads them, each (drug, value) at its largest weight)
-  can have a new P, and only for a value of a changed row or a class holding one (Δ values); the
-  others keep the last attempt's rows.
+  can have a new P, and only for a value of a changed row or a class holding one (Δ values). When
+  no row changed the last attempt's rows are kept; otherwise every member's P is computed again:
+  as arrays (:mod:`.linked`) that costs less than renewing only the holders' changed values did
+  (:func:`.renew.renewed`: the holders found, their terms cut, the frames merged and sorted;
+  100k quarter 4, 3 calls: 1.44 CPU-s renewed, twelfth session).
 * The bundle check of (unit, s) reads only the members' P(s) and θ_s. Every unit the last attempt
   kept passed there for every s, so it still passes for s outside the Δ values and the values whose
   θ changed (V*): only V* is checked (θ* restricted to V*).
@@ -50,10 +53,9 @@ from faers_anon.series.exposed import exposed_probabilities
 from faers_anon.series.ledger import Ledger
 from faers_anon.series.placement import SeriesPlan, over_theta
 from faers_anon.series.raised_passes import RaiseCheck
-from faers_anon.series.renew import Change, as_read, changed_rows, only_terms, renewed
+from faers_anon.series.renew import as_read, changed_rows
 from faers_anon.series.renew import change as change_of
 from faers_anon.series.store import stored_knowledge
-from knowledge.values import value_key_expr
 
 __all__ = ["Recheck", "changed_rows"]
 
@@ -72,21 +74,6 @@ class _Attempt:
     probabilities: pl.DataFrame
     kept: pl.DataFrame
     failing: pl.DataFrame
-
-
-def _holding(members: pl.DataFrame, entries: pl.DataFrame, drugs: pl.Series) -> pl.DataFrame:
-    """``caseid`` of the members holding one of ``drugs`` now or in the ledger (its drug keys as
-    :func:`knowledge.case_value_probabilities` reads them)."""
-    wanted = drugs.implode()
-    now = members.select("caseid", "drug_keys").explode("drug_keys").filter(pl.col("drug_keys").is_in(wanted))
-    past = (
-        entries.select(pl.col("caseid").alias("pseudonym"), "drug_keys")
-        .join(members.select("pseudonym"), on="pseudonym", how="semi")
-        .explode("drug_keys")
-        .filter(pl.col("drug_keys").is_in(wanted))
-        .join(members.select("caseid", "pseudonym"), on="pseudonym")
-    )
-    return pl.concat([now.select("caseid"), past.select("caseid")]).unique()
 
 
 class Recheck:
@@ -124,15 +111,17 @@ class Recheck:
                                 config=self._config, outcomes=inputs.outcomes)  # fmt: skip
         read = as_read(knowledge)
         units = members.select("unit").unique()
-        last, self._last = self._last, None  # its P(s | c) is let go once renewed (memory: 400k quarters)
+        last, self._last = self._last, None  # its P(s | c) let go before P is made again (memory)
         if last is None or units.join(last.units, on="unit", how="anti").height:
-            last = None
             now = probabilities(members)
             failing, checked = self._full(members, now, probabilities, thetas)
         else:
             change = change_of(last.knowledge, read, self._config, (last.thetas, thetas))
-            now = self._renewed(members, last, knowledge, change)
-            last = replace(last, probabilities=now.clear())  # the checks read the kept and failing histories
+            if change.values:  # every member's P again: cheaper than renewing the changed ones (docstring)
+                last = replace(last, probabilities=last.probabilities.clear())
+                now = probabilities(members)
+            else:
+                now = last.probabilities.join(members.select("caseid"), on="caseid", how="semi")
             failing, checked = self._changed(members, now, probabilities, thetas, change.wanted, last)
         self._last = _Attempt(read, thetas, units, now, *checked)
         return failing
@@ -160,22 +149,6 @@ class Recheck:
         own = inputs.knowledge if inputs.own is None else inputs.own  # E_t as mined, not E*_t: its raises
         return self._raise(self._members(plan, inputs), self._past, self._ledger.state, earlier, own, thetas,
                            self._config)  # fmt: skip
-
-    def _renewed(self, members: pl.DataFrame, last: _Attempt, knowledge: pl.DataFrame,
-                 change: Change) -> pl.DataFrame:  # fmt: skip
-        """P(s | c) of the members: the last attempt's rows, those of the changed values computed again
-        for the members holding a changed drug (with the E rows and terms of the values they read)."""
-        rows = last.probabilities.join(members.select("caseid"), on="caseid", how="semi")
-        again = _holding(members, self._ledger.state, change.drugs)
-        if again.is_empty() or not change.values:
-            return rows
-        holders = only_terms(members.join(again, on="caseid", how="semi"), change.reads)
-        ids = holders.select(pl.col("pseudonym").alias("caseid"))
-        entries = only_terms(self._ledger.state.join(ids, on="caseid", how="semi"), change.reads)
-        table = knowledge.filter(value_key_expr(pl.col("disease")).is_in(change.reads))
-        return renewed(
-            rows, again, exposed_probabilities(holders, entries, table, self._config, None), change.values
-        )
 
     def _full(
         self, members: pl.DataFrame, now: pl.DataFrame, probabilities: Probabilities, thetas: dict[str, float]

@@ -59,14 +59,16 @@ def test_chunks_give_the_frame_of_one_call(monkeypatch: pytest.MonkeyPatch) -> N
 def _reference(members: pl.DataFrame, entries: pl.DataFrame, config: AnonymizeConfig,
                outcomes: pl.DataFrame) -> pl.DataFrame:  # fmt: skip
     """P(s | c) over each list's concatenation with the ledger's, nulls dropped, made unique (the union
-    before the set union)."""
+    before the set union; a null list is an empty one: the set union dropped the ledger's values of a
+    member whose current list was null, the arrays of :mod:`faers_anon.series.linked` keep them)."""
     lists = ("indications", "reactions", "drug_keys")
     past = entries.rename({"caseid": "pseudonym"}).select(
         "pseudonym", *[pl.col(n).list.drop_nulls().alias(f"_past_{n}") for n in lists]
     )
+    empty = pl.lit([], _LIST)
     union = members.join(past, on="pseudonym", how="left").select(
-        "caseid", *[pl.concat_list(n, pl.col(f"_past_{n}").fill_null(pl.lit([], _LIST))).list.drop_nulls()
-                    .list.unique().alias(n) for n in lists],
+        "caseid", *[pl.concat_list(pl.col(n).fill_null(empty), pl.col(f"_past_{n}").fill_null(empty))
+                    .list.drop_nulls().list.unique().alias(n) for n in lists],
     )  # fmt: skip
     ids = members.select("caseid", "pseudonym")
     codes = entries.select(pl.col("caseid").alias("pseudonym"), pl.col("outcomes").alias("outc_cod"))

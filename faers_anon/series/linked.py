@@ -1,0 +1,249 @@
+"""P(s | c) with its value classes and OUTC codes as one array pass over numbered cases (issue 14 item 7).
+
+Source: SPEC §5, §11; :func:`knowledge.case_value_probabilities` and
+:func:`faers_anon.anonymize.value_classes.with_classes_and_outcomes`, whose frame this gives row for row:
+p(c, s) = 1 for an own value s of c (an indication or reaction, filler terms left out) and for an
+OUTC code of c, else the largest weight w(d, s) > 0 over c's drug keys d (E as read: keys made
+canonical); a class's p is the largest p of its member values in c. Every p is a weight or 1, never a
+sum, so the arrays give the same floats as the frames.
+
+Layout (as :mod:`faers_anon.risk._sums`): the output strings (values, ``class:`` and ``outc:``
+pseudo-values) are numbered in their sorted order (*ranks*), so rows sorted by (case number, rank)
+are the frame's (caseid, value) order. The kernel counting-sorts the (case, own rank) and (case,
+drug) pairs by case, keeps each case's largest p per rank in a dense array (reset after the case),
+then adds the classes of the values it reached, and writes the case's ranks sorted: one pass, no
+(caseid, value) sort or group-by of millions of rows. E is numbered once per E frame (:func:`read`:
+the planner and the recheck ask for P of many member sets with one E).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+from numpy.typing import NDArray
+
+from faers_anon._numba_cache import njit, sized
+from knowledge.drug_names import name_key_expr
+from knowledge.table import validate_table
+from knowledge.values import value_key_expr
+
+__all__ = ["Group", "Lists", "ReadE", "case_rows", "expand", "lists", "numbered", "read"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadE:
+    """E numbered: ``drugs`` (``drug_key`` → ``_d``), ``values`` (its distinct values, by ``_ev``),
+    and E's rows by drug as CSR: drug d's rows are ``start[d]:start[d + 1]`` of ``value``, ``weight``."""
+
+    drugs: pl.DataFrame
+    values: pl.Series
+    start: NDArray[np.int64]
+    value: NDArray[np.int64]
+    weight: NDArray[np.float64]
+
+
+_READ: dict[int, tuple[weakref.ref[pl.DataFrame], ReadE]] = {}
+
+
+def read(table: pl.DataFrame) -> ReadE:
+    """E as P reads it (keys canonical, :func:`knowledge.table.validate_table` first), numbered; kept
+    while ``table`` lives."""
+    for key in [key for key, (ref, _) in _READ.items() if ref() is None]:
+        del _READ[key]
+    found = _READ.get(id(table))
+    if found is not None and found[0]() is table:
+        return found[1]
+    rows = (
+        validate_table(table)
+        .select(
+            name_key_expr(pl.col("drug_key")).alias("drug_key"),
+            value_key_expr(pl.col("disease")).alias("value"),
+            "weight",
+        )  # fmt: skip
+        .drop_nulls()
+    )
+    drugs = rows.select("drug_key").unique().sort("drug_key").with_row_index("_d")
+    values = rows.get_column("value").unique().sort()
+    numbered = (
+        rows.join(drugs, on="drug_key")
+        .join(values.to_frame().with_row_index("_ev"), on="value")
+        .sort("_d", maintain_order=True)
+    )
+    d = numbered.get_column("_d").to_numpy().astype(np.int64)
+    start = np.zeros(drugs.height + 1, np.int64)
+    np.cumsum(np.bincount(d, minlength=drugs.height), out=start[1:])
+    result = ReadE(
+        drugs.with_columns(pl.col("_d").cast(pl.Int64)),
+        values,
+        start,
+        numbered.get_column("_ev").to_numpy().astype(np.int64),
+        numbered.get_column("weight").to_numpy().astype(np.float64),
+    )
+    _READ[id(table)] = (weakref.ref(table), result)
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Lists:
+    """A frame's list columns numbered: ``keys`` (the key column → ``_row``, the frame's row), and per
+    group of columns the CSR ``start``, ``ids`` of each row's terms (repeats kept, null terms left
+    out) and ``values``: each distinct term made a value by the group's function (null: no value)."""
+
+    keys: pl.DataFrame
+    groups: dict[str, tuple[NDArray[np.int64], NDArray[np.int32], pl.Series]]
+
+
+#: A group of list columns and what makes their terms values (an expression on ``t``).
+Group = tuple[tuple[str, ...], pl.Expr]
+
+
+def numbered(frame: pl.DataFrame, key: str, groups: dict[str, Group]) -> Lists:
+    """``frame``'s list columns numbered by group (:class:`Lists`)."""
+    found: dict[str, tuple[NDArray[np.int64], NDArray[np.int32], pl.Series]] = {}
+    for name, (columns, value) in groups.items():
+        long = pl.concat(
+            frame.select(pl.col(c).cast(pl.List(pl.Utf8)).alias("t")).with_row_index("_row") for c in columns
+        ).explode("t").drop_nulls("t")  # fmt: skip
+        terms = long.select("t").unique().with_row_index("_id")
+        pairs = long.join(terms, on="t")
+        row = pairs.get_column("_row").to_numpy()
+        start = np.zeros(frame.height + 1, np.int64)
+        np.cumsum(np.bincount(row, minlength=frame.height), out=start[1:])
+        ids = pairs.get_column("_id").to_numpy().astype(np.int32)[np.argsort(row, kind="stable")]
+        found[name] = start, ids, terms.select(value.alias("value")).get_column("value")
+    return Lists(frame.select(key).with_row_index("_row"), found)
+
+
+_LISTS: dict[tuple[int, str, str], tuple[weakref.ref[pl.DataFrame], Lists]] = {}
+
+
+def lists(frame: pl.DataFrame, key: str, groups: dict[str, Group]) -> Lists:
+    """:func:`numbered`, each group kept while ``frame`` lives (the ledger's state: every P of a step
+    reads it, with and without its OUTC codes)."""
+    for gone in [gone for gone, (ref, _) in _LISTS.items() if ref() is None]:
+        del _LISTS[gone]
+    found: dict[str, tuple[NDArray[np.int64], NDArray[np.int32], pl.Series]] = {}
+    keys = None
+    for name, group in groups.items():
+        which = id(frame), key, repr((name, group[0], str(group[1])))
+        known = _LISTS.get(which)
+        if known is None or known[0]() is not frame:
+            known = weakref.ref(frame), numbered(frame, key, {name: group})
+            _LISTS[which] = known
+        found[name], keys = known[1].groups[name], known[1].keys
+    return Lists(frame.select(key).with_row_index("_row") if keys is None else keys, found)
+
+
+def expand(
+    start: NDArray[np.int64], ids: NDArray[np.int32], rows: NDArray[np.int64], cases: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """(case, id) for every term of each row ``rows[i]`` (CSR ``start``, ``ids``), case ``cases[i]``."""
+    counts = start[rows + 1] - start[rows]
+    first = np.repeat(start[rows] - (np.cumsum(counts) - counts), counts)
+    return np.repeat(cases, counts), ids[first + np.arange(len(first))].astype(np.int64)
+
+
+@njit(cache=True)
+def _rows(
+    n_cases: int,
+    own_case: NDArray[np.int64],
+    own_rank: NDArray[np.int64],
+    drug_case: NDArray[np.int64],
+    drug_id: NDArray[np.int64],
+    e_start: NDArray[np.int64],
+    e_rank: NDArray[np.int64],
+    e_weight: NDArray[np.float64],
+    class_start: NDArray[np.int64],
+    class_rank: NDArray[np.int64],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """(case, rank, p) rows, p > 0, sorted by case then rank (module docstring)."""
+    n_out = len(class_start) - 1
+    own_start = np.zeros(n_cases + 1, np.int64)
+    for i in range(len(own_case)):
+        own_start[own_case[i] + 1] += 1
+    drug_start = np.zeros(n_cases + 1, np.int64)
+    for i in range(len(drug_case)):
+        drug_start[drug_case[i] + 1] += 1
+    for c in range(n_cases):
+        own_start[c + 1] += own_start[c]
+        drug_start[c + 1] += drug_start[c]
+    own_sorted = np.empty(len(own_case), np.int64)
+    fill = own_start[:n_cases].copy()
+    for i in range(len(own_case)):
+        own_sorted[fill[own_case[i]]] = own_rank[i]
+        fill[own_case[i]] += 1
+    drug_sorted = np.empty(len(drug_case), np.int64)
+    fill = drug_start[:n_cases].copy()
+    for i in range(len(drug_case)):
+        drug_sorted[fill[drug_case[i]]] = drug_id[i]
+        fill[drug_case[i]] += 1
+    best = np.zeros(n_out)
+    touched = np.empty(n_out, np.int64)
+    size = max(16, len(own_case) + len(drug_case))
+    cases, ranks, ps = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size)
+    n = 0
+    for c in range(n_cases):
+        m = 0
+        for at in range(own_start[c], own_start[c + 1]):
+            r = own_sorted[at]
+            if best[r] == 0.0:
+                touched[m] = r
+                m += 1
+            best[r] = 1.0
+        for at in range(drug_start[c], drug_start[c + 1]):
+            d = drug_sorted[at]
+            for e in range(e_start[d], e_start[d + 1]):
+                w = e_weight[e]
+                if w > 0.0:
+                    r = e_rank[e]
+                    if best[r] == 0.0:
+                        touched[m] = r
+                        m += 1
+                    if w > best[r]:
+                        best[r] = w
+        reached = m
+        for t in range(reached):
+            v = touched[t]
+            for j in range(class_start[v], class_start[v + 1]):
+                r = class_rank[j]
+                if best[r] == 0.0:
+                    touched[m] = r
+                    m += 1
+                if best[v] > best[r]:
+                    best[r] = best[v]
+        if n + m > size:
+            size = max(2 * size, n + m)
+            grown_c, grown_r, grown_p = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size)
+            grown_c[:n], grown_r[:n], grown_p[:n] = cases[:n], ranks[:n], ps[:n]
+            cases, ranks, ps = grown_c, grown_r, grown_p
+        order = np.sort(touched[:m])
+        for t in range(m):
+            r = order[t]
+            cases[n], ranks[n], ps[n] = c, r, best[r]
+            best[r] = 0.0
+            n += 1
+    return cases[:n], ranks[:n], ps[:n]
+
+
+def case_rows(
+    n_cases: int,
+    own: tuple[NDArray[np.int64], NDArray[np.int64]],
+    drugs: tuple[NDArray[np.int64], NDArray[np.int64]],
+    e: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]],
+    classes: tuple[NDArray[np.int64], NDArray[np.int64]],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """(case, rank, p) of the module docstring, sorted by case then rank.
+
+    Args:
+        n_cases: cases are numbered 0 … n_cases − 1.
+        own: (case, rank) pairs of p = 1 (own values and OUTC codes; repeats allowed).
+        drugs: (case, drug) pairs (drug numbers of ``e``'s CSR; repeats allowed).
+        e: E's CSR by drug: ``start`` (one more than the drugs), ``rank``, ``weight``.
+        classes: a CSR over every rank: value rank v counts for the class ranks
+            ``class_rank[class_start[v]:class_start[v + 1]]`` (none for a class or OUTC rank).
+    """
+    with sized(n_cases):
+        return _rows(n_cases, *own, *drugs, *e, *classes)  # type: ignore[no-any-return]
