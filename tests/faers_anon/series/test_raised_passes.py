@@ -1,7 +1,8 @@
 """Rule 6's raise check pass after pass (:mod:`faers_anon.series.raised_passes`; docs/series.md §6).
 
-Each later pass checks only the pairs that can fail since the last one; every call must give the
-full check's pairs (:func:`faers_anon.series.raised.links_over_theta`). The hand-built ledger is
+Every pass of one :class:`RaiseCheck` (the ledger's arrays and E*_{t−1} kept from pass to pass) must give
+a fresh full check's pairs (:func:`faers_anon.series.raised.links_over_theta`) and the reference's
+(tests/faers_anon/series/raise_reference.py). The hand-built ledger is
 test_raised.py's: history ``1:0|2:3`` (cases 1–6; 1–3 expose X, 4 takes D, which releases 1–2's E
 links to X at 0.25), θ_X 0.6, conf = (3 + w(D, X)) / 6.
 """
@@ -15,12 +16,12 @@ import polars as pl
 import pytest
 
 from faers_anon.anonymize.config import AnonymizeConfig
-from faers_anon.series import raised
 from faers_anon.series.raised import links_over_theta
 from faers_anon.series.raised_passes import RaiseCheck
 from faers_anon.series.recheck import Recheck
 from faers_anon.series.store import stored_knowledge
 from tests.faers_anon.series import test_attempts
+from tests.faers_anon.series.raise_reference import reference
 from tests.faers_anon.series.test_raised import _E, _EARLIER, _LIST, _nobody, _state
 
 quarter_two, _prepare = test_attempts.quarter_two, test_attempts._prepare
@@ -49,6 +50,7 @@ def _passes(calls: list[tuple[pl.DataFrame, float, float]]) -> list[list[tuple[s
         args = (published, past, state, _EARLIER, _e(weight), {"X": theta}, AnonymizeConfig())
         got = check(*args)
         assert got.equals(links_over_theta(*args))
+        assert got.rows() == reference(*args)[0]
         found.append(got.rows())
     return found
 
@@ -76,8 +78,8 @@ def test_a_case_withheld_since_the_last_pass_is_checked_through_its_earlier_valu
 def test_every_pass_of_the_step_leaves_out_what_a_full_check_would(
     quarter_two: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The generated series' quarter 2 (k 3): each call of the step's raise check gives the full check's
-    # pairs on the same plan, E and θ*; the later calls checked less.
+    # The generated series' quarter 2 (k 3): each call of the step's raise check gives a fresh full
+    # check's pairs on the same plan, E and θ*, and the reference's.
     calls: list[int] = []
     links = Recheck.links
 
@@ -90,9 +92,17 @@ def test_every_pass_of_the_step_leaves_out_what_a_full_check_would(
         )
         own = inputs.knowledge if inputs.own is None else inputs.own
         given = inputs.thresholds.thetas if thetas is None else thetas
-        full = links_over_theta(self._members(plan, inputs), self._past, self._ledger.state, e_before, own,
-                                given, self._config)  # fmt: skip
-        assert found.equals(full)
+        args = (
+            self._members(plan, inputs),
+            self._past,
+            self._ledger.state,
+            e_before,
+            own,
+            given,
+            self._config,
+        )
+        assert found.equals(links_over_theta(*args))
+        assert found.rows() == reference(*args)[0]
         calls.append(found.height)
         return found
 
@@ -100,14 +110,3 @@ def test_every_pass_of_the_step_leaves_out_what_a_full_check_would(
     step = _prepare(quarter_two, quarter_two["root"] / "work-passes")
     assert len(calls) >= 2 and calls[-1] == 0
     assert step.plan.counts["left_out_links"] == sum(calls)
-
-
-def test_cases_read_apart_give_the_same_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the full check and every later pass read the reader's rows READ_APART cases at a time (and keep
-    # none of them) when they read more: one case at a time gives the pairs of one read
-    nobody = _nobody()
-    calls = [(nobody, 1.0, 0.6), (nobody, 0.5, 0.6), (nobody, 0.61, 0.6), (_case_four(["X"]), 0.61, 0.6)]
-    whole = _passes(calls)
-    monkeypatch.setattr(raised, "READ_APART", 1)
-    assert _passes(calls) == whole
-    assert any(whole)

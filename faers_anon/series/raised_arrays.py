@@ -1,0 +1,317 @@
+"""Rule 6's raise check as arrays: P of every ledger case three ways in one pass, summed per history
+(issue 14 item 7).
+
+Source: docs/series.md §4 (rule 6) and §6 ("The raise check as arrays"); the check's definition is
+:mod:`faers_anon.series.raised`'s. For a ledger case e and a wanted value s (a changed value or a class
+holding one, bounded by θ*), SPEC §5's P(s | e) is read three ways (p = 1 for an own indication or
+reaction, else the largest weight of e's drugs; a class's p the largest of its members'):
+
+* ``before``: the ledger's values through E*_{t−1};
+* ``mid``: the ledger's and, for a published case, its current values, through E*_{t−1};
+* ``now``: the same values through E*_t.
+
+e is *raised by E* for s when now > mid (+ ε). A kept history h fails for s when a member of I(h) (the
+ledger cases whose history H contains h) is raised by E for s, Σ now / |I(h)| > θ_s and Σ now > Σ before.
+
+Layout (:class:`Ledger`, built once per series step; :meth:`Ledger.lifted` per check): the ledger's cases
+are numbered by *position*, sorted by their exact history (numbered as :mod:`faers_anon.series.earlier`
+numbers them), their own values (canonical value keys; each verbatim term read once) and drug keys
+numbered and held as CSR arrays in that order; the published cases' current lists likewise, per check;
+E*_{t−1} and E*_t as one CSR drug → (wanted value, largest weight of each: a read value counts for
+itself and for each wanted class holding it, so a class's p is its members' largest). One kernel pass
+over the cases (:func:`.raised_kernels.history_sums`) keeps a case's three P per wanted value in dense
+arrays, adds now and before to its exact history's sums and notes the raised (case, value, mid) rows;
+a second (:func:`.raised_kernels.over`) adds the sums of the histories H ⊇ h for every kept h (the
+containment relation of the ledger's histories, made once) and keeps the (h, s) over θ. No (case,
+value) frame is grouped or joined: the polars reader of the eleventh session exploded, joined and
+grouped ~1 M ledger cases × drugs × E rows twice a check (24 of the 400k quarter 4's first check's
+CPU-s; docs/series.md §6, twelfth session, for the figures).
+
+Floats: each P is a weight or 1 (a max, exact); the sums are added per exact history, then over the
+histories containing h, where the frames added the members in polars' order: the sums may differ in
+the last bits, far below the ε (1e-12) of the comparisons with θ_s and with Σ before (the 100k and
+400k quarter 4's checks gave the polars check's pairs at every pass).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+from numpy.typing import NDArray
+
+from faers_anon._numba_cache import sized
+from faers_anon.series.earlier import _histories, _matched
+from faers_anon.series.raised_kernels import history_sums, over
+from knowledge.values import value_key_expr
+
+__all__ = ["Ledger", "Numbering"]
+
+_I64 = NDArray[np.int64]
+_F64 = NDArray[np.float64]
+_EPS = 1e-12
+_OWN = ("indications", "reactions")
+
+
+class Numbering:
+    """Keys (text) numbered 0, 1, … in the order first seen; unseen keys are numbered after."""
+
+    def __init__(self) -> None:
+        self.keys = pl.Series("key", [], pl.Utf8)
+
+    def __len__(self) -> int:
+        return self.keys.len()
+
+    def ids(self, keys: pl.Series) -> _I64:
+        """The numbers of ``keys`` (−1 for a null), numbering the unseen ones."""
+        known = self.keys.len() > 0
+        codes = keys.cast(pl.Enum(self.keys), strict=False) if known else None
+        new = keys.filter(codes.is_null() & keys.is_not_null()) if codes is not None else keys.drop_nulls()
+        new = new.unique()
+        if new.len():
+            self.keys = pl.concat([self.keys, new.rename("key")])
+            codes = keys.cast(pl.Enum(self.keys))
+        if codes is None:
+            return np.full(keys.len(), -1, np.int64)
+        return codes.to_physical().cast(pl.Int64).fill_null(-1).to_numpy().astype(np.int64)
+
+
+def _csr(rows: _I64, ids: _I64, n: int) -> tuple[_I64, _I64]:
+    """(start, ids) of (row, id) pairs, rows 0 … n − 1; pairs with id −1 dropped, order within a row kept."""
+    keep = ids >= 0
+    rows, ids = rows[keep], ids[keep]
+    if rows.size and (rows[1:] < rows[:-1]).any():
+        order = np.argsort(rows, kind="stable")
+        rows, ids = rows[order], ids[order]
+    start = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=start[1:])
+    return start, ids
+
+
+def _merged(parts: list[tuple[_I64, _I64]], n: int) -> tuple[_I64, _I64]:
+    """The CSR of several CSRs over the same rows, each row's ids one part after the other."""
+    count = sum(np.diff(start) for start, _ in parts)
+    start = np.zeros(n + 1, np.int64)
+    np.cumsum(count, out=start[1:])
+    ids = np.empty(int(start[-1]), np.int64)
+    offset = start[:-1].copy()
+    for part_start, part in parts:
+        size = np.diff(part_start)
+        rows = np.repeat(np.arange(n, dtype=np.int64), size)
+        ids[offset[rows] + np.arange(part.size, dtype=np.int64) - part_start[rows]] = part
+        offset += size
+    return start, ids
+
+
+def _permuted(start: _I64, ids: _I64, order: _I64) -> tuple[_I64, _I64]:
+    """The CSR of rows ``order[0]``, ``order[1]``, … of a CSR."""
+    size = (start[1:] - start[:-1])[order]
+    new = np.zeros(order.size + 1, np.int64)
+    np.cumsum(size, out=new[1:])
+    at = np.repeat(start[:-1][order] - new[:-1], size) + np.arange(int(new[-1]), dtype=np.int64)
+    return new, ids[at]
+
+
+def _exploded(frame: pl.DataFrame, column: str) -> tuple[_I64, pl.Series]:
+    """(row, element) of a list column, nulls and empty lists left out."""
+    flat = frame.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_r"), column).explode(column)
+    flat = flat.drop_nulls(column)
+    return flat.get_column("_r").to_numpy().astype(np.int64), flat.get_column(column)
+
+
+@dataclass(frozen=True, slots=True)
+class _Lists:
+    """Cases' own values (value numbers) and drugs (drug numbers) as CSR by case row."""
+
+    own_start: _I64
+    own: _I64
+    drug_start: _I64
+    drug: _I64
+
+
+@dataclass(frozen=True, slots=True)
+class Lifted:
+    """What a check found: the members raised by E of the failing (history, value) pairs, with their P
+    through E*_{t−1} (``lifted``: ``pseudonym``, ``value``, ``p_mid``), and the failing pairs
+    (``failing``: ``history``, ``value``)."""
+
+    lifted: pl.DataFrame
+    failing: pl.DataFrame
+
+
+class Ledger:
+    """A ledger's cases, histories and value lists as arrays, for every raise check of one series step
+    (module docstring). The cases are numbered by their *position*: sorted by exact history, so that
+    a kernel pass reads the lists in memory order and meets each history's cases one after another.
+
+    Args:
+        state: the ledger's state (``caseid`` = pseudonym, value lists); past: ``pseudonym``, ``history``
+            of every ledger case; sensitive: the run's sensitive attributes (``config.sensitive``).
+    """
+
+    def __init__(self, state: pl.DataFrame, past: pl.DataFrame, sensitive: tuple[str, ...]) -> None:
+        self.sensitive = sensitive
+        self.values, self.drugs, self.terms = Numbering(), Numbering(), Numbering()
+        self.term_value = np.zeros(0, np.int64)  # term number → value number (−1: a blank term)
+        index = _histories(past)
+        self.histories = index.wide.select("history", pl.col("_h").cast(pl.Int64))
+        n_hist = self.histories.height
+        numbered = index.cases.select("pseudonym", pl.col("_h").cast(pl.Int64))
+        rows = state.select(pl.col("caseid").alias("pseudonym")).join(numbered, on="pseudonym", how="left",
+                                                                      maintain_order="left")  # fmt: skip
+        hist = rows.get_column("_h").fill_null(-1).to_numpy().astype(np.int64)
+        known = np.flatnonzero(hist >= 0)
+        order = known[np.argsort(hist[known], kind="stable")]  # position → state row
+        self.ids = rows.get_column("pseudonym").gather(order)
+        self.position = self.ids.to_frame("pseudonym").with_row_index("_p")
+        self.hist = hist[order]
+        self.sizes = np.bincount(numbered.get_column("_h").to_numpy(), minlength=n_hist).astype(np.int64)
+        contained = _matched(index.wide, index.wide, "_h").select(pl.col("inner", "outer").cast(pl.Int64))
+        inner, outer = (contained.get_column(c).to_numpy().astype(np.int64) for c in ("inner", "outer"))
+        self.within_start, self.within = _csr(inner, outer, n_hist)  # h → the histories H ⊇ h
+        lists = self._lists(state)
+        self.lists = _Lists(
+            *_permuted(lists.own_start, lists.own, order), *_permuted(lists.drug_start, lists.drug, order)
+        )
+
+    def _lists(self, frame: pl.DataFrame) -> _Lists:
+        """The :class:`_Lists` of ``frame``'s rows (its sensitive value lists and drug keys)."""
+        n = frame.height
+        parts = [(np.zeros(n + 1, np.int64), np.zeros(0, np.int64))]
+        for name in [c for c in _OWN if c in self.sensitive]:
+            at, terms = _exploded(frame, name)
+            parts.append(_csr(at, self._values_of(terms), n))
+        own_start, own = _merged(parts, n)
+        drug_start, drug = np.zeros(n + 1, np.int64), np.zeros(0, np.int64)
+        if "diseases" in self.sensitive:
+            at, drugs = _exploded(frame, "drug_keys")
+            drug_start, drug = _csr(at, self.drugs.ids(drugs), n)
+        return _Lists(own_start, own, drug_start, drug)
+
+    def _values_of(self, terms: pl.Series) -> _I64:
+        """The value numbers of verbatim ``terms`` (their canonical keys, −1 for none); each term's key
+        made once."""
+        known = len(self.terms)
+        ids = self.terms.ids(terms)
+        if len(self.terms) > known:
+            new = self.terms.keys.slice(known).to_frame("term").select(value_key_expr(pl.col("term")))
+            self.term_value = np.concatenate([self.term_value, self.values.ids(new.to_series())])
+        found = np.full(ids.size, -1, np.int64)
+        found[ids >= 0] = self.term_value[ids[ids >= 0]]
+        return found
+
+    def kept(self, published: pl.DataFrame, at: _I64) -> _I64:
+        """The kept histories' numbers (:func:`.earlier.kept_histories`: fewer of their cases published
+        than the ledger holds; every history when ``published`` has no ``history``). ``at``: the
+        positions of the published rows (a published case's history is its ledger history: the plan
+        joins it from ``past``)."""
+        if "history" not in published.columns:
+            return np.arange(self.sizes.size, dtype=np.int64)
+        out = np.bincount(self.hist[at], minlength=self.sizes.size)
+        return np.flatnonzero(self.sizes > out).astype(np.int64)
+
+    def _feeds(self, reads: list[str], wanted: list[str], members: pl.DataFrame) -> tuple[_I64, _I64]:
+        """CSR value number → the wanted values it counts for: itself, and each wanted class holding it
+        (the read values only)."""
+        from faers_anon.anonymize.value_classes import CLASS_PREFIX
+
+        read = set(reads)
+        found: list[tuple[str, int]] = []
+        for o, value in enumerate(wanted):
+            if value.startswith(CLASS_PREFIX):
+                inside = members.filter(pl.col("class") == value.removeprefix(CLASS_PREFIX))
+                found += [(v, o) for v in inside.get_column("value").to_list() if v in read]
+            elif value in read:
+                found.append((value, o))
+        values = self.values.ids(pl.Series([v for v, _ in found], dtype=pl.Utf8))
+        return _csr(values, np.array([o for _, o in found], np.int64), len(self.values))
+
+    def _table(
+        self, tables: tuple[pl.DataFrame, pl.DataFrame], feeds: tuple[_I64, _I64], n_out: int
+    ) -> tuple[_I64, _I64, _F64, _F64]:
+        """E*_{t−1} and E*_t as P reads them (``drug_key``, ``value``, ``weight``) as one CSR drug →
+        (wanted value, the largest weight of E*_{t−1}'s rows counting for it, of E*_t's; 0 for none)."""
+        start, feed = feeds
+        keys, weights = [], []
+        for read in tables:
+            values = self.values.ids(read.get_column("value"))
+            drugs = self.drugs.ids(read.get_column("drug_key"))
+            weight = read.get_column("weight").cast(pl.Float64).to_numpy().astype(np.float64)
+            ok = (values >= 0) & (values < start.size - 1) & (drugs >= 0)
+            values, drugs, weight = values[ok], drugs[ok], weight[ok]
+            fan = start[values + 1] - start[values]
+            outs = np.concatenate([feed[start[v] : start[v + 1]] for v in values] or [np.zeros(0, np.int64)])
+            keys.append(np.repeat(drugs, fan) * n_out + outs)
+            weights.append(np.repeat(weight, fan))
+        key = np.unique(np.concatenate(keys))  # (drug, wanted value), sorted
+        sides = []
+        for at, weight in zip(keys, weights, strict=True):
+            best = np.zeros(key.size)
+            np.maximum.at(best, np.searchsorted(key, at), weight)
+            sides.append(best)
+        drug_start = np.zeros(len(self.drugs) + 1, np.int64)
+        np.cumsum(np.bincount(key // n_out, minlength=len(self.drugs)), out=drug_start[1:])
+        return drug_start, key % n_out, sides[0], sides[1]
+
+    def lifted(
+        self, published: pl.DataFrame, tables: tuple[pl.DataFrame, pl.DataFrame], reads: list[str],
+        wanted: list[str], members: pl.DataFrame, thetas: dict[str, float],
+    ) -> Lifted:  # fmt: skip
+        """The check of one pass (module docstring).
+
+        Args:
+            published: the ledger cases the release publishes (``pseudonym``, ``history`` and current
+                value lists). tables: E*_{t−1}, E*_t as P reads them (:func:`.renew.as_read`). reads: the
+                values read (wanted values and their classes' members). wanted: the values checked
+                (values and ``class:`` names, each in ``thetas``). members: the class file's (``value``,
+                ``class``). thetas: θ*.
+        """
+        cur_at = np.full(self.ids.len(), -1, np.int64)
+        lists = _Lists(*(np.zeros(k, np.int64) for k in (1, 0, 1, 0)))
+        rows = np.zeros(0, np.int64)
+        if "pseudonym" in published.columns and published.height:
+            where = published.select("pseudonym").join(self.position, on="pseudonym", maintain_order="left")
+            rows = where.get_column("_p").to_numpy().astype(np.int64)
+            current = published.unique("pseudonym", keep="first", maintain_order=True)
+            at = current.select("pseudonym").with_row_index("_c").join(self.position, on="pseudonym")
+            cur_at[at.get_column("_p").to_numpy()] = at.get_column("_c").to_numpy()
+            lists = self._lists(current)
+        n_out = len(wanted)
+        self.values.ids(pl.concat([t.get_column("value") for t in tables]))  # numbered before the feeds
+        feeds = self._feeds(reads, wanted, members)
+        table = self._table(tables, feeds, n_out)
+        own, mine = self.lists, lists
+        with sized(self.hist.size):
+            sums = history_sums(
+                self.hist, own.own_start, own.own, own.drug_start, own.drug,
+                cur_at, mine.own_start, mine.own, mine.drug_start, mine.drug, *feeds, *table, n_out, _EPS,
+            )  # fmt: skip
+            h_of, out, s_now, s_before, s_up, up_at, up_out, up_mid = sums
+            n_hist = self.sizes.size
+            h_start = np.zeros(n_hist + 1, np.int64)
+            np.cumsum(np.bincount(h_of, minlength=n_hist), out=h_start[1:])
+            theta = np.array([thetas[v] for v in wanted], np.float64)
+            kept = self.kept(published, rows)
+            within = (self.within_start, self.within)
+            fail_h, fail_o = over(
+                kept, *within, h_start, out, s_now, s_before, s_up, self.sizes, theta, n_out, _EPS
+            )
+        # the failing pairs' members raised by E: the raised rows of a history H ⊇ h, value s
+        counts = self.within_start[fail_h + 1] - self.within_start[fail_h]
+        outer = np.concatenate([self.within[self.within_start[h] : self.within_start[h + 1]] for h in fail_h]
+                               or [np.zeros(0, np.int64)])  # fmt: skip
+        keys = np.unique(outer * n_out + np.repeat(fail_o, counts))
+        near = np.zeros(self.sizes.size, np.bool_)
+        near[outer] = True
+        up_at, up_out, up_mid = (a[near[self.hist[up_at]]] for a in (up_at, up_out, up_mid))
+        hit = np.isin(self.hist[up_at] * n_out + up_out, keys)
+        names = pl.Series(wanted, dtype=pl.Utf8)
+        lifted = pl.DataFrame({
+            "pseudonym": self.ids.gather(up_at[hit]), "value": names.gather(up_out[hit]),
+            "p_mid": up_mid[hit],
+        }).unique()  # fmt: skip
+        failing = pl.DataFrame({
+            "history": self.histories.get_column("history").gather(fail_h), "value": names.gather(fail_o),
+        })  # fmt: skip
+        return Lifted(lifted, failing)
