@@ -87,7 +87,7 @@ __all__ = [
 #: File in a cache folder holding the digest of the sources its kernels were built from.
 STAMP: Final = "faers-anon-kernels.sha256"
 #: Packages of faers_anon whose modules hold ``@njit(cache=True)`` kernels (a test keeps this complete).
-KERNEL_PACKAGES: Final = ("algorithms", "methods", "risk")
+KERNEL_PACKAGES: Final = ("algorithms", "methods", "risk", "series")
 #: From this many cases (declared with :func:`sized`) kernels are compiled rather than interpreted.
 JIT_MIN_CASES: Final = 50_000
 #: numba options of every kernel (``inline`` is each kernel's own); part of the cache stamp's digest.
