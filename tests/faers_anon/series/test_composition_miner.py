@@ -95,3 +95,17 @@ def test_the_miners_quarter_e_is_the_folders(demo: Path) -> None:
     assert got is not None
     assert_frame_equal(got, want)
     assert Miner(AnonymizeConfig(k=3, sensitive=("reactions",))).quarter(demo) is None
+
+
+def test_the_composition_with_links_left_out_writes_the_same_bytes(demo: Path, tmp_path: Path) -> None:
+    config = AnonymizeConfig(k=3)
+    ids = pl.read_parquet(demo / "cases.parquet").get_column("caseid")
+    base = Composition(demo, ids.head(5), _added(demo, ids.slice(20, 15).to_list(), 10**9, 10**12))
+    pairs = mine(base, config).knowledge.select("drug_key", "disease").head(6)
+    composition = without_links(base, pairs)
+    first, second = composition.write(tmp_path / "a"), composition.write(tmp_path / "b")
+    for path in sorted(first.glob("*.parquet")):
+        assert path.read_bytes() == (second / path.name).read_bytes(), path.name
+    indi = pl.read_parquet(first / "indi.parquet")
+    assert_frame_equal(indi, composition.table("indi").collect())
+    assert indi.height < base.table("indi").collect().height  # the links' rows are left out
