@@ -7,7 +7,7 @@ Shared by the model path (:mod:`.pipeline`), the method path (:mod:`.method_run`
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -191,6 +191,7 @@ def sensitive_thresholds(
     classes: ValueClasses | None = None,
     outcomes: pl.DataFrame | None = None,
     ingested: Path | None = None,
+    computed: Callable[[pl.DataFrame, pl.DataFrame], pl.DataFrame] | None = None,
 ) -> tuple[pl.DataFrame, Thresholds]:
     """P(s | c) of the cases (SPEC §5) and θ* over the values they reach (:mod:`.thresholds`).
 
@@ -200,11 +201,16 @@ def sensitive_thresholds(
     column policy (``config.column_policy``) publishes through E (:func:`published_drug_names`), as
     the verifier does: the method path and the series step get it by passing their folder. A caller
     whose ``cases`` already hold those names (the model path, :func:`with_drug_names`) leaves it None.
+    ``computed``: the same P(s | c) frame of (cases, E) computed another way (the series step's array pass,
+    :func:`faers_anon.series.composition.composition_probabilities`, with these classes and outcomes).
     """
     if ingested is not None:
         cases = with_drug_names(cases, published_drug_names(ingested, load_policy(config.column_policy)))
-    probabilities = case_value_probabilities(cases, knowledge, sensitive=config.sensitive)
-    probabilities = with_classes_and_outcomes(probabilities, classes=classes, outcomes=outcomes)
+    if computed is None:
+        probabilities = case_value_probabilities(cases, knowledge, sensitive=config.sensitive)
+        probabilities = with_classes_and_outcomes(probabilities, classes=classes, outcomes=outcomes)
+    else:
+        probabilities = computed(cases, knowledge)
     thresholds = build_thresholds(
         probabilities,
         cases.height,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import shutil
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import polars as pl
@@ -31,6 +32,7 @@ from faers_anon.anonymize.inputs import sensitive_thresholds, with_drug_names, w
 from faers_anon.anonymize.thresholds import Thresholds
 from faers_anon.anonymize.value_classes import read_classes
 from faers_anon.io.column_policy import load_policy
+from faers_anon.series.exposed import exposed_probabilities
 from knowledge import (
     E_SCHEMA,
     load_table,
@@ -48,6 +50,7 @@ __all__ = [
     "Mined",
     "Miner",
     "ReleaseInputs",
+    "composition_probabilities",
     "left_out",
     "mine",
     "release_inputs",
@@ -239,6 +242,24 @@ def mine(
     return Mined(cases, knowledge, outcomes, own)
 
 
+#: A ledger with no case: P of a composition reads its cases' own lists only.
+_LIST: pl.DataType = pl.List(pl.Utf8)
+_NO_LEDGER = pl.Schema([("caseid", pl.Int64), *((c, _LIST) for c in ("indications", "reactions", "drug_keys",
+                                                                      "outcomes"))])  # fmt: skip
+
+
+def composition_probabilities(
+    cases: pl.DataFrame, knowledge: pl.DataFrame, *, config: AnonymizeConfig, outcomes: pl.DataFrame | None
+) -> pl.DataFrame:
+    """P(s | c) of ``cases`` with the value classes (``config.classes``) and ``outcomes``' OUTC codes: the
+    frame of :func:`knowledge.case_value_probabilities` + ``with_classes_and_outcomes``, row for row, as
+    the series' array pass (:func:`.exposed.exposed_probabilities` with an empty ledger; tests compare
+    the two). The step computes it for whole compositions (590k cases at the 400k quarter 4) twice."""
+    lists = [c for c in ("indications", "reactions", "drug_keys") if c in cases.columns]
+    members = cases.select(pl.col("caseid").cast(pl.Int64), *lists, pl.lit(None, pl.Int64).alias("pseudonym"))
+    return exposed_probabilities(members, pl.DataFrame(schema=_NO_LEDGER), knowledge, config, outcomes)
+
+
 def release_inputs(
     composition: Composition, config: AnonymizeConfig, *, mined: Mined | None = None,
     earlier: pl.DataFrame | None = None,
@@ -247,9 +268,10 @@ def release_inputs(
     (:func:`faers_anon.anonymize.pipeline.anonymize_folder`); ``mined``: :func:`mine` of it, when done
     (else mined with ``earlier``, E*_{t−1})."""
     found = mine(composition, config, earlier=earlier) if mined is None else mined
+    computed = partial(composition_probabilities, config=config, outcomes=found.outcomes)
     probabilities, thresholds = sensitive_thresholds(
         with_drug_names(found.cases, _drug_names(composition, config)), found.knowledge, config=config,
-        classes=read_classes(config.classes), outcomes=found.outcomes,
+        classes=read_classes(config.classes), outcomes=found.outcomes, computed=computed,
     )  # fmt: skip
     return ReleaseInputs(found.cases, found.knowledge, found.outcomes, probabilities, thresholds, found.own)
 

@@ -43,6 +43,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import polars as pl
@@ -54,7 +55,14 @@ from faers_anon.anonymize.partition import PARTITION_SCHEMA
 from faers_anon.anonymize.value_classes import read_classes, read_outcomes
 from faers_anon.errors import ConfigError, InputError
 from faers_anon.keys import AgencyKey
-from faers_anon.series.composition import Composition, Miner, ReleaseInputs, release_inputs, without_links
+from faers_anon.series.composition import (
+    Composition,
+    Miner,
+    ReleaseInputs,
+    composition_probabilities,
+    release_inputs,
+    without_links,
+)
 from faers_anon.series.exposed import exposed_probabilities
 from faers_anon.series.ledger import Ledger, history, open_ledger, stage
 from faers_anon.series.pending import carried, write_pending
@@ -123,7 +131,7 @@ def _release_inputs(
     outcomes = read_outcomes(folder) if config.protect_outcomes else None
     _, thresholds = sensitive_thresholds(
         cases, knowledge, config=config, classes=read_classes(config.classes), outcomes=outcomes,
-        ingested=folder,
+        ingested=folder, computed=partial(composition_probabilities, config=config, outcomes=outcomes),
     )  # fmt: skip
     return cases, knowledge, outcomes, thresholds.thetas
 
