@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 import polars as pl
 
+from faers_anon.series.earlier_arrays import Numbered, check_numbered
 from faers_anon.series.units import pair_key, pair_parts
 
 __all__ = ["EarlierCheck", "check_histories", "earlier_over_theta", "kept_histories"]
@@ -120,6 +121,13 @@ class _Histories:
         self.wide = _wide(past.get_column("history")).with_row_index("_h")
         numbers = self.wide.select("history", "_h")
         self.cases = past.select("pseudonym", "history").join(numbers, on="history").select("pseudonym", "_h")
+        self._numbered: Numbered | None = None
+
+    def numbered(self) -> Numbered:
+        """The cases and histories as arrays (:class:`.earlier_arrays.Numbered`), made on first use."""
+        if self._numbered is None:
+            self._numbered = Numbered(self.wide, self.cases, _matched(self.wide, self.wide, "_h"))
+        return self._numbered
 
     def rows(self, histories: pl.DataFrame) -> pl.DataFrame:
         """The :func:`_wide` rows of the distinct ``histories`` (any not in the ledger numbered after)."""
@@ -237,12 +245,17 @@ def check_histories(
     check, 1–2 % of them for the few values a recheck's later attempt checks). Histories and values
     are numbered and a pair's sums and "raised" are one group-by on one integer (before: text keys
     and the raised pairs joined back to 6.4 M members' rows; the 11 calls of a 400k quarter 4, P
-    before read from memory: 23.8 → 10.9 CPU-s; docs/series.md §6, seventh session).
+    before read from memory: 23.8 → 10.9 CPU-s; docs/series.md §6, seventh session). Since the twelfth
+    session the check runs on numbered cases (:mod:`.earlier_arrays`: the same units and histories);
+    the joins here are the fallback when the ledger lacks a published case, and the tests' reference.
     """
     empty: tuple[frozenset[str], pl.DataFrame] = frozenset(), pl.DataFrame(schema={"history": pl.Utf8})
     if not thetas or kept.is_empty() or published.is_empty():
         return empty
     index = _histories(past)
+    found = check_numbered(index.numbered(), published, thetas, now, kept, earlier, probabilities)
+    if found is not None:  # on numbered cases; the joins below when the ledger lacks a published case
+        return found
     both, affected = _reached(index, published, kept)
     if affected.is_empty():
         return empty

@@ -93,6 +93,19 @@ class Recheck:
         self._sizes = past.group_by("history").agg(pl.len().alias("n"))
         self._last: _Attempt | None = None
         self._raise = RaiseCheck()  # pass after pass, only what can fail since the last (.raised_passes)
+        self._earlier: pl.DataFrame | None = None  # E*_{t−1} as stored_knowledge reads it, once a step
+
+    def _stored(self, current: pl.DataFrame) -> pl.DataFrame:
+        """:func:`.store.stored_knowledge` of ``current`` with the earlier releases' files read and
+        verified once per step (their max taken again with ``current``'s rows: the same frame)."""
+        if self._earlier is None:
+            ledger = self._ledger
+            self._earlier = stored_knowledge(ledger.path, ledger.meta["releases"], current.clear())
+        rows = current.select("drug_key", "disease", pl.col("weight").cast(pl.Float64))
+        return (
+            pl.concat([rows, self._earlier]).group_by("drug_key", "disease").agg(pl.col("weight").max())
+            .sort("drug_key", "disease")
+        )  # fmt: skip
 
     def __call__(
         self, plan: SeriesPlan, inputs: ReleaseInputs | Mined, thetas: dict[str, float] | None = None
@@ -105,7 +118,7 @@ class Recheck:
                 raise TypeError("Recheck: θ* are needed when the inputs hold none")
             thetas = inputs.thresholds.thetas
         ledger = self._ledger
-        knowledge = stored_knowledge(ledger.path, ledger.meta["releases"], inputs.knowledge)
+        knowledge = self._stored(inputs.knowledge)
         members = self._members(plan, inputs)
         probabilities = partial(exposed_probabilities, entries=ledger.state, knowledge=knowledge,
                                 config=self._config, outcomes=inputs.outcomes)  # fmt: skip
@@ -145,7 +158,7 @@ class Recheck:
             if not isinstance(inputs, ReleaseInputs):
                 raise TypeError("Recheck.links: θ* are needed when the inputs hold none")
             thetas = inputs.thresholds.thetas
-        earlier = stored_knowledge(self._ledger.path, self._ledger.meta["releases"], inputs.knowledge.clear())
+        earlier = self._stored(inputs.knowledge.clear())
         own = inputs.knowledge if inputs.own is None else inputs.own  # E_t as mined, not E*_t: its raises
         return self._raise(self._members(plan, inputs), self._past, self._ledger.state, earlier, own, thetas,
                            self._config)  # fmt: skip

@@ -1,0 +1,316 @@
+"""Rule 4's earlier-intersection check on numbered cases (issue 14 item 7): the arrays behind
+:func:`faers_anon.series.earlier.check_histories`.
+
+Source: docs/series.md §4 (rule 4) and §6 ("The earlier check as arrays"); the check's definition is
+:mod:`faers_anon.series.earlier`'s. The ledger's histories are numbered once per ``past`` frame (its
+:class:`.earlier._Histories`), and beside them, made once (:class:`Numbered`): each ledger case's
+history number, the cases of each exact history (CSR), the containment of the histories (h → every
+H ⊇ h, CSR, as :mod:`.raised_arrays` makes it) and |I(h)|. A check then:
+
+* numbers the published cases (their histories and their ledger rows) and the kept histories;
+* finds the published cases reaching a kept history (an H ⊇ h holding one) by the containment;
+* reads P before and P now of those cases (the same frames and the same joins to the θ values as
+  before: P is not computed here), as (row, value number) keys;
+* finds the kept histories reached by a case with a raised P, their members I(h) (the cases of every
+  H ⊇ h) and the P before of the members not published;
+* sums before and now per (exact history, value) (``np.bincount``), then one kernel (:func:`_over`) adds
+  those sums over H ⊇ h for each raised h and notes the h with a raised value s over θ_s with
+  Σ now > Σ before (ε as before).
+
+No (history, member) frame is built, joined or grouped (the polars check's ``_reached``,
+``_intersections`` and ``_over``). Floats: each P is the frame's (1 or a weight), the sums are added per
+exact history, then over H ⊇ h, in another order than polars' group-by: last bits only, far below the ε
+(1e-12) of the comparisons with θ_s and with Σ before. A published case whose history or pseudonym the
+ledger does not hold (not met in the step: the plan joins its history from ``past``) gets None: the
+caller then runs the polars check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import polars as pl
+from numpy.typing import NDArray
+
+from faers_anon._numba_cache import njit, sized
+
+__all__ = ["Numbered", "check_numbered"]
+
+_EPS = 1e-12
+_LISTS = ("indications", "reactions", "drug_keys")
+_I64 = NDArray[np.int64]
+_F64 = NDArray[np.float64]
+#: P(s | c) of a members frame (as :data:`.earlier.Probabilities`).
+Probabilities = Callable[[pl.DataFrame], pl.DataFrame]
+
+
+def _csr(rows: _I64, ids: _I64, n: int) -> tuple[_I64, _I64]:
+    """(start, ids) of (row, id) pairs over rows 0 … n − 1."""
+    order = np.argsort(rows, kind="stable")
+    start = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=start[1:])
+    return start, ids[order]
+
+
+def _spread(start: _I64, ids: _I64, rows: _I64) -> tuple[_I64, _I64]:
+    """(row, id) of every id of the CSR ``rows``."""
+    size = start[rows + 1] - start[rows]
+    total = int(size.sum())
+    at = np.repeat(start[rows] - np.cumsum(size) + size, size) + np.arange(total, dtype=np.int64)
+    return np.repeat(rows, size), ids[at]
+
+
+class Numbered:
+    """The ledger's cases and histories as arrays (module docstring), made once per
+    :class:`.earlier._Histories`."""
+
+    def __init__(self, wide: pl.DataFrame, cases: pl.DataFrame, contained: pl.DataFrame) -> None:
+        """``wide``: the numbered histories (``history``, ``_h``); ``cases``: ``pseudonym``, ``_h`` of the
+        ledger's cases; ``contained``: ``inner``, ``outer`` of every pair of histories h ⊆ H."""
+        self.numbers = wide.select("history", pl.col("_h").cast(pl.Int64))
+        n = self.numbers.height
+        self.case_h = cases.get_column("_h").to_numpy().astype(np.int64)
+        self.pseudonyms = cases.get_column("pseudonym")
+        rows = np.arange(self.case_h.size, dtype=np.int64)
+        self.cases_start, self.cases = _csr(self.case_h, rows, n)  # H → its cases' rows
+        inner, outer = (contained.get_column(c).to_numpy().astype(np.int64) for c in ("inner", "outer"))
+        self.within_start, self.within = _csr(inner, outer, n)  # h → the histories H ⊇ h
+        self.sizes = np.bincount(self.case_h, minlength=n).astype(np.int64)
+        per_pair = self.sizes[self.within]
+        self.members = np.add.reduceat(per_pair, self.within_start[:-1]) if per_pair.size else per_pair
+        self.members[self.within_start[:-1] == self.within_start[1:]] = 0  # |I(h)|
+        ids = self.pseudonyms.to_numpy().astype(np.int64) if self.pseudonyms.dtype.is_integer() else None
+        order = np.argsort(ids, kind="stable") if ids is not None else np.zeros(0, np.int64)
+        self.sorted_ids = ids[order] if ids is not None else order  # pseudonym → row by np.searchsorted
+        self.sorted_rows = order
+
+
+def _ledger_only(cases: pl.DataFrame) -> pl.DataFrame:
+    """Members with no current values, keyed by pseudonym (as the polars check asks P before)."""
+    empty = pl.lit([], pl.List(pl.Utf8))
+    return cases.select(pl.col("pseudonym").alias("caseid"), "pseudonym", *[empty.alias(n) for n in _LISTS])
+
+
+def _distinct(ids: _I64, n: int) -> _I64:
+    """The distinct ``ids`` (0 … n − 1), sorted, by marks (no sort)."""
+    marks = np.zeros(n, np.bool_)
+    marks[ids] = True
+    return np.flatnonzero(marks).astype(np.int64)
+
+
+def _numbers(histories: pl.Series, numbers: pl.DataFrame) -> _I64 | None:
+    """The numbers of ``histories`` (a join: faster than an Enum cast of the text); None when one is
+    unknown."""
+    found = histories.to_frame("history").join(numbers, on="history", how="left", maintain_order="left")
+    column = found.get_column("_h")
+    return None if column.null_count() else column.to_numpy().astype(np.int64)
+
+
+def _keyed(frame: pl.DataFrame, ids: pl.DataFrame, values: pl.Enum, n_values: int) -> tuple[_I64, _F64]:
+    """(place × V + value number, p) of a P frame (``caseid``, ``value``, ``p``): ``ids`` maps caseid to
+    ``_place`` (other ids left out), ``values`` numbers the V protected values (others left out)."""
+    value = pl.col("value").cast(values, strict=False).to_physical().cast(pl.Int64).alias("_v")
+    keyed = (
+        frame.lazy().select("caseid", value, "p").drop_nulls("_v").join(ids.lazy(), on="caseid")
+        .select((pl.col("_place") * n_values + pl.col("_v")).alias("_k"), pl.col("p").cast(pl.Float64))
+        .collect()
+    )  # fmt: skip
+    return keyed.get_column("_k").to_numpy().astype(np.int64), keyed.get_column("p").to_numpy()
+
+
+def check_numbered(
+    numbered: Numbered, published: pl.DataFrame, thetas: dict[str, float], now: pl.DataFrame | None,
+    kept: pl.DataFrame, earlier: Probabilities, probabilities: Probabilities,
+) -> tuple[frozenset[str], pl.DataFrame] | None:  # fmt: skip
+    """:func:`.earlier.check_histories` on numbered cases (module docstring); None when a published
+    case's history or pseudonym is not the ledger's. ``now``: P now of the published cases (None: of
+    the reaching ones by ``probabilities``)."""
+    a, n_values = numbered, len(thetas)
+    empty: tuple[frozenset[str], pl.DataFrame] = frozenset(), pl.DataFrame(schema={"history": pl.Utf8})
+    pseudonyms = published.get_column("pseudonym")
+    if not (pseudonyms.dtype.is_integer() and a.sorted_ids.size) or pseudonyms.null_count():
+        return None
+    ids = pseudonyms.to_numpy().astype(np.int64)
+    at = np.minimum(np.searchsorted(a.sorted_ids, ids), a.sorted_ids.size - 1)
+    pub_row = a.sorted_rows[at]
+    if (a.sorted_ids[at] != ids).any() or np.bincount(pub_row).max(initial=0) > 1:
+        return None  # a case the ledger lacks, or one published twice
+    pub_h = a.case_h[pub_row]
+    history = published.get_column("history")
+    if not a.numbers.get_column("history").gather(pub_h).equals(history, check_names=False):
+        return None  # a published case's history is not its ledger history
+    kept_h = _numbers(kept.get_column("history").unique(), a.numbers)
+    if kept_h is None:
+        return None
+    n = a.sizes.size
+    has_pub = np.bincount(pub_h, minlength=n) > 0
+    pair_h, pair_H = _spread(a.within_start, a.within, kept_h)
+    hit = has_pub[pair_H]
+    pair_h, pair_H = pair_h[hit], pair_H[hit]
+    if not pair_h.size:
+        return empty
+    reached = np.zeros(n, np.bool_)
+    reached[pair_H] = True
+    reaching = np.flatnonzero(reached[pub_h])  # published rows
+    values = pl.Enum(list(thetas))
+    holders = published[reaching]
+    rows = pub_row[reaching]
+    place = pl.int_range(pl.len(), dtype=pl.Int64).alias("_place")  # a holder's place, its ledger row after
+    by_pseudonym = holders.select(pl.col("pseudonym").alias("caseid"), place)
+    kb, pb = _keyed(earlier(_ledger_only(holders)), by_pseudonym, values, n_values)
+    if now is None:
+        now = probabilities(holders)
+    kn, pn = _keyed(now, holders.select("caseid", place), values, n_values)
+    with sized(kb.size + kn.size):
+        place, value, p_before, p_now, raised = _combined(rows.size, n_values, kb, pb, kn, pn, _EPS)
+    keys = rows[place] * n_values + value
+    up = np.zeros(n, np.bool_)
+    up[a.case_h[keys[raised] // n_values]] = True
+    raised_h = _distinct(pair_h[up[pair_H]], n)
+    if not raised_h.size:
+        return empty
+    _, member_H = _spread(a.within_start, a.within, raised_h)
+    _, member = _spread(a.cases_start, a.cases, _distinct(member_H, n))
+    is_holder = np.zeros(a.case_h.size, np.bool_)
+    is_holder[rows] = True
+    others = member[~is_holder[member]]
+    if others.size:
+        asked = pl.DataFrame({"pseudonym": a.pseudonyms.gather(others)})
+        asked_ids = asked.select(pl.col("pseudonym").alias("caseid"), pl.Series("_place", others, pl.Int64))
+        ko, po = _keyed(earlier(_ledger_only(asked)), asked_ids, values, n_values)
+        keys, p_before = np.concatenate([keys, ko]), np.concatenate([p_before, po])
+        p_now, raised = np.concatenate([p_now, po]), np.concatenate([raised, np.zeros(ko.size, np.bool_)])
+    theta = np.array(list(thetas.values()), np.float64)
+    with sized(keys.size):
+        entry_h, entry_v = a.case_h[keys // n_values], keys % n_values
+        fails = _over(raised_h, a.within_start, a.within, entry_h, entry_v, p_before, p_now, raised,
+                      a.members, theta, _EPS)  # fmt: skip
+    failing_h = raised_h[fails]
+    if not failing_h.size:
+        return empty
+    failed = np.zeros(n, np.bool_)
+    failed[failing_h] = True
+    units_H = np.zeros(n, np.bool_)
+    units_H[pair_H[failed[pair_h]]] = True
+    units = published.get_column("unit").filter(pl.Series(units_H[pub_h]))
+    failing = a.numbers.get_column("history").gather(failing_h).to_frame()
+    return frozenset(units.unique().to_list()), failing
+
+
+@njit(cache=True)
+def _combined(n_rows, n_values, key_b, p_b, key_n, p_n, eps):  # type: ignore[no-untyped-def]
+    """The holders' (place, value, P before, P now, raised) from the P before (``key_b``: place × V +
+    value, ``p_b``) and the P now (``key_n``, ``p_n``): P before 0 where it has no row, P now the
+    before where now has none, raised when now > before + ε (the polars check's full join)."""
+    start_b = np.zeros(n_rows + 1, np.int64)
+    start_n = np.zeros(n_rows + 1, np.int64)
+    for i in range(key_b.size):
+        start_b[key_b[i] // n_values + 1] += 1
+    for i in range(key_n.size):
+        start_n[key_n[i] // n_values + 1] += 1
+    for r in range(n_rows):
+        start_b[r + 1] += start_b[r]
+        start_n[r + 1] += start_n[r]
+    order_b = np.empty(key_b.size, np.int64)
+    order_n = np.empty(key_n.size, np.int64)
+    fill = start_b[:-1].copy()
+    for i in range(key_b.size):
+        r = key_b[i] // n_values
+        order_b[fill[r]] = i
+        fill[r] += 1
+    fill = start_n[:-1].copy()
+    for i in range(key_n.size):
+        r = key_n[i] // n_values
+        order_n[fill[r]] = i
+        fill[r] += 1
+    size = key_b.size + key_n.size
+    place = np.empty(size, np.int64)
+    value = np.empty(size, np.int64)
+    before = np.empty(size, np.float64)
+    now = np.empty(size, np.float64)
+    raised = np.empty(size, np.bool_)
+    b = np.zeros(n_values)
+    has_b = np.zeros(n_values, np.bool_)
+    has_n = np.zeros(n_values, np.bool_)
+    n = np.zeros(n_values)
+    out = 0
+    for r in range(n_rows):
+        for k in range(start_b[r], start_b[r + 1]):
+            e = order_b[k]
+            v = key_b[e] % n_values
+            b[v] = p_b[e]
+            has_b[v] = True
+        for k in range(start_n[r], start_n[r + 1]):
+            e = order_n[k]
+            v = key_n[e] % n_values
+            n[v] = p_n[e]
+            has_n[v] = True
+        for k in range(start_b[r], start_b[r + 1]):
+            v = key_b[order_b[k]] % n_values
+            if has_b[v]:  # once per (case, value)
+                place[out], value[out], before[out] = r, v, b[v]
+                now[out] = n[v] if has_n[v] else b[v]
+                raised[out] = now[out] > before[out] + eps
+                out += 1
+                has_b[v] = False
+                has_n[v] = False
+        for k in range(start_n[r], start_n[r + 1]):
+            v = key_n[order_n[k]] % n_values
+            if has_n[v]:
+                place[out], value[out], before[out], now[out] = r, v, 0.0, n[v]
+                raised[out] = n[v] > eps
+                out += 1
+                has_n[v] = False
+    return place[:out], value[:out], before[:out], now[:out], raised[:out]
+
+
+@njit(cache=True)
+def _over(hs, within_start, within, entry_h, entry_v, p_before, p_now, raised, members, theta, eps):  # type: ignore[no-untyped-def]  # noqa: E501
+    """For each history of ``hs``: whether a value s has a raised member in I(h), Σ now / |I(h)| > θ_s
+    and Σ now > Σ before (+ ε), the entries (case's history, value, P before, P now, raised) read per
+    exact history H ⊇ h (``within``; the entries bucketed by history first, a counting sort)."""
+    n_hist = within_start.size - 1
+    start = np.zeros(n_hist + 1, np.int64)
+    for i in range(entry_h.size):
+        start[entry_h[i] + 1] += 1
+    for h in range(n_hist):
+        start[h + 1] += start[h]
+    fill = start[:-1].copy()
+    order = np.empty(entry_h.size, np.int64)
+    for i in range(entry_h.size):
+        order[fill[entry_h[i]]] = i
+        fill[entry_h[i]] += 1
+    n_values = theta.size
+    b = np.zeros(n_values)
+    s = np.zeros(n_values)
+    up = np.zeros(n_values, np.bool_)
+    seen = np.zeros(n_values, np.bool_)
+    touched = np.empty(n_values, np.int64)
+    fails = np.zeros(hs.size, np.bool_)
+    for i in range(hs.size):
+        h = hs[i]
+        count = 0
+        for j in range(within_start[h], within_start[h + 1]):
+            big = within[j]
+            for k in range(start[big], start[big + 1]):
+                e = order[k]
+                v = entry_v[e]
+                if not seen[v]:
+                    seen[v] = True
+                    touched[count] = v
+                    count += 1
+                b[v] += p_before[e]
+                s[v] += p_now[e]
+                if raised[e]:
+                    up[v] = True
+        size = members[h]
+        for t in range(count):
+            v = touched[t]
+            if up[v] and s[v] / size > theta[v] + eps and s[v] > b[v] + eps:
+                fails[i] = True
+            b[v] = 0.0
+            s[v] = 0.0
+            up[v] = False
+            seen[v] = False
+    return fails
