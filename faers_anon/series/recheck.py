@@ -18,8 +18,8 @@ each unit's bundle is chosen once), and for them:
   can have a new P, and only for a value of a changed row or a class holding one (Δ values). When
   no row changed the last attempt's rows are kept; otherwise every member's P is computed again:
   as arrays (:mod:`.linked`) that costs less than renewing only the holders' changed values did
-  (:func:`.renew.renewed`: the holders found, their terms cut, the frames merged and sorted;
-  100k quarter 4, 3 calls: 1.44 CPU-s renewed, twelfth session).
+  (the holders found, their terms cut, the frames merged and sorted: 1.44 CPU-s over the 100k
+  quarter 4's 3 calls, twelfth session).
 * The bundle check of (unit, s) reads only the members' P(s) and θ_s. Every unit the last attempt
   kept passed there for every s, so it still passes for s outside the Δ values and the values whose
   θ changed (V*): only V* is checked (θ* restricted to V*).
