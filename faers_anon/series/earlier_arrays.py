@@ -5,7 +5,8 @@ Source: docs/series.md §4 (rule 4) and §6 ("The earlier check as arrays"); the
 :mod:`faers_anon.series.earlier`'s. The ledger's histories are numbered once per ``past`` frame (its
 :class:`.earlier._Histories`), and beside them, made once (:class:`Numbered`): each ledger case's
 history number, the cases of each exact history (CSR), the containment of the histories (h → every
-H ⊇ h, CSR, as :mod:`.raised_arrays` makes it) and |I(h)|. A check then:
+H ⊇ h, CSR, as :mod:`.raised_arrays` makes it) and the size of each exact history (|I(h)|: their sum
+over H ⊇ h). A check then:
 
 * numbers the published cases (their histories and their ledger rows) and the kept histories;
 * finds the published cases reaching a kept history (an H ⊇ h holding one) by the containment;
@@ -13,9 +14,10 @@ H ⊇ h, CSR, as :mod:`.raised_arrays` makes it) and |I(h)|. A check then:
   before: P is not computed here), as (row, value number) keys;
 * finds the kept histories reached by a case with a raised P, their members I(h) (the cases of every
   H ⊇ h) and the P before of the members not published;
-* sums before and now per (exact history, value) (``np.bincount``), then one kernel (:func:`_over`) adds
-  those sums over H ⊇ h for each raised h and notes the h with a raised value s over θ_s with
-  Σ now > Σ before (ε as before).
+* buckets the entries (case's exact history, value, P before, P now, raised) by exact history, then
+  rule 6's kernel (:func:`.raised_kernels.over`: the same sums over H ⊇ h and the same test) adds them
+  over H ⊇ h for each raised h and notes the h with a raised value s over θ_s with Σ now > Σ before
+  (ε as before).
 
 No (history, member) frame is built, joined or grouped (the polars check's ``_reached``,
 ``_intersections`` and ``_over``). Floats: each P is the frame's (1 or a weight), the sums are added per
@@ -34,6 +36,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from faers_anon._numba_cache import njit, sized
+from faers_anon.series.raised_kernels import over
 
 __all__ = ["Numbered", "check_numbered"]
 
@@ -77,9 +80,6 @@ class Numbered:
         inner, outer = (contained.get_column(c).to_numpy().astype(np.int64) for c in ("inner", "outer"))
         self.within_start, self.within = _csr(inner, outer, n)  # h → the histories H ⊇ h
         self.sizes = np.bincount(self.case_h, minlength=n).astype(np.int64)
-        per_pair = self.sizes[self.within]
-        self.members = np.add.reduceat(per_pair, self.within_start[:-1]) if per_pair.size else per_pair
-        self.members[self.within_start[:-1] == self.within_start[1:]] = 0  # |I(h)|
         ids = self.pseudonyms.to_numpy().astype(np.int64) if self.pseudonyms.dtype.is_integer() else None
         order = np.argsort(ids, kind="stable") if ids is not None else np.zeros(0, np.int64)
         self.sorted_ids = ids[order] if ids is not None else order  # pseudonym → row by np.searchsorted
@@ -182,11 +182,15 @@ def check_numbered(
         keys, p_before = np.concatenate([keys, ko]), np.concatenate([p_before, po])
         p_now, raised = np.concatenate([p_now, po]), np.concatenate([raised, np.zeros(ko.size, np.bool_)])
     theta = np.array(list(thetas.values()), np.float64)
+    entry_h = a.case_h[keys // n_values]
+    order = np.argsort(entry_h, kind="stable")  # the entries bucketed by exact history
+    h_start = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(entry_h, minlength=n), out=h_start[1:])
     with sized(keys.size):
-        entry_h, entry_v = a.case_h[keys // n_values], keys % n_values
-        fails = _over(raised_h, a.within_start, a.within, entry_h, entry_v, p_before, p_now, raised,
-                      a.members, theta, _EPS)  # fmt: skip
-    failing_h = raised_h[fails]
+        value = (keys % n_values)[order]
+        failing_h, _ = over(raised_h, a.within_start, a.within, h_start, value, p_now[order], p_before[order],
+                            raised[order], a.sizes, theta, n_values, _EPS)  # fmt: skip
+    failing_h = np.unique(failing_h)  # a history once, however many values fail
     if not failing_h.size:
         return empty
     failed = np.zeros(n, np.bool_)
@@ -263,54 +267,3 @@ def _combined(n_rows, n_values, key_b, p_b, key_n, p_n, eps):  # type: ignore[no
                 out += 1
                 has_n[v] = False
     return place[:out], value[:out], before[:out], now[:out], raised[:out]
-
-
-@njit(cache=True)
-def _over(hs, within_start, within, entry_h, entry_v, p_before, p_now, raised, members, theta, eps):  # type: ignore[no-untyped-def]  # noqa: E501
-    """For each history of ``hs``: whether a value s has a raised member in I(h), Σ now / |I(h)| > θ_s
-    and Σ now > Σ before (+ ε), the entries (case's history, value, P before, P now, raised) read per
-    exact history H ⊇ h (``within``; the entries bucketed by history first, a counting sort)."""
-    n_hist = within_start.size - 1
-    start = np.zeros(n_hist + 1, np.int64)
-    for i in range(entry_h.size):
-        start[entry_h[i] + 1] += 1
-    for h in range(n_hist):
-        start[h + 1] += start[h]
-    fill = start[:-1].copy()
-    order = np.empty(entry_h.size, np.int64)
-    for i in range(entry_h.size):
-        order[fill[entry_h[i]]] = i
-        fill[entry_h[i]] += 1
-    n_values = theta.size
-    b = np.zeros(n_values)
-    s = np.zeros(n_values)
-    up = np.zeros(n_values, np.bool_)
-    seen = np.zeros(n_values, np.bool_)
-    touched = np.empty(n_values, np.int64)
-    fails = np.zeros(hs.size, np.bool_)
-    for i in range(hs.size):
-        h = hs[i]
-        count = 0
-        for j in range(within_start[h], within_start[h + 1]):
-            big = within[j]
-            for k in range(start[big], start[big + 1]):
-                e = order[k]
-                v = entry_v[e]
-                if not seen[v]:
-                    seen[v] = True
-                    touched[count] = v
-                    count += 1
-                b[v] += p_before[e]
-                s[v] += p_now[e]
-                if raised[e]:
-                    up[v] = True
-        size = members[h]
-        for t in range(count):
-            v = touched[t]
-            if up[v] and s[v] / size > theta[v] + eps and s[v] > b[v] + eps:
-                fails[i] = True
-            b[v] = 0.0
-            s[v] = 0.0
-            up[v] = False
-            seen[v] = False
-    return fails
