@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -92,6 +93,21 @@ def _series_counts(ledger: Path) -> None:
               f"returning ({share:.1%}); retried {c.get('retried', 0):,}, published "
               f"{c.get('retried_published', 0):,}, superseded {c.get('pending_superseded', 0):,}, "
               f"deleted {c.get('pending_deleted', 0):,}; {json.dumps(c)}", flush=True)  # fmt: skip
+
+
+def _split(text: str, cpu: float, alone: float) -> str:
+    """A ledgered release's CPU seconds split: its series step's child (the ``[series]`` line), the
+    ledger's update at publication (``[ledger]``), and the rest, against the stand-alone release."""
+    step = re.search(r"step process ([0-9.]+) CPU-s", text)
+    ledger = re.search(r"^\[ledger\] .* ([0-9.]+) CPU-s\)$", text, re.MULTILINE)
+    if step is None or ledger is None:
+        return "CPU split: not printed by this version"
+    s, led = float(step.group(1)), float(ledger.group(1))
+    rest = cpu - s - led
+    return (
+        f"CPU split: series step {s:.1f} s, ledger update {led:.1f} s, the rest {rest:.1f} s "
+        f"({rest / alone:.2f} x alone; without the step {(cpu - s) / alone:.2f} x)"
+    )
 
 
 def _row(name: str, wall: float, rss: float) -> None:
@@ -161,6 +177,7 @@ def main(cases: int, quarters: int, follow: float, k: int, shape: str, work: Pat
         series_line = next((line for line in text.splitlines() if line.startswith("[series]")), "")
         print(f"{raw.name}: ledgered / alone = {wall_l / wall_a:.2f} wall, {_CPU[0] / cpu_a:.2f} CPU, "
               f"{rss_l / rss_a:.2f} peak RSS  {series_line}", flush=True)  # fmt: skip
+        print(f"{raw.name}: {_split(text, _CPU[0], cpu_a)}", flush=True)
         print(f"{raw.name}: {_ledger_read(work / 'ledger', work / 'agency.key')}", flush=True)
         alone.append(out_a)
         ledgered.append(out_l)

@@ -37,9 +37,11 @@ module's own error if the early import failed. The manifest keeps the writer's h
 (the verify stage re-read each).
 Timing: ``seconds`` (and manifest.json ``timings``) holds each stage's own wall time, from its start
 to its end in its own thread (``signals_raw``, ``risk_raw``: the raw halves, inside their stage when
-sequential), and ``total``, from the start of ingest to the manifest's writing. Overlapping stages
-share the cores, so their times add up to more than ``total`` and each is longer than it would be
-alone; ``report`` counts the plots drawn beside risk plus the writing after it.
+sequential), ``series`` (a ledgered release: the series step, in its child process), and ``total``,
+from the start of ingest to the manifest's writing. Overlapping stages share the cores, so their times
+add up to more than ``total`` and each is longer than it would be alone; ``report`` counts the plots
+drawn beside risk plus the writing after it. The ledger's update at publication comes after the
+manifest is sealed: its time is printed (``[ledger]``), not recorded.
 
 So a release folder exists only when it is complete and verified; an interrupted (SIGINT, SIGTERM,
 SIGHUP) or failed run leaves no release and removes its work folder; a SIGKILLed run's work folder
@@ -64,6 +66,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import resource
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -189,7 +192,7 @@ def _run(
                 first = ahead or _beside_step(stages, sources, ingested, config)
                 started.append(_beside_engine(stages, first, ingested, config))
 
-        series = _series(ingested, work, config, say)
+        series = _series(ingested, work, config, say, seconds)
         with _stage("anonymize", seconds, say):
             folder = ingested.out if series is None else series.ingested
             anonymized = anonymize_folder(
@@ -231,9 +234,11 @@ def _run(
         from faers_anon.series.apart import with_state
         from faers_anon.series.step import publish_with_ledger
 
-        key = load_key(config.anonymize.key_file)
+        key, start, cpu = load_key(config.anonymize.key_file), time.perf_counter(), time.process_time()
         publish_with_ledger(with_state(series, key), built, out, key,
                             lambda: _publish(built, out, force=config.force))  # fmt: skip
+        say(f"[ledger] {config.ledger}: release {len(series.ledger.meta['releases']) + 1} recorded "
+            f"({time.perf_counter() - start:.1f} s, {time.process_time() - cpu:.1f} CPU-s)")  # fmt: skip
     say(f"[report] written ({seconds['report']:.1f} s; release {time.perf_counter() - begin:.1f} s)")
     return ReleaseResult(
         path=out,
@@ -386,18 +391,26 @@ def _with_force(config: ReleaseConfig, series: SeriesStep | None = None) -> Anon
     return replace(config.anonymize, force=True, frozen=series.frozen, earlier_knowledge=earlier)
 
 
-def _series(ingested: IngestResult, work: Path, config: ReleaseConfig, say: Progress) -> SeriesStep | None:
-    """The series step before anonymization (:mod:`faers_anon.series.step`); None without a ledger."""
+def _series(
+    ingested: IngestResult, work: Path, config: ReleaseConfig, say: Progress, seconds: dict[str, float]
+) -> SeriesStep | None:
+    """The series step before anonymization (:mod:`faers_anon.series.step`); None without a ledger.
+    Its wall time goes to ``seconds["series"]``; its line names its child's CPU seconds (user + system:
+    the one child process the release starts then), the part of a ledgered release's cost that is the
+    step's (issue 14 item 7)."""
     if config.ledger is None:
         return None
     from faers_anon.series.apart import prepare_apart as prepare  # in a child process (its module)
 
     key = load_key(config.anonymize.key_file)
+    start, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     step = prepare(config.ledger, ingested.out, ingested.report["quarters"], work, config.anonymize, key)
+    seconds["series"], after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     c = step.plan.counts
     say(f"[series] ledger {config.ledger}: {len(step.ledger.meta['releases'])} earlier release(s); "
         f"{c['returning']:,} returning cases: {c['published_returning']:,} in {c['bundles']:,} frozen "
         f"group(s) with {c['republished']:,} earlier cases republished, {c['withheld']:,} withheld "
-        f"({c['withheld_small']:,} below k, {c['withheld_theta']:,} "
-        f"over theta); {c['fresh']:,} fresh")  # fmt: skip
+        f"({c['withheld_small']:,} below k, {c['withheld_theta']:,} over theta); {c['fresh']:,} fresh "
+        f"({seconds['series']:.1f} s; step process {cpu:.1f} CPU-s)")  # fmt: skip
     return step

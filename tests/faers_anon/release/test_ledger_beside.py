@@ -183,3 +183,22 @@ def test_an_interrupted_series_step_stops_the_raw_halves_and_leaves_nothing(
     assert not (tmp_path / "out").exists() and not list((tmp_path / "work").iterdir())
     assert _files(ledger) == before
     assert not [t for t in threading.enumerate() if t.name.startswith("faers-anon ")]
+
+
+def test_a_ledgered_release_times_its_series_step_and_its_ledger_update(
+    series: dict[str, Path], tmp_path: Path
+) -> None:
+    """The step's wall time is in the manifest's timings and its line names the child's CPU seconds,
+    the ledger's update at publication its own (bench_series.py splits a ledgered release's cost so)."""
+    ledger = tmp_path / "ledger"
+    shutil.copytree(series["ledger"], ledger)
+    lines: list[str] = []
+    result = release_module.release([series["raw1"]], tmp_path / "out", config=_config(tmp_path, ledger),
+                                    progress=lines.append)  # fmt: skip
+    step = next(line for line in lines if line.startswith("[series] ledger"))
+    cpu = float(step.rsplit("step process ", 1)[1].removesuffix(" CPU-s)"))
+    manifest = json.loads((result.path / "manifest.json").read_text())
+    assert 0 < cpu < 600 and 0 < manifest["timings"]["series"] < manifest["timings"]["total"]
+    recorded = next(line for line in lines if line.startswith("[ledger]"))
+    assert "release 2 recorded" in recorded and recorded.endswith(" CPU-s)")
+    assert json.loads((ledger / "ledger.json").read_text())["releases"][-1]["index"] == 2
