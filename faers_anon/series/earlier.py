@@ -333,7 +333,9 @@ class EarlierCheck:
     ``reference`` set covers the histories kept by S' and not by S, and those failing for S
     (checked once, in full): the same units as a full check (a test compares them), at the cost of
     the histories that changed. The placement's rounds and re-plans (:class:`.placement.Planner`)
-    check subsets of the placed members: 9 full checks of 2–3 s a 100k quarter before.
+    check subsets of the placed members: 9 full checks of 2–3 s a 100k quarter before. P now is asked
+    of ``now`` for the published cases reaching a checked history only (before, of every published
+    case at each call: the memo's filter over all its rows for the few a subset's check reads).
 
     Args:
         reference: the set every later ``published`` is a subset of (rows of the same frame).
@@ -355,8 +357,8 @@ class EarlierCheck:
         """(kept histories, failing histories, failing units) of the reference, checked once."""
         if self._found is None:
             kept = kept_histories(self._sizes, self._reference)
-            units, failing = check_histories(self._reference, self._past, self._probabilities, self._thetas,
-                                             self._now(self._reference), kept, self._before)  # fmt: skip
+            units, failing = check_histories(self._reference, self._past, self._now, self._thetas, None, kept,
+                                             self._before)  # fmt: skip
             self._found = kept, failing, units
         return self._found
 
@@ -370,5 +372,5 @@ class EarlierCheck:
         now_kept = kept_histories(self._sizes, published)
         changed = pl.concat([now_kept.join(kept, on="history", how="anti"), failing])
         only = now_kept.join(changed, on="history", how="semi")
-        return check_histories(published, self._past, self._probabilities, self._thetas,
-                               self._now(published), only, self._before)[0]  # fmt: skip
+        return check_histories(published, self._past, self._now, self._thetas, None, only,
+                               self._before)[0]  # fmt: skip

@@ -10,14 +10,18 @@ over H ⊇ h). A check then:
 
 * numbers the published cases (their histories and their ledger rows) and the kept histories;
 * finds the published cases reaching a kept history (an H ⊇ h holding one) by the containment;
-* reads P before and P now of those cases (the same frames and the same joins to the θ values as
-  before: P is not computed here), as (row, value number) keys;
+* reads P before and P now of those cases (P is not computed here): P before from :class:`_Before`,
+  which asks ``earlier`` (the step's memo) once per ledger case and step and keeps the answer as
+  arrays (value code, p) by ledger row, so a later check of the planner's rounds or the recheck reads
+  the same holders and members without the memo's filter and the value text's cast; P now as (row,
+  value number) keys of the ``now`` frame (joined to the reaching cases first, then cast);
 * finds the kept histories reached by a case with a raised P, their members I(h) (the cases of every
   H ⊇ h) and the P before of the members not published;
-* buckets the entries (case's exact history, value, P before, P now, raised) by exact history, then
-  rule 6's kernel (:func:`.raised_kernels.over`: the same sums over H ⊇ h and the same test) adds them
-  over H ⊇ h for each raised h and notes the h with a raised value s over θ_s with Σ now > Σ before
-  (ε as before).
+* buckets the entries (case's exact history, value, P before, P now, raised) by exact history (one
+  counting-sort kernel, :func:`_bucket`: the order of a stable sort, holders first), then rule 6's
+  kernel (:func:`.raised_kernels.over`: the same sums over H ⊇ h and the same test) adds them over
+  H ⊇ h for each raised h and notes the h with a raised value s over θ_s with Σ now > Σ before (ε as
+  before).
 
 No (history, member) frame is built, joined or grouped (the polars check's ``_reached``,
 ``_intersections`` and ``_over``). Floats: each P is the frame's (1 or a weight), the sums are added per
@@ -29,6 +33,7 @@ caller then runs the polars check.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -84,6 +89,14 @@ class Numbered:
         order = np.argsort(ids, kind="stable") if ids is not None else np.zeros(0, np.int64)
         self.sorted_ids = ids[order] if ids is not None else order  # pseudonym → row by np.searchsorted
         self.sorted_rows = order
+        self.before: weakref.WeakKeyDictionary[Probabilities, _Before] = weakref.WeakKeyDictionary()
+
+    def earlier(self, earlier: Probabilities) -> _Before:
+        """The P before of :class:`_Before` through ``earlier`` (made on first use)."""
+        found = self.before.get(earlier)
+        if found is None:
+            found = self.before[earlier] = _Before(self.case_h.size)
+        return found
 
 
 def _ledger_only(cases: pl.DataFrame) -> pl.DataFrame:
@@ -109,14 +122,83 @@ def _numbers(histories: pl.Series, numbers: pl.DataFrame) -> _I64 | None:
 
 def _keyed(frame: pl.DataFrame, ids: pl.DataFrame, values: pl.Enum, n_values: int) -> tuple[_I64, _F64]:
     """(place × V + value number, p) of a P frame (``caseid``, ``value``, ``p``): ``ids`` maps caseid to
-    ``_place`` (other ids left out), ``values`` numbers the V protected values (others left out)."""
-    value = pl.col("value").cast(values, strict=False).to_physical().cast(pl.Int64).alias("_v")
+    ``_place`` (other ids left out, before the cast: P now holds every published case), ``values`` numbers
+    the V protected values (others left out)."""
+    value = pl.col("value").cast(values, strict=False).to_physical().cast(pl.Int64)
     keyed = (
-        frame.lazy().select("caseid", value, "p").drop_nulls("_v").join(ids.lazy(), on="caseid")
-        .select((pl.col("_place") * n_values + pl.col("_v")).alias("_k"), pl.col("p").cast(pl.Float64))
-        .collect()
+        frame.lazy().select("caseid", "value", "p").join(ids.lazy(), on="caseid")
+        .select((pl.col("_place") * n_values + value).alias("_k"), pl.col("p").cast(pl.Float64))
+        .drop_nulls("_k").collect()
     )  # fmt: skip
     return keyed.get_column("_k").to_numpy().astype(np.int64), keyed.get_column("p").to_numpy()
+
+
+class _Before:
+    """P before of ledger cases as arrays (row → its (value code, p) entries in the order ``earlier``
+    gave them), each case asked of ``earlier`` once per :class:`Numbered`: P(s | c) before is a function
+    of the case's ledger row (:class:`.placement.Memo`'s premise), and the planner's rounds and the
+    recheck's calls ask the same holders and members again (their memo filtered every row it holds, and
+    the value text was cast, every call)."""
+
+    def __init__(self, n_cases: int) -> None:
+        self.start = np.full(n_cases, -1, np.int64)  # -1: not asked yet
+        self.size = np.zeros(n_cases, np.int64)
+        self.names: list[str] = []  # value code → text
+        self.value = np.zeros(0, np.int64)
+        self.p = np.zeros(0, np.float64)
+
+    def _codes(self, values: pl.Series) -> _I64:
+        """The codes of ``values`` (new texts numbered after the known ones; −1 for a null)."""
+        codes = values.cast(pl.Enum(self.names), strict=False).to_physical().cast(pl.Int64)
+        new = values.filter(codes.is_null()).drop_nulls().unique(maintain_order=True)
+        if new.len():
+            self.names += new.to_list()
+            codes = values.cast(pl.Enum(self.names), strict=False).to_physical().cast(pl.Int64)
+        return codes.fill_null(-1).to_numpy()
+
+    def _ask(self, a: Numbered, rows: _I64, earlier: Probabilities) -> None:
+        """Ask ``earlier`` for the ledger ``rows`` (distinct, not asked yet) and keep their entries."""
+        asked = pl.DataFrame({"pseudonym": a.pseudonyms.gather(rows).cast(pl.Int64)})
+        frame = earlier(_ledger_only(asked))
+        caseid = frame.get_column("caseid").cast(pl.Int64).to_numpy()
+        value, p = self._codes(frame.get_column("value")), frame.get_column("p").cast(pl.Float64).to_numpy()
+        heads = np.flatnonzero(np.diff(caseid, prepend=caseid[:1] - 1))  # runs of one case
+        lengths = np.diff(heads, append=caseid.size)
+        at = np.minimum(np.searchsorted(a.sorted_ids, caseid[heads]), a.sorted_ids.size - 1)
+        head_row = a.sorted_rows[at]
+        wanted = np.zeros(self.start.size, np.bool_)
+        wanted[rows] = True
+        valid = (a.sorted_ids[at] == caseid[heads]) & wanted[head_row]  # the cases asked only
+        self.start[rows], self.size[rows] = 0, 0
+        if np.bincount(head_row[valid], minlength=1).max() <= 1:  # a case's entries together (the memo's)
+            keep = np.repeat(valid, lengths)
+            kept = lengths[valid]
+            self.start[head_row[valid]] = self.value.size + np.cumsum(kept) - kept
+            self.size[head_row[valid]] = kept
+            value, p = value[keep], p[keep]
+        else:  # brought together, in the order given
+            row = np.repeat(np.where(valid, head_row, -1), lengths)
+            order = np.argsort(row, kind="stable")
+            order = order[row[order] >= 0]
+            counts = np.bincount(row[order], minlength=self.start.size)
+            self.start[rows] = self.value.size + np.cumsum(counts)[rows] - counts[rows]
+            self.size[rows] = counts[rows]
+            value, p = value[order], p[order]
+        self.value, self.p = np.concatenate([self.value, value]), np.concatenate([self.p, p])
+
+    def __call__(
+        self, a: Numbered, rows: _I64, earlier: Probabilities, thetas: dict[str, float]
+    ) -> tuple[_I64, _I64, _F64]:
+        """(index in ``rows``, value number, p) of the P before entries of the ledger ``rows`` (distinct)
+        for the values of ``thetas`` (numbered in their order)."""
+        missing = rows[self.start[rows] < 0]
+        if missing.size:
+            self._ask(a, missing, earlier)
+        codes = self._codes(pl.Series(list(thetas), dtype=pl.Utf8))
+        lut = np.full(len(self.names) + 1, -1, np.int64)  # value code → number (−1: not protected, null)
+        lut[codes] = np.arange(codes.size)
+        with sized(rows.size):
+            return _gathered(rows, self.start, self.size, self.value, self.p, lut)
 
 
 def check_numbered(
@@ -153,20 +235,19 @@ def check_numbered(
     reached = np.zeros(n, np.bool_)
     reached[pair_H] = True
     reaching = np.flatnonzero(reached[pub_h])  # published rows
-    values = pl.Enum(list(thetas))
-    holders = published[reaching]
     rows = pub_row[reaching]
-    place = pl.int_range(pl.len(), dtype=pl.Int64).alias("_place")  # a holder's place, its ledger row after
-    by_pseudonym = holders.select(pl.col("pseudonym").alias("caseid"), place)
-    kb, pb = _keyed(earlier(_ledger_only(holders)), by_pseudonym, values, n_values)
+    cached = a.earlier(earlier)
+    place_b, value_b, pb = cached(a, rows, earlier, thetas)
+    kb = place_b * n_values + value_b
     if now is None:
-        now = probabilities(holders)
-    kn, pn = _keyed(now, holders.select("caseid", place), values, n_values)
+        now = probabilities(published[reaching])
+    by_caseid = pl.DataFrame({"caseid": published.get_column("caseid").gather(reaching),
+                              "_place": np.arange(rows.size, dtype=np.int64)})  # fmt: skip
+    kn, pn = _keyed(now, by_caseid, pl.Enum(list(thetas)), n_values)
     with sized(kb.size + kn.size):
         place, value, p_before, p_now, raised = _combined(rows.size, n_values, kb, pb, kn, pn, _EPS)
-    keys = rows[place] * n_values + value
     up = np.zeros(n, np.bool_)
-    up[a.case_h[keys[raised] // n_values]] = True
+    up[a.case_h[rows[place[raised]]]] = True
     raised_h = _distinct(pair_h[up[pair_H]], n)
     if not raised_h.size:
         return empty
@@ -175,21 +256,14 @@ def check_numbered(
     is_holder = np.zeros(a.case_h.size, np.bool_)
     is_holder[rows] = True
     others = member[~is_holder[member]]
-    if others.size:
-        asked = pl.DataFrame({"pseudonym": a.pseudonyms.gather(others)})
-        asked_ids = asked.select(pl.col("pseudonym").alias("caseid"), pl.Series("_place", others, pl.Int64))
-        ko, po = _keyed(earlier(_ledger_only(asked)), asked_ids, values, n_values)
-        keys, p_before = np.concatenate([keys, ko]), np.concatenate([p_before, po])
-        p_now, raised = np.concatenate([p_now, po]), np.concatenate([raised, np.zeros(ko.size, np.bool_)])
+    at_o, value_o, po = cached(a, others, earlier, thetas)
     theta = np.array(list(thetas.values()), np.float64)
-    entry_h = a.case_h[keys // n_values]
-    order = np.argsort(entry_h, kind="stable")  # the entries bucketed by exact history
-    h_start = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(entry_h, minlength=n), out=h_start[1:])
-    with sized(keys.size):
-        value = (keys % n_values)[order]
-        failing_h, _ = over(raised_h, a.within_start, a.within, h_start, value, p_now[order], p_before[order],
-                            raised[order], a.sizes, theta, n_values, _EPS)  # fmt: skip
+    with sized(place.size + at_o.size):
+        h_start, value, p_now, p_before, raised = _bucket(
+            n, a.case_h, rows[place], value, p_now, p_before, raised, others[at_o], value_o, po
+        )
+        failing_h, _ = over(raised_h, a.within_start, a.within, h_start, value, p_now, p_before, raised,
+                            a.sizes, theta, n_values, _EPS)  # fmt: skip
     failing_h = np.unique(failing_h)  # a history once, however many values fail
     if not failing_h.size:
         return empty
@@ -267,3 +341,56 @@ def _combined(n_rows, n_values, key_b, p_b, key_n, p_n, eps):  # type: ignore[no
                 out += 1
                 has_n[v] = False
     return place[:out], value[:out], before[:out], now[:out], raised[:out]
+
+
+@njit(cache=True)
+def _bucket(n, case_h, row_a, value_a, now_a, before_a, raised_a, row_b, value_b, p_b):  # type: ignore[no-untyped-def]
+    """The entries of the holders (``row_a``: ledger row, value, P now, P before, raised) and of the other
+    members (``row_b``, value, P before = now, not raised) bucketed by exact history, in order (a
+    counting sort: the order of a stable sort of both, holders first): (start per history, value, P now,
+    P before, raised)."""
+    start = np.zeros(n + 1, np.int64)
+    for i in range(row_a.size):
+        start[case_h[row_a[i]] + 1] += 1
+    for i in range(row_b.size):
+        start[case_h[row_b[i]] + 1] += 1
+    for h in range(n):
+        start[h + 1] += start[h]
+    size = row_a.size + row_b.size
+    value = np.empty(size, np.int64)
+    now = np.empty(size, np.float64)
+    before = np.empty(size, np.float64)
+    raised = np.empty(size, np.bool_)
+    fill = start[:-1].copy()
+    for i in range(row_a.size):
+        h = case_h[row_a[i]]
+        j = fill[h]
+        fill[h] += 1
+        value[j], now[j], before[j], raised[j] = value_a[i], now_a[i], before_a[i], raised_a[i]
+    for i in range(row_b.size):
+        h = case_h[row_b[i]]
+        j = fill[h]
+        fill[h] += 1
+        value[j], now[j], before[j], raised[j] = value_b[i], p_b[i], p_b[i], False
+    return start, value, now, before, raised
+
+
+@njit(cache=True)
+def _gathered(rows, start, size, pool_value, pool_p, lut):  # type: ignore[no-untyped-def]
+    """(index in ``rows``, value number, p) of the entries of ``rows`` (``start``, ``size`` into the
+    pools) whose value ``lut`` numbers (≥ 0), in order."""
+    total = 0
+    for i in range(rows.size):
+        total += size[rows[i]]
+    at = np.empty(total, np.int64)
+    value = np.empty(total, np.int64)
+    p = np.empty(total, np.float64)
+    m = 0
+    for i in range(rows.size):
+        r = rows[i]
+        for k in range(start[r], start[r] + size[r]):
+            v = lut[pool_value[k]]
+            if v >= 0:
+                at[m], value[m], p[m] = i, v, pool_p[k]
+                m += 1
+    return at[:m], value[:m], p[:m]

@@ -11,7 +11,7 @@ import random
 import polars as pl
 import pytest
 
-from faers_anon.series import earlier_arrays
+from faers_anon.series import earlier, earlier_arrays
 from faers_anon.series.earlier import (
     _histories,
     check_histories,
@@ -22,7 +22,8 @@ from tests.faers_anon.series.test_check_keys import _VALUES, _ledger, _p, _publi
 
 
 def _polars(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(earlier_arrays, "check_numbered", lambda *a, **k: None)
+    """The arrays off: :func:`.earlier.check_histories` runs its joins (it calls the name it imported)."""
+    monkeypatch.setattr(earlier, "check_numbered", lambda *a, **k: None)
 
 
 @pytest.mark.parametrize("seed", range(30))
@@ -77,3 +78,45 @@ def test_a_case_the_ledger_lacks_falls_back() -> None:
     assert earlier_arrays.check_numbered(numbered, published, {"X": 0.6}, now, kept, earlier, earlier) is None
     units, failing = check_histories(published, past, earlier, {"X": 0.6}, now, kept, earlier)
     assert failing.get_column("history").to_list() == ["1:0"] and "1:0" in units
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_p_before_kept_across_calls(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One ``earlier`` over a sequence of checks (smaller published sets, other θ values, one no P frame
+    holds, P now given or asked, a case's rows together or apart): the same units and histories as the
+    joins, each ledger case asked of ``earlier`` once (:class:`.earlier_arrays._Before`)."""
+    rng = random.Random(1000 + seed)
+    past = _ledger(rng)
+    published = _published(rng, past)
+    before = _p(rng, past.get_column("pseudonym").to_list(), 0.35)
+    if seed % 2:  # a case's rows apart (not the memo's order)
+        before = before.sample(fraction=1.0, shuffle=True, seed=seed)
+    now = _p(rng, published.get_column("caseid").to_list(), 0.5)
+    sizes = past.group_by("history").agg(pl.len().alias("n"))
+    asked: list[int] = []
+
+    def earlier(frame: pl.DataFrame) -> pl.DataFrame:
+        asked.extend(frame.get_column("caseid").to_list())
+        return before.join(frame.select("caseid"), on="caseid", how="semi")
+
+    def now_of(frame: pl.DataFrame) -> pl.DataFrame:
+        return now.join(frame.select("caseid"), on="caseid", how="semi")
+
+    units = published.get_column("unit").unique().sort().to_list()
+    calls = []
+    for step in range(6):
+        subset = published.filter(~pl.col("unit").is_in(units[: step // 2]))
+        values = rng.sample(_VALUES, rng.randint(1, len(_VALUES))) + (["NEVER"] if step % 3 == 2 else [])
+        thetas = {v: rng.choice([0.2, 0.3, 0.5]) for v in values}
+        kept = kept_histories(sizes, subset)
+        given = now if step % 2 else None
+        numbered = earlier_arrays.check_numbered(_histories(past).numbered(), subset, thetas, given, kept,
+                                                 earlier, now_of)  # fmt: skip
+        assert numbered is not None
+        calls.append((subset, thetas, given, kept, numbered))
+    assert len(asked) == len(set(asked))
+    _polars(monkeypatch)
+    for subset, thetas, given, kept, numbered in calls:
+        joined = check_histories(subset, past, now_of, thetas, given, kept, earlier)
+        assert numbered[0] == joined[0]
+        assert sorted(numbered[1].get_column("history")) == sorted(joined[1].get_column("history"))
