@@ -1,16 +1,22 @@
 """The kernels of rule 6's raise check as arrays (:mod:`faers_anon.series.raised_arrays`, whose docstring
 describes the layout): one pass over the ledger's cases summing P per exact history, one over the kept
-histories adding the sums of the histories that contain each (issue 14 item 7).
+histories adding the sums of the histories that contain each (issue 14 item 7); with the CSR helpers
+and what one pass leaves the next (:class:`Memo`, :class:`Holders`).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from faers_anon._numba_cache import njit
 
-__all__ = ["history_sums", "over"]
+__all__ = [
+    "Holders", "Memo", "by_out", "csr", "history_sums", "holders", "inverted", "merged", "only", "over",
+    "permuted",
+]  # fmt: skip
 
 _I64 = NDArray[np.int64]
 _F64 = NDArray[np.float64]
@@ -18,12 +24,14 @@ _F64 = NDArray[np.float64]
 
 @njit(cache=True)
 def history_sums(
-    hist: _I64, own_start: _I64, own: _I64, drug_start: _I64, drug: _I64,
+    cases: _I64, hist: _I64, own_start: _I64, own: _I64, drug_start: _I64, drug: _I64,
     cur_at: _I64, cown_start: _I64, cown: _I64, cdrug_start: _I64, cdrug: _I64, feed_start: _I64, feed: _I64,
     e_start: _I64, e_out: _I64, e_before: _F64, e_now: _F64, n_out: int, eps: float,
 ) -> tuple[_I64, _I64, _F64, _F64, NDArray[np.bool_], _I64, _I64, _F64]:  # fmt: skip
     """Per exact history (the cases by position, ``hist`` sorted): (history, wanted value, Σ now, Σ before,
-    some member raised by E), and the raised (position, wanted value, mid) rows (module docstring)."""
+    some member raised by E), and the raised (position, wanted value, mid) rows (module docstring). Only
+    the positions ``cases`` (ascending) are read: a case none of whose lists reaches a wanted value adds
+    nothing to any sum, so leaving it out changes no sum."""
     before, mid, now = np.zeros(n_out), np.zeros(n_out), np.zeros(n_out)
     seen = np.zeros(n_out, np.bool_)
     touched = np.empty(n_out, np.int64)
@@ -40,9 +48,9 @@ def history_sums(
     m_acc = 0
     n_values = len(feed_start) - 1
     n_drugs = len(e_start) - 1
-    n_cases = len(hist)
-    for p in range(n_cases + 1):
-        if p == n_cases or (p > 0 and hist[p] != hist[p - 1]):  # the last history's sums
+    n_cases = len(cases)
+    for i in range(n_cases + 1):
+        if i == n_cases or (i > 0 and hist[cases[i]] != hist[cases[i - 1]]):  # the last history's sums
             if n + m_acc > size:
                 size = max(2 * size, n + m_acc)
                 h_of, out = _grow_i(h_of, n, size), _grow_i(out, n, size)
@@ -54,7 +62,7 @@ def history_sums(
             for t in range(m_acc):
                 o = acc_touched[t]
                 h_of[n], out[n], s_now[n], s_before[n], s_up[n] = (
-                    hist[p - 1],
+                    hist[cases[i - 1]],
                     o,
                     acc_now[o],
                     acc_before[o],
@@ -63,8 +71,9 @@ def history_sums(
                 n += 1
                 acc_now[o], acc_before[o], acc_up[o], acc_seen[o] = 0.0, 0.0, False, False
             m_acc = 0
-        if p == n_cases:
+        if i == n_cases:
             break
+        p = cases[i]
         m = 0
         c = cur_at[p]
         for side in range(2):  # the ledger's lists, then the published case's current ones
@@ -166,6 +175,27 @@ def over(
 
 
 @njit(cache=True)
+def inverted(start: _I64, ids: _I64, n_keys: int) -> tuple[_I64, _I64]:
+    """The CSR key → rows of a CSR row → keys (keys 0 … ``n_keys`` − 1; larger ones left out): each key's
+    rows ascending, a row once per time it holds the key (a counting sort)."""
+    found = np.zeros(n_keys + 1, np.int64)
+    for k in ids:
+        if k < n_keys:
+            found[k + 1] += 1
+    for k in range(n_keys):
+        found[k + 1] += found[k]
+    rows = np.empty(found[n_keys], np.int64)
+    fill = found[:n_keys].copy()
+    for r in range(len(start) - 1):
+        for a in range(start[r], start[r + 1]):
+            k = ids[a]
+            if k < n_keys:
+                rows[fill[k]] = r
+                fill[k] += 1
+    return found, rows
+
+
+@njit(cache=True)
 def _grow_i(a: _I64, n: int, size: int) -> _I64:
     grown = np.empty(size, np.int64)
     grown[:n] = a[:n]
@@ -184,3 +214,126 @@ def _grow_b(a: NDArray[np.bool_], n: int, size: int) -> NDArray[np.bool_]:
     grown = np.empty(size, np.bool_)
     grown[:n] = a[:n]
     return grown
+
+
+def csr(rows: _I64, ids: _I64, n: int) -> tuple[_I64, _I64]:
+    """(start, ids) of (row, id) pairs, rows 0 … n − 1; pairs with id −1 dropped, order within a row kept."""
+    keep = ids >= 0
+    rows, ids = rows[keep], ids[keep]
+    if rows.size and (rows[1:] < rows[:-1]).any():
+        order = np.argsort(rows, kind="stable")
+        rows, ids = rows[order], ids[order]
+    start = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=start[1:])
+    return start, ids
+
+
+def merged(parts: list[tuple[_I64, _I64]], n: int) -> tuple[_I64, _I64]:
+    """The CSR of several CSRs over the same rows, each row's ids one part after the other."""
+    count = sum(np.diff(start) for start, _ in parts)
+    start = np.zeros(n + 1, np.int64)
+    np.cumsum(count, out=start[1:])
+    ids = np.empty(int(start[-1]), np.int64)
+    offset = start[:-1].copy()
+    for part_start, part in parts:
+        size = np.diff(part_start)
+        rows = np.repeat(np.arange(n, dtype=np.int64), size)
+        ids[offset[rows] + np.arange(part.size, dtype=np.int64) - part_start[rows]] = part
+        offset += size
+    return start, ids
+
+
+def permuted(start: _I64, ids: _I64, order: _I64) -> tuple[_I64, _I64]:
+    """The CSR of rows ``order[0]``, ``order[1]``, … of a CSR."""
+    size = (start[1:] - start[:-1])[order]
+    new = np.zeros(order.size + 1, np.int64)
+    np.cumsum(size, out=new[1:])
+    at = np.repeat(start[:-1][order] - new[:-1], size) + np.arange(int(new[-1]), dtype=np.int64)
+    return new, ids[at]
+
+
+@dataclass(frozen=True, slots=True)
+class Memo:
+    """One wanted value's inputs at a pass (the value numbers counting for it; its E rows: drug numbers,
+    E*_{t−1}'s and E*_t's largest weights; θ) and its results (the kept histories failing for it, their
+    raised members' positions and P through E*_{t−1}). The ledger, its lists and E*_{t−1} are the
+    step's; with the same published cases (:meth:`.raised_arrays.Ledger._current`) a value with the
+    same inputs has the same results, bit for bit (the kernels add a value's sums apart from the other
+    values')."""
+
+    feed: _I64
+    drugs: _I64
+    before: _F64
+    now: _F64
+    theta: float
+    fail_h: _I64
+    up_at: _I64
+    up_mid: _F64
+
+    def same(self, feed: _I64, drugs: _I64, before: _F64, now: _F64, theta: float) -> bool:
+        """Whether a pass's inputs of the value are these."""
+        return bool(
+            self.theta == theta and np.array_equal(self.feed, feed) and np.array_equal(self.drugs, drugs)
+            and np.array_equal(self.before, before) and np.array_equal(self.now, now)
+        )  # fmt: skip
+
+
+def by_out(
+    feeds: tuple[_I64, _I64], table: tuple[_I64, _I64, _F64, _F64], n_out: int
+) -> tuple[list[_I64], list[_I64], list[_F64], list[_F64]]:
+    """Per wanted value: the value numbers counting for it, its E rows' drugs and two weights (by drug)."""
+    feed_start, feed = feeds
+    value = np.repeat(np.arange(feed_start.size - 1, dtype=np.int64), np.diff(feed_start))
+    order = np.argsort(feed, kind="stable")
+    cut = np.searchsorted(feed[order], np.arange(n_out + 1))
+    values = value[order]
+    drug_start, e_out, e_before, e_now = table
+    drug = np.repeat(np.arange(drug_start.size - 1, dtype=np.int64), np.diff(drug_start))
+    e_order = np.argsort(e_out, kind="stable")
+    e_cut = np.searchsorted(e_out[e_order], np.arange(n_out + 1))
+    drug, e_before, e_now = drug[e_order], e_before[e_order], e_now[e_order]
+    return (
+        [values[cut[o] : cut[o + 1]] for o in range(n_out)],
+        *([a[e_cut[o] : e_cut[o + 1]] for o in range(n_out)] for a in (drug, e_before, e_now)),
+    )  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, slots=True)
+class Holders:
+    """The rows of CSR lists (:class:`.raised_arrays._Lists`) holding each value and each drug (CSR by
+    number), and each row's position (None: the rows are the positions)."""
+
+    value_start: _I64
+    value_rows: _I64
+    drug_start: _I64
+    drug_rows: _I64
+    position: _I64 | None = None
+
+    def cases(self, values: _I64, drugs: _I64) -> _I64:
+        """The positions of the rows holding one of ``values`` or ``drugs`` (repeats allowed)."""
+        parts = [np.zeros(0, np.int64)]
+        for start, rows, keys in ((self.value_start, self.value_rows, values),
+                                  (self.drug_start, self.drug_rows, drugs)):  # fmt: skip
+            keys = keys[keys < start.size - 1]
+            parts += [rows[start[k] : start[k + 1]] for k in keys.tolist()]
+        found = np.concatenate(parts)
+        if self.position is None:
+            return found
+        found = self.position[found]
+        return found[found >= 0]
+
+
+def holders(own_start: _I64, own: _I64, drug_start: _I64, drug: _I64, n_values: int, n_drugs: int) -> Holders:
+    """The :class:`Holders` of CSR lists row → values, row → drugs (numbered below ``n_values``,
+    ``n_drugs``)."""
+    return Holders(*inverted(own_start, own, n_values), *inverted(drug_start, drug, n_drugs))
+
+
+def only(start: _I64, ids: _I64, remap: _I64) -> tuple[_I64, _I64]:
+    """A CSR row → wanted value with only the values ``remap`` numbers (≥ 0), numbered by it."""
+    new = remap[ids]
+    keep = new >= 0
+    row = np.repeat(np.arange(start.size - 1, dtype=np.int64), np.diff(start))[keep]
+    found = np.zeros(start.size, np.int64)
+    np.cumsum(np.bincount(row, minlength=start.size - 1), out=found[1:])
+    return found, new[keep]
