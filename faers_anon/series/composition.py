@@ -99,16 +99,19 @@ class Composition:
         schema = pl.read_parquet_schema(self.ingested / f"{name}.parquet")
         return extra.lazy().select(list(schema)).cast(schema)  # type: ignore[arg-type]
 
-    def write(self, out: Path) -> Path:
+    def write(self, out: Path, *, cases: pl.DataFrame | None = None) -> Path:
         """The composition as an ingested folder ``out`` (0700): each table with a ``caseid`` composed,
         every other file and folder copied. INDI with links left out is collected and written in one
         chunk: streamed, the joins of :func:`left_out` laid its row groups out as the threads ran, so its
-        bytes (and their SHA-256 in the ledger's store) changed from run to run, its rows did not."""
+        bytes (and their SHA-256 in the ledger's store) changed from run to run, its rows did not.
+        ``cases``: its super-records when read (:func:`mine`), written as they are, not read again."""
         out.mkdir(mode=0o700)
         for path in self.ingested.iterdir():
             target = out / path.name
             if path.is_dir():
                 shutil.copytree(path, target)
+            elif path.name == "cases.parquet" and cases is not None:
+                cases.write_parquet(target)
             elif path.stem == "indi" and self.links is not None and self.links.height:
                 self.table(path.stem).collect().rechunk().write_parquet(target)
             elif path.suffix == ".parquet" and "caseid" in pl.read_parquet_schema(path):
@@ -312,8 +315,11 @@ class Miner:
         own = self._own(composition)
         same = (composition.ingested, composition.withheld, *(composition.added.get(n) for n in _READ))
         last = self._read
-        if last is None or last[0][0] != same[0] or any(a is not b for a, b in zip(last[0][1:], same[1:],
-                                                                                     strict=True)):
+        if (
+            last is None
+            or last[0][0] != same[0]
+            or any(a is not b for a, b in zip(last[0][1:], same[1:], strict=True))
+        ):
             self._read = None  # the last super-records let go before these are read (memory)
             last = self._read = (same, _read(composition, self._config))
         return mine(composition, self._config, earlier=self._earlier, own=own, read=last[1])

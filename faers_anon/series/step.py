@@ -285,7 +285,7 @@ def prepare(
             inputs = None if plain else inputs  # nothing changed: the quarter is released as it came
             break
         links, passes = _more_links(links, more), passes + 1
-    folder = ingested if inputs is None else composition.write(work / "ingested-series")
+    folder = ingested if inputs is None else composition.write(work / "ingested-series", cases=inputs.cases)
     plan.counts["left_out_links"], plan.counts["left_out_passes"] = links.height, passes
     plan.counts["left_out_indi_rows"] = _left_out_rows(composition, folder) if inputs is not None else 0
     frozen = work / FROZEN_NAME
