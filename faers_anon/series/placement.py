@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 import polars as pl
 
 from faers_anon.series.earlier import EarlierCheck
@@ -96,13 +97,9 @@ def _widened(bundles: pl.DataFrame) -> pl.DataFrame:
         "weight": _outside("wt", "case_wt_min", "case_wt_max", exclusive=False),
     }  # fmt: skip
     flags = bundles.with_columns(**{f"_out_{q}": e.any().over("bundle") for q, e in outside.items()})
-    widen = []
-    for qid, root in ROOT.items():
-        for column, value in root.items():
-            root_value = pl.lit(value, flags.schema[column])
-            widen.append(
-                pl.when(pl.col(f"_out_{qid}")).then(root_value).otherwise(pl.col(column)).alias(column)
-            )
+    widen = [pl.when(pl.col(f"_out_{qid}")).then(pl.lit(value, flags.schema[column]))
+             .otherwise(pl.col(column)).alias(column)
+             for qid, root in ROOT.items() for column, value in root.items()]  # fmt: skip
     widened = pl.any_horizontal(pl.col(f"_out_{q}") for q in ROOT)
     return flags.with_columns(*widen, widened.alias("widened")).drop(f"_out_{q}" for q in ROOT)
 
@@ -173,12 +170,10 @@ def _members(
     )
     now = returning.select("pseudonym", "caseid", pl.lit(None, pl.Int64).alias("store"),
                            *[f"case_{c}" for c in _QIDS], *_LISTS)  # fmt: skip
-    members = (
-        pl.concat([now, again], how="vertical_relaxed")
-        .filter(~pl.col("pseudonym").is_in(deleted.implode()))
-        .join(past.select("pseudonym", "history"), on="pseudonym")
-        .join(units, on="history")
+    members = pl.concat([now, again], how="vertical_relaxed").filter(
+        ~pl.col("pseudonym").is_in(deleted.implode())
     )
+    members = members.join(past.select("pseudonym", "history"), on="pseudonym").join(units, on="history")
     base = returning.join(units, on="history").filter(pl.col("history") == pl.col("unit"))
     region = base.group_by("unit").agg(pl.col(c).first() for c in REGION)
     bundle = pl.col("unit").rank("dense").cast(pl.Int64).alias("bundle")
@@ -203,30 +198,35 @@ def _trim(members: pl.DataFrame, target: int) -> pl.DataFrame:
     of its stored members; a class without one is not published. Every published class h then has
     Σ_{h' ⊇ h} x_h' ≥ min(target, sup_r(h) + n_h − r_h) members in the bundle; :func:`_sizes`
     checks k. Stored members are taken fewest exposed values first, then by pseudonym (deterministic).
-    Ordered on the keys alone, the rows taken once (sorting the lists too: 0.17–0.23 -> 0.14 CPU-s, 100k).
+    Ordered on the keys alone, the rows taken once; the classes numbered in (unit, history) order, so
+    rows sort on integers (400k quarter 4's members: 1.78 -> 1.40 CPU-s at k, 2.11 -> 1.48 at 2k).
     """
     is_returning = pl.col("store").is_null()
-    classes = members.group_by("unit", "history").agg(pl.len().alias("n"), is_returning.sum().alias("r"))
+    classes = (
+        members.select("unit", "history", "store").with_row_index("_i").group_by("unit", "history")
+        .agg(pl.len().alias("n"), is_returning.sum().alias("r"), "_i").sort("unit", "history")
+    )  # fmt: skip
     sup = (
-        intersection_pairs(classes)
+        intersection_pairs(classes.select("unit", "history"))
         .join(classes.select("unit", pl.col("history").alias("e_history"), "r"), on=["unit", "e_history"])
-        .group_by("unit", "d_history")
-        .agg(pl.col("r").sum().alias("sup"))
-    )
+        .group_by("unit", "d_history").agg(pl.col("r").sum().alias("sup"))
+    )  # fmt: skip
     short = (target - pl.col("sup").cast(pl.Int64)).clip(lower_bound=0)  # counts are UInt32: no wrap
     added = pl.min_horizontal(pl.col("n") - pl.col("r"), short)
-    quota = classes.join(sup, left_on=["unit", "history"], right_on=["unit", "d_history"]).select(
-        "unit", "history", pl.when(pl.col("r") > 0).then(pl.col("r") + added).otherwise(0).alias("quota")
-    )
-    exposed = sum(
-        (pl.col(name).list.len() for name in _LISTS), pl.lit(0, pl.UInt32)
-    )  # null lists: null, as before
-    keys = members.select("unit", "history", pl.col("store").is_not_null().alias("_s"), exposed.alias("_x"),
-                          "pseudonym").with_row_index("_i")  # fmt: skip
-    ranked = keys.sort("unit", "history", "_s", "_x", "pseudonym").with_columns(
-        pl.int_range(pl.len()).over("unit", "history").alias("_rank")
-    ).join(quota, on=["unit", "history"], maintain_order="left")  # fmt: skip
-    return members[ranked.filter(pl.col("_rank") < pl.col("quota")).get_column("_i")]
+    quota = classes.join(sup, left_on=["unit", "history"], right_on=["unit", "d_history"], how="left",
+                         maintain_order="left").select(  # a class without its sup row: none taken
+        pl.when(pl.col("r") > 0).then(pl.col("r") + added).otherwise(0).fill_null(0).cast(pl.Int64)
+    ).to_series().to_numpy()  # fmt: skip
+    group = np.empty(members.height, np.int64)  # each member's class number
+    n = classes.get_column("n").to_numpy()
+    group[classes.get_column("_i").explode().to_numpy()] = np.repeat(np.arange(classes.height), n)
+    exposed = sum((pl.col(name).list.len() for name in _LISTS), pl.lit(0, pl.UInt32))  # null lists: null
+    stored = pl.col("store").is_not_null().alias("_s")
+    keys = members.select(pl.Series("_g", group), stored, exposed.alias("_x"), "pseudonym")
+    keys = keys.with_row_index("_i").sort("_g", "_s", "_x", "pseudonym")
+    at = keys.get_column("_g").to_numpy()
+    rank = np.arange(len(at)) - np.searchsorted(at, at)  # the rank within the member's class
+    return members[keys.get_column("_i").filter(pl.Series(rank < quota[at]))]
 
 
 def _place(
