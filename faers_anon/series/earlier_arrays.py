@@ -92,11 +92,14 @@ class Numbered:
         self.before: weakref.WeakKeyDictionary[Probabilities, _Before] = weakref.WeakKeyDictionary()
 
     def earlier(self, earlier: Probabilities) -> _Before:
-        """The P before of :class:`_Before` through ``earlier`` (made on first use)."""
-        found = self.before.get(earlier)
-        if found is None:
-            found = self.before[earlier] = _Before(self.case_h.size)
-        return found
+        """The P before of :class:`_Before` through ``earlier``, made on first use and kept while ``earlier``
+        lives (not kept for a callable no weak reference can hold)."""
+        try:
+            if earlier not in self.before:
+                self.before[earlier] = _Before(self.case_h.size)
+            return self.before[earlier]
+        except TypeError:
+            return _Before(self.case_h.size)
 
 
 def _ledger_only(cases: pl.DataFrame) -> pl.DataFrame:
@@ -141,11 +144,9 @@ class _Before:
     the value text was cast, every call)."""
 
     def __init__(self, n_cases: int) -> None:
-        self.start = np.full(n_cases, -1, np.int64)  # -1: not asked yet
-        self.size = np.zeros(n_cases, np.int64)
+        self.start, self.size = np.full(n_cases, -1, np.int64), np.zeros(n_cases, np.int64)  # -1: not asked
         self.names: list[str] = []  # value code → text
-        self.value = np.zeros(0, np.int64)
-        self.p = np.zeros(0, np.float64)
+        self.value, self.p = np.zeros(0, np.int32), np.zeros(0, np.float64)  # the entries, case by case
 
     def _codes(self, values: pl.Series) -> _I64:
         """The codes of ``values`` (new texts numbered after the known ones; −1 for a null)."""
@@ -166,9 +167,7 @@ class _Before:
         lengths = np.diff(heads, append=caseid.size)
         at = np.minimum(np.searchsorted(a.sorted_ids, caseid[heads]), a.sorted_ids.size - 1)
         head_row = a.sorted_rows[at]
-        wanted = np.zeros(self.start.size, np.bool_)
-        wanted[rows] = True
-        valid = (a.sorted_ids[at] == caseid[heads]) & wanted[head_row]  # the cases asked only
+        valid = (a.sorted_ids[at] == caseid[heads]) & np.isin(head_row, rows)  # the cases asked only
         self.start[rows], self.size[rows] = 0, 0
         if np.bincount(head_row[valid], minlength=1).max() <= 1:  # a case's entries together (the memo's)
             keep = np.repeat(valid, lengths)
@@ -184,7 +183,8 @@ class _Before:
             self.start[rows] = self.value.size + np.cumsum(counts)[rows] - counts[rows]
             self.size[rows] = counts[rows]
             value, p = value[order], p[order]
-        self.value, self.p = np.concatenate([self.value, value]), np.concatenate([self.p, p])
+        self.value = np.concatenate([self.value, value.astype(np.int32)])
+        self.p = np.concatenate([self.p, p])
 
     def __call__(
         self, a: Numbered, rows: _I64, earlier: Probabilities, thetas: dict[str, float]

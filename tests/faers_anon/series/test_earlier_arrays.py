@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -120,3 +121,20 @@ def test_p_before_kept_across_calls(seed: int, monkeypatch: pytest.MonkeyPatch) 
         joined = check_histories(subset, past, now_of, thetas, given, kept, earlier)
         assert numbered[0] == joined[0]
         assert sorted(numbered[1].get_column("history")) == sorted(joined[1].get_column("history"))
+
+
+def test_a_callable_no_weak_reference_holds_is_asked_each_time() -> None:
+    past = pl.DataFrame({"pseudonym": [1, 2, 3], "history": ["1:0", "1:0", "1:1"]})
+    before = pl.DataFrame({"caseid": [1, 2, 3], "value": ["X"] * 3, "p": [0.5, 1.0, 0.25]})
+
+    class Slotted:
+        __slots__ = ()
+
+        def __call__(self, frame: pl.DataFrame) -> pl.DataFrame:
+            return before.join(frame.select("caseid"), on="caseid", how="semi")
+
+    numbered = _histories(past).numbered()
+    for _ in range(2):
+        cached = numbered.earlier(Slotted())
+        at, value, p = cached(numbered, np.array([2, 0]), Slotted(), {"X": 0.5})
+        assert at.tolist() == [0, 1] and value.tolist() == [0, 0] and p.tolist() == [0.25, 0.5]
