@@ -15,7 +15,9 @@ peak RSS printed, each as it ends):
    (``release Qi --ledger``), one after the other so both see the same load: the ratio ledgered /
    stand-alone per quarter (wall, CPU and peak RSS), and the ledger's placement counts (returning,
    published, republished and withheld cases and reports; pending cases retried, published,
-   superseded), and the ledger read the next quarter makes: ``open_ledger`` (the last state file)
+   superseded), the ledgered release's CPU split into its series step (the child the ``[series]`` line
+   names), its ledger update at publication (``[ledger]``) and the rest, and the ledger read the next
+   quarter makes: ``open_ledger`` (the last state file)
    against reading every release file and building the histories (the read before the state file),
    in this process;
 3. cumulative signals over the ledgered releases (``faers-anon signals R1 … Rn``);
