@@ -41,7 +41,8 @@ import polars as pl
 from numpy.typing import NDArray
 
 from faers_anon._numba_cache import njit, sized
-from faers_anon.series.raised_kernels import over
+from faers_anon.series.linked import expand
+from faers_anon.series.raised_kernels import csr, over
 
 __all__ = ["Numbered", "check_numbered"]
 
@@ -51,22 +52,6 @@ _I64 = NDArray[np.int64]
 _F64 = NDArray[np.float64]
 #: P(s | c) of a members frame (as :data:`.earlier.Probabilities`).
 Probabilities = Callable[[pl.DataFrame], pl.DataFrame]
-
-
-def _csr(rows: _I64, ids: _I64, n: int) -> tuple[_I64, _I64]:
-    """(start, ids) of (row, id) pairs over rows 0 … n − 1."""
-    order = np.argsort(rows, kind="stable")
-    start = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(rows, minlength=n), out=start[1:])
-    return start, ids[order]
-
-
-def _spread(start: _I64, ids: _I64, rows: _I64) -> tuple[_I64, _I64]:
-    """(row, id) of every id of the CSR ``rows``."""
-    size = start[rows + 1] - start[rows]
-    total = int(size.sum())
-    at = np.repeat(start[rows] - np.cumsum(size) + size, size) + np.arange(total, dtype=np.int64)
-    return np.repeat(rows, size), ids[at]
 
 
 class Numbered:
@@ -81,9 +66,9 @@ class Numbered:
         self.case_h = cases.get_column("_h").to_numpy().astype(np.int64)
         self.pseudonyms = cases.get_column("pseudonym")
         rows = np.arange(self.case_h.size, dtype=np.int64)
-        self.cases_start, self.cases = _csr(self.case_h, rows, n)  # H → its cases' rows
+        self.cases_start, self.cases = csr(self.case_h, rows, n)  # H → its cases' rows
         inner, outer = (contained.get_column(c).to_numpy().astype(np.int64) for c in ("inner", "outer"))
-        self.within_start, self.within = _csr(inner, outer, n)  # h → the histories H ⊇ h
+        self.within_start, self.within = csr(inner, outer, n)  # h → the histories H ⊇ h
         self.sizes = np.bincount(self.case_h, minlength=n).astype(np.int64)
         ids = self.pseudonyms.to_numpy().astype(np.int64) if self.pseudonyms.dtype.is_integer() else None
         order = np.argsort(ids, kind="stable") if ids is not None else np.zeros(0, np.int64)
@@ -227,7 +212,7 @@ def check_numbered(
         return None
     n = a.sizes.size
     has_pub = np.bincount(pub_h, minlength=n) > 0
-    pair_h, pair_H = _spread(a.within_start, a.within, kept_h)
+    pair_h, pair_H = expand(a.within_start, a.within, kept_h, kept_h)
     hit = has_pub[pair_H]
     pair_h, pair_H = pair_h[hit], pair_H[hit]
     if not pair_h.size:
@@ -251,8 +236,9 @@ def check_numbered(
     raised_h = _distinct(pair_h[up[pair_H]], n)
     if not raised_h.size:
         return empty
-    _, member_H = _spread(a.within_start, a.within, raised_h)
-    _, member = _spread(a.cases_start, a.cases, _distinct(member_H, n))
+    _, member_H = expand(a.within_start, a.within, raised_h, raised_h)
+    holding = _distinct(member_H, n)
+    _, member = expand(a.cases_start, a.cases, holding, holding)
     is_holder = np.zeros(a.case_h.size, np.bool_)
     is_holder[rows] = True
     others = member[~is_holder[member]]

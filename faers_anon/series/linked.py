@@ -179,7 +179,10 @@ def lists(frame: pl.DataFrame, key: str, groups: dict[str, Group]) -> Lists:
 
 
 def expand(
-    start: NDArray[np.int64], ids: NDArray[np.int32], rows: NDArray[np.int64], cases: NDArray[np.int64]
+    start: NDArray[np.int64],
+    ids: NDArray[np.int32] | NDArray[np.int64],
+    rows: NDArray[np.int64],
+    cases: NDArray[np.int64],
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """(case, id) for every term of each row ``rows[i]`` (CSR ``start``, ``ids``), case ``cases[i]``."""
     counts = start[rows + 1] - start[rows]
