@@ -23,7 +23,7 @@ import polars as pl
 
 from faers_anon.anonymize.partition import QID_COLUMNS
 
-__all__ = ["LISTS", "STATE_SCHEMA", "advance", "state_from_entries"]
+__all__ = ["LISTS", "STATE_SCHEMA", "advance", "history", "state_from_entries"]
 
 #: The value lists of a ledger row (release entries and state alike).
 LISTS = ("reactions", "indications", "drug_keys", "outcomes")
@@ -61,8 +61,9 @@ def advance(state: pl.DataFrame, entries: pl.DataFrame, index: int, /) -> pl.Dat
                                             *[pl.col(n).alias(o) for n, o in _OLD.items()])  # fmt: skip
     again = new.join(before, on="caseid").with_columns(
         pl.concat_str(["_history", "history"], separator="|").alias("history"),
-        pl.any_horizontal(pl.col(n).list.set_difference(o).list.len() > 0 for n, o in _OLD.items())
-        .alias("_grown"),
+        pl.any_horizontal(pl.col(n).list.set_difference(o).list.len() > 0 for n, o in _OLD.items()).alias(
+            "_grown"
+        ),
     )
     same = again.filter(~pl.col("_grown")).with_columns(pl.col(o).alias(n) for n, o in _OLD.items())
     grown = again.filter("_grown").with_columns(
@@ -83,3 +84,28 @@ def state_from_entries(entries: pl.DataFrame, /) -> pl.DataFrame:
     for index in sorted(entries.get_column("release").unique().to_list()):
         state = advance(state, entries.filter(pl.col("release") == index), int(index))
     return state
+
+
+def history(entries: pl.DataFrame, /) -> pl.DataFrame:
+    """Per case pseudonym of the ledger: its publication history and its last region.
+
+    Args:
+        entries: ledger rows of several releases, or the ledger's state (it holds both already).
+
+    Returns:
+        ``caseid``, ``history`` (the ``release:group`` pairs in release order, ``|``-joined: two cases
+        with the same history shared a group in every release where either appeared), and the
+        region columns of its last release.
+    """
+    if "history" in entries.columns:
+        return entries.select("caseid", "history", *_REGION)
+    return (
+        entries.sort("release")
+        .group_by("caseid", maintain_order=True)
+        .agg(
+            pl.concat_str([pl.col("release").cast(pl.Utf8), pl.col("group").cast(pl.Utf8)], separator=":")
+            .str.join("|")
+            .alias("history"),
+            *[pl.col(c).last() for c in _REGION],
+        )
+    )
