@@ -14,13 +14,18 @@ string (their number is that of the groups, not of the cases).
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
+from numpy.typing import NDArray
 
+from faers_anon._numba_cache import njit, sized
 from faers_anon.release.pseudonyms import case_pseudonyms
 
-__all__ = ["prefixes", "unit_of", "intersection_pairs", "pair_key", "pair_parts", "pseudonym_ids"]
+__all__ = ["prefixes", "unit_of", "intersection_pairs", "over", "pair_key", "pair_parts", "pseudonym_ids"]
 
 _SHIFT = 1 << 32
+_I64 = NDArray[np.int64]
+_F64 = NDArray[np.float64]
 
 
 def pseudonym_ids(cases: pl.DataFrame, pseudonym_key: bytes) -> pl.DataFrame:
@@ -128,3 +133,90 @@ def pair_parts(key: str, /) -> list[pl.Expr]:
         (pl.col("_pair") // _SHIFT).cast(pl.UInt32).alias(key),
         (pl.col("_pair") % _SHIFT).cast(pl.UInt32).alias("_v"),
     ]
+
+
+@njit(cache=True)
+def _over(
+    n: int, d_start: _I64, d_e: _I64, size: _F64, row_h: _I64, row_v: _I64, row_p: _F64, theta: _F64
+) -> NDArray[np.bool_]:
+    """:func:`over`: the rows counting-sorted by class, Σ P per (class, value), then per d over its e's."""
+    count = np.zeros(n + 1, np.int64)
+    for i in range(len(row_h)):
+        count[row_h[i] + 1] += 1
+    for h in range(n):
+        count[h + 1] += count[h]
+    order = np.empty(len(row_h), np.int64)
+    fill = count[:n].copy()
+    for i in range(len(row_h)):
+        order[fill[row_h[i]]] = i
+        fill[row_h[i]] += 1
+    acc = np.zeros(len(theta))
+    seen = np.zeros(len(theta), np.bool_)
+    touched = np.empty(len(theta), np.int64)
+    sum_start = np.zeros(n + 1, np.int64)
+    sum_v = np.empty(len(row_h), np.int64)
+    sum_p = np.empty(len(row_h))
+    k = 0
+    for h in range(n):  # Σ P(s | e) per (class, value), as the frames summed them first
+        m = 0
+        for at in range(count[h], count[h + 1]):
+            v = row_v[order[at]]
+            if not seen[v]:
+                seen[v] = True
+                touched[m] = v
+                m += 1
+            acc[v] += row_p[order[at]]
+        for t in range(m):
+            v = touched[t]
+            sum_v[k], sum_p[k] = v, acc[v]
+            k += 1
+            acc[v], seen[v] = 0.0, False
+        sum_start[h + 1] = k
+    result = np.zeros(n, np.bool_)
+    for d in range(n):
+        m = 0
+        for j in range(d_start[d], d_start[d + 1]):
+            e = d_e[j]
+            for at in range(sum_start[e], sum_start[e + 1]):
+                v = sum_v[at]
+                if not seen[v]:
+                    seen[v] = True
+                    touched[m] = v
+                    m += 1
+                acc[v] += sum_p[at]
+        for t in range(m):
+            v = touched[t]
+            if acc[v] / size[d] > theta[v] + 1e-12:
+                result[d] = True
+            acc[v], seen[v] = 0.0, False
+    return result
+
+
+def over(
+    pairs: pl.DataFrame, classes: pl.Series, rows: pl.DataFrame, thetas: dict[str, float]
+) -> NDArray[np.bool_]:
+    """For each class d (histories of a unit numbered 0 … n − 1), whether conf(I(d) → s) > θ_s for some s.
+
+    Args:
+        pairs: ``_d``, ``_h``: class numbers, h's history containing d's (:func:`intersection_pairs`);
+        classes: each member's class number; rows: ``_h``, ``_v`` (value number: its place in
+        ``thetas``), ``p``: the members' P(s | c) rows; thetas: θ* (its values numbered in order).
+
+    conf(I(d) → s) = Σ_{(d, e)} Σ_{c ∈ e} P(s | c) / Σ_{(d, e)} |e|, summed per (e, s) first, then per d.
+    """
+    counts = np.bincount(_ints(classes))  # every class has a member
+    n = len(counts)
+    order = np.argsort(_ints(pairs.get_column("_d")), kind="stable")
+    d, e = _ints(pairs.get_column("_d"))[order], _ints(pairs.get_column("_h"))[order]
+    d_start = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(d, minlength=n), out=d_start[1:])
+    size = np.bincount(d, weights=counts[e].astype(np.float64), minlength=n)
+    found = (_ints(rows.get_column("_h")), _ints(rows.get_column("_v")), rows.get_column("p").to_numpy())
+    theta = np.asarray(list(thetas.values()), np.float64)
+    with sized(rows.height):
+        return _over(n, d_start, e, size, *found, theta)  # type: ignore[no-any-return]
+
+
+def _ints(column: pl.Series) -> _I64:
+    """``column`` as int64 numbers."""
+    return column.to_numpy().astype(np.int64)
