@@ -41,7 +41,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from faers_anon._numba_cache import njit, sized
-from faers_anon.series.linked import expand
+from faers_anon.series.linked import expand, search
 from faers_anon.series.raised_kernels import csr, over
 
 __all__ = ["Numbered", "check_numbered"]
@@ -150,7 +150,7 @@ class _Before:
         value, p = self._codes(frame.get_column("value")), frame.get_column("p").cast(pl.Float64).to_numpy()
         heads = np.flatnonzero(np.diff(caseid, prepend=caseid[:1] - 1))  # runs of one case
         lengths = np.diff(heads, append=caseid.size)
-        at = np.minimum(np.searchsorted(a.sorted_ids, caseid[heads]), a.sorted_ids.size - 1)
+        at = np.minimum(search(a.sorted_ids, caseid[heads]), a.sorted_ids.size - 1)
         head_row = a.sorted_rows[at]
         valid = (a.sorted_ids[at] == caseid[heads]) & np.isin(head_row, rows)  # the cases asked only
         self.start[rows], self.size[rows] = 0, 0
@@ -199,7 +199,7 @@ def check_numbered(
     if not (pseudonyms.dtype.is_integer() and a.sorted_ids.size) or pseudonyms.null_count():
         return None
     ids = pseudonyms.to_numpy().astype(np.int64)
-    at = np.minimum(np.searchsorted(a.sorted_ids, ids), a.sorted_ids.size - 1)
+    at = np.minimum(search(a.sorted_ids, ids), a.sorted_ids.size - 1)
     pub_row = a.sorted_rows[at]
     if (a.sorted_ids[at] != ids).any() or np.bincount(pub_row).max(initial=0) > 1:
         return None  # a case the ledger lacks, or one published twice

@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 
 from faers_anon.anonymize.config import AnonymizeConfig
 from faers_anon.anonymize.value_classes import CLASS_PREFIX, OUTC_PREFIX, read_classes
-from faers_anon.series.linked import Group, ReadE, case_rows, expand, lists, matches, read, terms
+from faers_anon.series.linked import Group, ReadE, case_rows, expand, lists, matches, read, search, terms
 from knowledge.mining import FILLER_TERMS
 from knowledge.values import value_key_expr
 
@@ -103,14 +103,14 @@ def _exposed(
     caseids = members.get_column("caseid").cast(pl.Int64)
     cases = caseids.unique().sort()
     sorted_cases = cases.to_numpy()
-    member_case = np.searchsorted(sorted_cases, caseids.to_numpy()).astype(np.int64)
+    member_case = search(sorted_cases, caseids.to_numpy())
     hit_members, hit_rows = matches(past.keys, "caseid", members.get_column("pseudonym"))
     hit_cases = member_case[hit_members]
     marks = pl.DataFrame(schema={"_c": pl.Int64, "value": pl.Utf8})
     if outcomes is not None:  # the codes' pseudo-values made once per distinct code
         codes = outcomes.select(pl.col("caseid").cast(pl.Int64), pl.col("outc_cod").cast(pl.Utf8))
         codes = codes.drop_nulls()
-        at = np.searchsorted(sorted_cases, codes.get_column("caseid").to_numpy())
+        at = search(sorted_cases, codes.get_column("caseid").to_numpy())
         within = at < len(sorted_cases)
         within[within] = sorted_cases[at[within]] == codes.get_column("caseid").to_numpy()[within]
         codes = codes.with_columns(pl.Series("_c", at, pl.Int64)).filter(pl.Series(within))
