@@ -72,6 +72,7 @@ _F64 = NDArray[np.float64]
 _EPS = 1e-12
 _OWN = ("indications", "reactions")
 _LONG = 50_000  # a series this long is numbered through a categorical (Numbering.ids)
+_COMPARED = ["pseudonym", "history", *_OWN, "drug_keys"]
 
 
 class Numbering:
@@ -270,8 +271,8 @@ class Ledger:
         """(the same ``published`` as the last pass's, ``cur_at``: position → row of its current lists
         (−1: not published), those lists, the kept histories), made again only for another frame."""
         last = self._published
-        if last is not None and _same(last[0], published, ["pseudonym", "history", *_OWN, "drug_keys"]):
-            return (True, *last[1:])
+        if last is not None and (last[0] is published or _same(last[0], published, _COMPARED)):
+            return (True, *last[1:])  # the frame itself again (the recheck keeps its members) or its rows
         cur_at = np.full(self.ids.len(), -1, np.int64)
         lists = _Lists(*(np.zeros(k, np.int64) for k in (1, 0, 1, 0)))
         rows = np.zeros(0, np.int64)
