@@ -27,6 +27,10 @@ calls replayed: 7.5–8.9 → 6.9–8.1 CPU-s (load 6–10), the same frames.
 
 from __future__ import annotations
 
+import weakref
+from dataclasses import replace
+from typing import TypeVar
+
 import numpy as np
 import polars as pl
 from numpy.typing import NDArray
@@ -37,7 +41,7 @@ from faers_anon.series.linked import Group, ReadE, case_rows, expand, lists, mat
 from knowledge.mining import FILLER_TERMS
 from knowledge.values import value_key_expr
 
-__all__ = ["exposed_probabilities"]
+__all__ = ["exposed_probabilities", "term_groups"]
 
 _OWN = ("indications", "reactions")
 #: The filler terms' canonical keys, as :func:`knowledge.case_value_probabilities` leaves them out.
@@ -45,6 +49,8 @@ _FILLER_KEYS = [" ".join(term.upper().split()) for term in FILLER_TERMS]
 _SCHEMA = pl.Schema({"caseid": pl.Int64, "value": pl.Utf8, "p": pl.Float64})
 #: Members per P(s | c) computation (module docstring).
 CHUNK = 100_000
+_A = TypeVar("_A")
+_B = TypeVar("_B")
 
 
 def exposed_probabilities(
@@ -74,19 +80,46 @@ def exposed_probabilities(
     return pl.concat([_exposed(parts[key], entries, knowledge, config, outcomes) for key in sorted(parts)])
 
 
-def _groups(sensitive: tuple[str, ...] | list[str], codes: bool) -> dict[str, Group]:
-    """The list groups P reads (:class:`.linked.Lists`): own terms as values (filler terms none), drug
-    keys as they are, OUTC codes as ``outc:`` pseudo-values."""
-    key = value_key_expr(pl.col("t"))
+def term_groups(sensitive: tuple[str, ...] | list[str]) -> dict[str, Group]:
+    """The list groups of verbatim terms (:class:`.linked.Lists`): own terms (``own``), drug keys
+    (``drugs``). The ledger's state is numbered once per step for P here and for rule 6's raise check
+    (:class:`.raised_arrays.Ledger`), each making its values of the distinct terms."""
     groups: dict[str, Group] = {}
     own = tuple(name for name in _OWN if name in sensitive)
     if own:
-        groups["own"] = own, pl.when(key.is_in(_FILLER_KEYS)).then(None).otherwise(key)
+        groups["own"] = own, pl.col("t")
     if "diseases" in sensitive:
         groups["drugs"] = ("drug_keys",), pl.col("t")
+    return groups
+
+
+def _groups(sensitive: tuple[str, ...] | list[str], codes: bool) -> dict[str, Group]:
+    """The list groups P reads: :func:`term_groups`, OUTC codes as ``outc:`` pseudo-values."""
+    groups = term_groups(sensitive)
     if codes:
         groups["codes"] = ("outcomes",), _code(pl.col("t"))
     return groups
+
+
+_OWN_VALUES: dict[int, tuple[weakref.ref[pl.Series], pl.Series]] = {}
+
+
+def _own_values(terms: pl.Series) -> pl.Series:
+    """Own terms as values (canonical keys; filler terms none), kept while ``terms`` lives (the ledger's)."""
+    for gone in [gone for gone, (ref, _) in _OWN_VALUES.items() if ref() is None]:
+        del _OWN_VALUES[gone]
+    known = _OWN_VALUES.get(id(terms))
+    if known is not None and known[0]() is terms:
+        return known[1]
+    key = value_key_expr(pl.col("t"))
+    values = terms.to_frame("t").select(pl.when(key.is_in(_FILLER_KEYS)).then(None).otherwise(key))
+    _OWN_VALUES[id(terms)] = weakref.ref(terms), values.to_series()
+    return values.to_series()
+
+
+def _as_values(found: dict[str, tuple[_A, _B, pl.Series]]) -> dict[str, tuple[_A, _B, pl.Series]]:
+    """``found``'s groups with the own terms made values (:func:`_own_values`)."""
+    return {name: (a, b, _own_values(v) if name == "own" else v) for name, (a, b, v) in found.items()}
 
 
 def _exposed(
@@ -99,7 +132,8 @@ def _exposed(
     """:func:`exposed_probabilities` of one chunk of members, as arrays (:mod:`.linked`)."""
     groups = _groups(config.sensitive, outcomes is not None)
     past = lists(entries, "caseid", groups)  # the ledger's lists, numbered once per step
-    now = terms(members, {k: g for k, g in groups.items() if k != "codes"})  # every row: no CSR
+    past = replace(past, groups=_as_values(past.groups))
+    now = _as_values(terms(members, {k: g for k, g in groups.items() if k != "codes"}))  # every row: no CSR
     caseids = members.get_column("caseid").cast(pl.Int64)
     cases = caseids.unique().sort()
     sorted_cases = cases.to_numpy()

@@ -51,6 +51,8 @@ from numpy.typing import NDArray
 
 from faers_anon._numba_cache import sized
 from faers_anon.series.earlier import _histories, _matched
+from faers_anon.series.exposed import term_groups
+from faers_anon.series.linked import lists
 from faers_anon.series.raised_kernels import (
     Holders,
     Memo,
@@ -181,7 +183,7 @@ class Ledger:
         self.within_start, self.within = csr(inner, outer, n_hist)  # h → the histories H ⊇ h
         self._published: tuple[pl.DataFrame, _I64, _Lists, _I64, Holders] | None = None  # the last pass's
         self._memo: dict[str, Memo] = {}  # wanted value → its inputs and results at the last pass
-        lists = self._lists(state)
+        lists = self._state_lists(state)
         self.lists = _Lists(
             *permuted(lists.own_start, lists.own, order), *permuted(lists.drug_start, lists.drug, order)
         )
@@ -201,6 +203,26 @@ class Ledger:
             at, drugs = _exploded(frame, "drug_keys")
             drug_start, drug = csr(at, self.drugs.ids(drugs), n)
         return _Lists(own_start, own, drug_start, drug)
+
+    def _state_lists(self, state: pl.DataFrame) -> _Lists:
+        """:meth:`_lists` of the state from its terms as P numbered them for the step (:func:`.linked.lists`
+        with :func:`.exposed.term_groups`: the same rows, each row's terms in order), only its distinct
+        terms made values here (the state's 5.4M terms and 4.9M drug keys were numbered twice)."""
+        n = state.height
+        found = lists(state, "caseid", term_groups(self.sensitive)).groups
+        parts = []
+        for name, numbers in (("own", self._term_values), ("drugs", self.drugs.ids)):
+            if name not in found:
+                parts.append((np.zeros(n + 1, np.int64), np.zeros(0, np.int64)))
+                continue
+            start, ids, distinct = found[name]
+            rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(start))
+            parts.append(csr(rows, numbers(distinct)[ids], n))
+        return _Lists(*parts[0], *parts[1])
+
+    def _term_values(self, terms: pl.Series) -> _I64:
+        """The value numbers of distinct verbatim ``terms`` (their canonical keys, −1 for none)."""
+        return self.values.ids(terms.to_frame("t").select(value_key_expr(pl.col("t"))).to_series())
 
     def _values_of(self, terms: pl.Series) -> _I64:
         """The value numbers of verbatim ``terms`` (their canonical keys, −1 for none); each term's key
