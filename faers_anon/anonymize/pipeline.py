@@ -114,11 +114,11 @@ def partition_cases(
     mandatory stratum, top-coded where it cannot stand; the reports left out).
     """
     with Stages() as stages:
-        # a series step's engine sees a subset: QID arrays made there; each version or outcome stratum's
-        # takes its cases' arrays from the whole frame's (made without class levels, with P(s | c) links)
-        parts = config.outcome_strata or splits_versions(config, inputs.demo)
+        # each version or outcome stratum, and a series' cases not frozen, take their cases' arrays from
+        # the whole frame's (made without class levels, with P(s | c) links: read once, not per stratum)
+        parts = config.outcome_strata or splits_versions(config, inputs.demo) or config.frozen is not None
         fed = partial(engine_inputs, cases, inputs.demo, inputs.policy, config.hierarchies(),
-                      model=config.model, whole=not config.frozen, parts=parts)  # fmt: skip
+                      model=config.model, whole=True, parts=parts)  # fmt: skip
         coded = stages.start("engine fields", fed, announce=False)
         probabilities, thresholds = inputs.known or sensitive_thresholds(
             with_drug_names(cases, inputs.drug_names), knowledge, config=config, classes=inputs.classes,
