@@ -117,7 +117,8 @@ def partition_cases(
         # each version or outcome stratum, and a series' cases not frozen, take their cases' arrays from
         # the whole frame's (made without class levels, with P(s | c) links: read once, not per stratum)
         parts = config.outcome_strata or splits_versions(config, inputs.demo) or config.frozen is not None
-        fed = partial(engine_inputs, cases, inputs.demo, inputs.policy, config.hierarchies(),
+        engine_cases = cases if config.frozen is None else _not_frozen(cases, config.frozen)
+        fed = partial(engine_inputs, engine_cases, inputs.demo, inputs.policy, config.hierarchies(),
                       model=config.model, whole=True, parts=parts)  # fmt: skip
         coded = stages.start("engine fields", fed, announce=False)
         probabilities, thresholds = inputs.known or sensitive_thresholds(
@@ -161,6 +162,11 @@ def partition_cases(
         log.warning("%d groups do not satisfy %s (%d leftovers forced)", partition.invalid_groups,
                     config.model, partition.forced)  # fmt: skip
     return partition, thresholds, probabilities
+
+
+def _not_frozen(cases: pl.DataFrame, frozen: Path) -> pl.DataFrame:
+    """A series' engine's cases: those of no frozen bundle (as ``series.step.with_frozen`` runs it)."""
+    return cases.join(pl.read_parquet(frozen, columns=["caseid"]), on="caseid", how="anti")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
