@@ -32,6 +32,7 @@ from faers_anon.anonymize.inputs import sensitive_thresholds, with_drug_names, w
 from faers_anon.anonymize.thresholds import Thresholds
 from faers_anon.anonymize.value_classes import read_classes
 from faers_anon.io.column_policy import load_policy
+from faers_anon.io.outputs import write_table
 from faers_anon.series.exposed import exposed_probabilities
 from knowledge import (
     E_SCHEMA,
@@ -101,21 +102,26 @@ class Composition:
 
     def write(self, out: Path, *, cases: pl.DataFrame | None = None) -> Path:
         """The composition as an ingested folder ``out`` (0700): each table with a ``caseid`` composed,
-        every other file and folder copied. INDI with links left out is collected and written in one
-        chunk: streamed, the joins of :func:`left_out` laid its row groups out as the threads ran, so its
-        bytes (and their SHA-256 in the ledger's store) changed from run to run, its rows did not.
-        ``cases``: its super-records when read (:func:`mine`), written as they are, not read again."""
+        every other file and folder copied. ``cases``: its super-records when read (:func:`mine`),
+        written as they are, not read again.
+
+        Each composed table is collected and written by :func:`faers_anon.io.outputs.write_table`, the
+        ingest's writer (Arrow's encoder, LZ4 pages, no statistics): the same rows in the same order
+        as polars' streaming writer wrote, at about half its CPU (the 400k quarter 4's composition: 6.9 →
+        3.6 CPU-s in the step, 101 → 92 MB; docs/series.md §6, fourteenth session), the same bytes however
+        polars chunked the rows, so INDI with links left out (:func:`left_out`, whose joins lay rows
+        out as the threads ran) is the same file from run to run, as the ledger's store needs (it
+        records the SHA-256 of the files copied from this folder). One table at a time is held (DRUG, the
+        largest, ~0.3 GB at that quarter: the step's peak, 4.7 GB, is earlier and did not move)."""
         out.mkdir(mode=0o700)
         for path in self.ingested.iterdir():
             target = out / path.name
             if path.is_dir():
                 shutil.copytree(path, target)
             elif path.name == "cases.parquet" and cases is not None:
-                cases.write_parquet(target)
-            elif path.stem == "indi" and self.links is not None and self.links.height:
-                self.table(path.stem).collect().rechunk().write_parquet(target)
+                write_table(cases, target)
             elif path.suffix == ".parquet" and "caseid" in pl.read_parquet_schema(path):
-                self.table(path.stem).sink_parquet(target)
+                write_table(self.table(path.stem).collect(), target)
             else:
                 shutil.copy2(path, target)
         return out
