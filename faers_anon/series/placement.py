@@ -136,7 +136,10 @@ def over_theta(
     pairs = pairs.join(keyed.rename({"history": "e_history"}), on=["unit", "e_history"])
     classes = members.select("caseid", "unit", "history").join(keyed, on=["unit", "history"])
     value = pl.col("value").cast(pl.Enum(list(thetas)), strict=False).to_physical().alias("_v")
-    rows = probabilities.select("caseid", value, "p").drop_nulls("_v").join(classes, on="caseid")
+    rows = (
+        probabilities.lazy().select("caseid", value, "p").drop_nulls("_v")
+        .join(classes.lazy().select("caseid", "_h"), on="caseid").select("_h", "_v", "p").collect()
+    )  # fmt: skip
     found = over(pairs.select("_d", "_h"), classes.get_column("_h"), rows.select("_h", "_v", "p"), thetas)
     return frozenset(keyed.get_column("unit").filter(pl.Series(found)).unique().to_list())
 

@@ -25,6 +25,7 @@ __all__ = ["prefixes", "unit_of", "intersection_pairs", "over", "pair_key", "pai
 
 _SHIFT = 1 << 32
 _I64 = NDArray[np.int64]
+_I32 = NDArray[np.int32]
 _F64 = NDArray[np.float64]
 
 
@@ -137,7 +138,7 @@ def pair_parts(key: str, /) -> list[pl.Expr]:
 
 @njit(cache=True)
 def _over(
-    n: int, d_start: _I64, d_e: _I64, size: _F64, row_h: _I64, row_v: _I64, row_p: _F64, theta: _F64
+    n: int, d_start: _I64, d_e: _I64, size: _F64, row_h: _I32, row_v: _I32, row_p: _F64, theta: _F64
 ) -> NDArray[np.bool_]:
     """:func:`over`: the rows counting-sorted by class, Σ P per (class, value), then per d over its e's."""
     count = np.zeros(n + 1, np.int64)
@@ -145,7 +146,7 @@ def _over(
         count[row_h[i] + 1] += 1
     for h in range(n):
         count[h + 1] += count[h]
-    order = np.empty(len(row_h), np.int64)
+    order = np.empty(len(row_h), np.int32)
     fill = count[:n].copy()
     for i in range(len(row_h)):
         order[fill[row_h[i]]] = i
@@ -154,7 +155,7 @@ def _over(
     seen = np.zeros(len(theta), np.bool_)
     touched = np.empty(len(theta), np.int64)
     sum_start = np.zeros(n + 1, np.int64)
-    sum_v = np.empty(len(row_h), np.int64)
+    sum_v = np.empty(len(row_h), np.int32)
     sum_p = np.empty(len(row_h))
     k = 0
     for h in range(n):  # Σ P(s | e) per (class, value), as the frames summed them first
@@ -211,7 +212,10 @@ def over(
     d_start = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(d, minlength=n), out=d_start[1:])
     size = np.bincount(d, weights=counts[e].astype(np.float64), minlength=n)
-    found = (_ints(rows.get_column("_h")), _ints(rows.get_column("_v")), rows.get_column("p").to_numpy())
+    found = (
+        *(rows.get_column(c).cast(pl.Int32).to_numpy() for c in ("_h", "_v")),
+        rows.get_column("p").to_numpy(),
+    )
     theta = np.asarray(list(thetas.values()), np.float64)
     with sized(rows.height):
         return _over(n, d_start, e, size, *found, theta)  # type: ignore[no-any-return]
