@@ -228,7 +228,7 @@ def prepare(
     ledger = open_ledger(ledger_dir, key)
     ledger.check_next(quarters)
     cases = pl.read_parquet(ingested / "cases.parquet")
-    deleted = _deleted(ledger, ingested, key)
+    deleted, compose = _deleted(ledger, ingested, key), partial(Composition, ingested, held={"cases": cases})
     offered, retried = carried(ledger.path, ledger.meta["releases"], cases.get_column("caseid"), deleted,
                                key.pseudonym_key)  # fmt: skip
     cases = _with_offered(cases, offered)
@@ -260,7 +260,7 @@ def prepare(
         if plain and not ledger.meta["releases"]:  # the first release: no earlier E a weight could raise
             inputs = None
             break
-        composition = without_links(Composition(ingested, plan.withheld, rows(plan.republish)), links)
+        composition = without_links(compose(plan.withheld, rows(plan.republish)), links)  # cases read once
         inputs = None  # the last attempt's frames are let go before this one's are computed (memory)
         found = miner(composition)
         if early and (more := recheck.links(plan, found, first)).height:
