@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from faers_anon._numba_cache import njit, sized
 from faers_anon.release.pseudonyms import case_pseudonyms
+from faers_anon.series.raised_kernels import csr
 
 __all__ = ["prefixes", "unit_of", "intersection_pairs", "over", "pair_key", "pair_parts", "pseudonym_ids"]
 
@@ -138,35 +139,27 @@ def pair_parts(key: str, /) -> list[pl.Expr]:
 
 @njit(cache=True)
 def _over(
-    n: int, d_start: _I64, d_e: _I64, size: _F64, row_h: _I32, row_v: _I32, row_p: _F64, theta: _F64
-) -> NDArray[np.bool_]:
-    """:func:`over`: the rows counting-sorted by class, Σ P per (class, value), then per d over its e's."""
-    count = np.zeros(n + 1, np.int64)
-    for i in range(len(row_h)):
-        count[row_h[i] + 1] += 1
-    for h in range(n):
-        count[h + 1] += count[h]
-    order = np.empty(len(row_h), np.int32)
-    fill = count[:n].copy()
-    for i in range(len(row_h)):
-        order[fill[row_h[i]]] = i
-        fill[row_h[i]] += 1
+    n: int, d_start: _I64, d_e: _I64, size: _F64, h_start: _I64, by_h: _I64, row_v: _I32, row_p: _F64,
+    theta: _F64,
+) -> NDArray[np.bool_]:  # fmt: skip
+    """:func:`over`: Σ P per (class, value) over the rows by class (``h_start``, ``by_h``: their CSR),
+    then per d over its e's."""
     acc = np.zeros(len(theta))
     seen = np.zeros(len(theta), np.bool_)
     touched = np.empty(len(theta), np.int64)
     sum_start = np.zeros(n + 1, np.int64)
-    sum_v = np.empty(len(row_h), np.int32)
-    sum_p = np.empty(len(row_h))
+    sum_v = np.empty(len(by_h), np.int32)
+    sum_p = np.empty(len(by_h))
     k = 0
     for h in range(n):  # Σ P(s | e) per (class, value), as the frames summed them first
         m = 0
-        for at in range(count[h], count[h + 1]):
-            v = row_v[order[at]]
+        for at in range(h_start[h], h_start[h + 1]):
+            v = row_v[by_h[at]]
             if not seen[v]:
                 seen[v] = True
                 touched[m] = v
                 m += 1
-            acc[v] += row_p[order[at]]
+            acc[v] += row_p[by_h[at]]
         for t in range(m):
             v = touched[t]
             sum_v[k], sum_p[k] = v, acc[v]
@@ -207,18 +200,15 @@ def over(
     """
     counts = np.bincount(_ints(classes))  # every class has a member
     n = len(counts)
-    order = np.argsort(_ints(pairs.get_column("_d")), kind="stable")
-    d, e = _ints(pairs.get_column("_d"))[order], _ints(pairs.get_column("_h"))[order]
-    d_start = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(d, minlength=n), out=d_start[1:])
+    d, e = _ints(pairs.get_column("_d")), _ints(pairs.get_column("_h"))
+    d_start, d_e = csr(d, e, n)
     size = np.bincount(d, weights=counts[e].astype(np.float64), minlength=n)
-    found = (
-        *(rows.get_column(c).cast(pl.Int32).to_numpy() for c in ("_h", "_v")),
-        rows.get_column("p").to_numpy(),
-    )
+    row_h = _ints(rows.get_column("_h"))
+    h_start, by_h = csr(row_h, np.arange(row_h.size, dtype=np.int64), n)  # the rows by class, in order
+    row_v, row_p = rows.get_column("_v").cast(pl.Int32).to_numpy(), rows.get_column("p").to_numpy()
     theta = np.asarray(list(thetas.values()), np.float64)
     with sized(rows.height):
-        return _over(n, d_start, e, size, *found, theta)  # type: ignore[no-any-return]
+        return _over(n, d_start, d_e, size, h_start, by_h, row_v, row_p, theta)  # type: ignore[no-any-return]
 
 
 def _ints(column: pl.Series) -> _I64:
