@@ -44,7 +44,7 @@ import polars as pl
 
 from faers_anon.series.earlier import EarlierCheck
 from faers_anon.series.ledger import REGION, history
-from faers_anon.series.units import intersection_pairs, over, pseudonym_ids, unit_of
+from faers_anon.series.units import intersection_pairs, over_theta, pseudonym_ids, unit_of
 
 __all__ = ["SeriesPlan", "over_theta", "plan_series", "pseudonym_ids", "unit_members", "ROOT"]
 
@@ -113,43 +113,13 @@ def _sizes(members: pl.DataFrame, pairs: pl.DataFrame | None = None) -> pl.DataF
     return found.group_by("unit", "d_history").agg(pl.col("e_count").sum().alias("size"))
 
 
-def over_theta(
-    members: pl.DataFrame, probabilities: pl.DataFrame, thetas: dict[str, float]
-) -> frozenset[str]:
-    """The units with some member d and protected s where conf(I(d) → s) > θ_s.
-
-    Args:
-        members: ``caseid`` (raw), ``unit``, ``history``; probabilities: P(s | c) of them (caseid,
-            value, p); thetas: θ* of the protected values.
-
-    conf(I(d) → s) = Σ_{e ∈ I(d)} P(s | e) / |I(d)| (SPEC §5 over the attacker's intersection, which
-    is the whole unit for a member whose history is the unit's).
-
-    The classes (unit, history) and θ*'s values numbered (an ``Enum`` cast: a value θ* lacks is left
-    out), the sums one kernel (:func:`.units.over`) instead of a lazy query joining ~3 M value strings
-    and grouping millions of (class, value) pairs twice (100k quarter 4's 7 calls replayed: 1.1–1.2 →
-    0.55–0.58 CPU-s, 0.4 of it loading the kernel once; its largest call 0.43 → 0.14–0.19).
-    """
-    keyed = members.select("unit", "history").unique().with_row_index("_h")  # the classes, numbered
-    pairs = intersection_pairs(members).join(keyed.rename({"history": "d_history", "_h": "_d"}),
-                                             on=["unit", "d_history"])  # fmt: skip
-    pairs = pairs.join(keyed.rename({"history": "e_history"}), on=["unit", "e_history"])
-    classes = members.select("caseid", "unit", "history").join(keyed, on=["unit", "history"])
-    value = pl.col("value").cast(pl.Enum(list(thetas)), strict=False).to_physical().alias("_v")
-    rows = (
-        probabilities.lazy().select("caseid", value, "p").drop_nulls("_v")
-        .join(classes.lazy().select("caseid", "_h"), on="caseid").select("_h", "_v", "p").collect()
-    )  # fmt: skip
-    found = over(pairs.select("_d", "_h"), classes.get_column("_h"), rows.select("_h", "_v", "p"), thetas)
-    return frozenset(keyed.get_column("unit").filter(pl.Series(found)).unique().to_list())
-
-
 _QIDS = ("age_min", "age_max", "sex", "wt_min", "wt_max")
 #: The bundle levels: filled to k, to 2k (multiples of k), then the whole unit (None).
 _LEVELS = (("placed_k", 1), ("placed_2k", 2), ("placed_unit", None))
 #: Placement rounds: units failing the earlier-intersection check are blocked and the rest placed again.
 _ROUNDS = 8
 _LISTS = ("indications", "reactions", "drug_keys")
+_EXPOSED = sum((pl.col(name).list.len() for name in _LISTS), pl.lit(0, pl.UInt32))  # null lists: null
 
 
 def _members(
@@ -220,7 +190,7 @@ def _trim(members: pl.DataFrame, target: int) -> pl.DataFrame:
     group = np.empty(members.height, np.int64)  # each member's class number
     n = classes.get_column("n").to_numpy()
     group[classes.get_column("_i").explode().to_numpy()] = np.repeat(np.arange(classes.height), n)
-    exposed = sum((pl.col(name).list.len() for name in _LISTS), pl.lit(0, pl.UInt32))  # null lists: null
+    exposed = pl.col("_x") if "_x" in members.columns else _EXPOSED  # the planner's: counted once
     stored = pl.col("store").is_not_null().alias("_s")
     keys = members.select(pl.Series("_g", group), stored, exposed.alias("_x"), "pseudonym")
     keys = keys.with_row_index("_i").sort("_g", "_s", "_x", "pseudonym")
@@ -312,12 +282,24 @@ class Planner:
                                      **dict.fromkeys(_LISTS, pl.List(pl.Utf8))})  # fmt: skip
         self.members = _members(self.returning, self.past, empty if stored is None else stored,
                                 pl.Series([], dtype=pl.Int64) if deleted is None else deleted)  # fmt: skip
-        self.now = Memo(probabilities)  # the members the levels try, each once
-        self.placed, self.left = _place(self.members, k=k, probabilities=self.now, thetas=thetas)
+        self.now = Memo(lambda frame: probabilities(self._rows(frame)))  # the members the levels try, once
+        rows = pl.int_range(pl.len()).alias("_r")
+        light = self.members.select(pl.exclude(_LISTS), _EXPOSED.alias("_x"), rows)
+        self.placed, self.left = _place(light, k=k, probabilities=self.now, thetas=thetas)  # no list column
         before = before if isinstance(before, Memo) else Memo(probabilities if before is None else before)
         self.earlier = EarlierCheck(self.placed, self.past, probabilities, thetas, now=self.now,
                                     before=before)  # fmt: skip
         self._last: tuple[frozenset[str], SeriesPlan] | None = None
+
+    def _rows(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """The members' rows (their value lists, for P) of a frame of the placement's (``_r``: the row).
+        The levels, their filters and joins carry no list column (400k quarter 4: ~5 M terms gathered
+        ~6 times); only the rows P is computed of are gathered, in the order of the frame's."""
+        if all(name in frame.columns for name in _LISTS):
+            return frame
+        if "_r" in frame.columns:
+            return self.members[frame.get_column("_r")]
+        return self.members.join(frame.select("caseid"), on="caseid", how="semi")
 
     def plan(self, withhold: frozenset[str] = frozenset()) -> SeriesPlan:
         """The plan with the units ``withhold`` (history strings) withheld whatever the checks say; the last
@@ -345,8 +327,8 @@ class Planner:
         units (``late``: those the earlier check blocked); the level counts are the round's."""
         chosen = placed.filter(~pl.col("unit").is_in(blocked))
         frozen = _widened(chosen)
-        returning = self.returning
-        withheld = returning.join(frozen, on="caseid", how="anti").get_column("caseid")
+        returning = self.returning.select("caseid", "history")  # no list column gathered
+        withheld = returning.join(frozen.select("caseid"), on="caseid", how="anti").get_column("caseid")
         again = frozen.filter(pl.col("store").is_not_null())
         levels = placed.group_by("level").agg(pl.col("unit").n_unique())
         counts = {
@@ -361,9 +343,10 @@ class Planner:
             **{name: 0 for name, _ in _LEVELS},
             **dict(levels.iter_rows()),
         }
+        late_histories = self.members.select("unit", "history").filter(pl.col("unit").is_in(late))
         counts["withheld_earlier"] = returning.filter(pl.col("history").is_in(
-            self.members.filter(pl.col("unit").is_in(late)).get_column("history").implode()
-        )).join(frozen, on="caseid", how="anti").height  # fmt: skip
+            late_histories.get_column("history").implode()
+        )).join(frozen.select("caseid"), on="caseid", how="anti").height  # fmt: skip
         counts["withheld_theta"] = counts["withheld"] - counts["withheld_small"]
         return SeriesPlan(frozen.select("caseid", "bundle", "unit", "history", *REGION), withheld, counts,
                           again.select("caseid", "store"))  # fmt: skip

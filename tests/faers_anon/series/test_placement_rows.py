@@ -1,10 +1,13 @@
-"""The planner's rows made cheaper (fifteenth session): :func:`faers_anon.series.units.over`'s rows by class
-as a counting sort (the stable argsort's CSR: :func:`faers_anon.series.raised_kernels.csr`), and
+"""The planner's rows made cheaper (fifteenth session): the rows by class of
+:func:`faers_anon.series.units.over` as a counting sort (the CSR of a stable argsort:
+:func:`faers_anon.series.raised_kernels.csr`),
 :func:`faers_anon.series.units.pseudonym_ids` from the HMAC words as an array (the dict of
-:func:`faers_anon.release.pseudonyms.case_pseudonyms` before). (``_members`` against the frames of whole
-rows: test_over_theta.)"""
+:func:`faers_anon.release.pseudonyms.case_pseudonyms` before), the planner's levels on the members without
+their list columns. (``_members`` against the frames of whole rows: test_over_theta.)"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import polars as pl
@@ -13,8 +16,10 @@ from polars.testing import assert_frame_equal
 
 from faers_anon._numba_cache import mode
 from faers_anon.release.pseudonyms import case_pseudonyms
+from faers_anon.series.placement import _EXPOSED, _LISTS, Memo, _members, _place
 from faers_anon.series.raised_kernels import csr
 from faers_anon.series.units import _by_class, pseudonym_ids
+from tests.faers_anon.series.test_over_theta import _random_members
 
 
 @pytest.mark.parametrize("how", ["compiled", "interpreted"])
@@ -44,3 +49,38 @@ def test_pseudonym_ids_are_the_dicts(seed: int) -> None:
     cases = pl.DataFrame({"caseid": np.concatenate([caseids, caseids[: caseids.size // 3]])})
     key = bytes(rng.integers(0, 256, 32, dtype=np.uint8))
     assert_frame_equal(pseudonym_ids(cases, key), _ids_before(cases, key))
+
+
+def _fake_probabilities(seen: list[pl.DataFrame]) -> Callable[[pl.DataFrame], pl.DataFrame]:
+    """P(s | c) of a frame of members from its own lists (reactions p 1, indications p 0.5), recording
+    every frame it is asked for."""
+
+    def probabilities(frame: pl.DataFrame) -> pl.DataFrame:
+        seen.append(frame)
+        parts = [frame.select("caseid", pl.col(name).alias("value"), pl.lit(p).alias("p")).explode("value")
+                 for name, p in (("reactions", 1.0), ("indications", 0.5))]  # fmt: skip
+        return pl.concat(parts).drop_nulls("value").group_by("caseid", "value", maintain_order=True).max()
+
+    return probabilities
+
+
+@pytest.mark.parametrize(("seed", "n"), [(seed, n) for seed in range(4) for n in (300, 3_000)])
+def test_placement_without_lists_gives_the_whole_rows_placement(seed: int, n: int) -> None:
+    """The planner's levels on the members without their list columns (``_x``: exposed values counted
+    once, ``_r``: the row P gathers) place the units of the levels on whole rows, rows and order, and
+    P is asked of the same rows."""
+    members = _members(*_random_members(seed, n))
+    thetas = {f"T{i}": 0.35 for i in range(0, 31, 2)}
+    seen_whole: list[pl.DataFrame] = []
+    placed, left = _place(members, k=3, probabilities=Memo(_fake_probabilities(seen_whole)), thetas=thetas)
+    seen_light: list[pl.DataFrame] = []
+    light = members.select(pl.exclude(_LISTS), _EXPOSED.alias("_x"), pl.int_range(pl.len()).alias("_r"))
+    fake = _fake_probabilities(seen_light)
+    placed_l, left_l = _place(light, k=3, probabilities=Memo(lambda f: fake(members[f.get_column("_r")])),
+                              thetas=thetas)  # fmt: skip
+    assert placed.height > 0 and left.height > 0
+    assert_frame_equal(placed_l.drop("_x", "_r"), placed.drop(_LISTS))
+    assert_frame_equal(left_l.drop("_x", "_r"), left.drop(_LISTS))
+    assert len(seen_light) == len(seen_whole)
+    for got, want in zip(seen_light, seen_whole, strict=True):
+        assert_frame_equal(got, want)
