@@ -128,7 +128,7 @@ def _members(
     """Every available member of a unit: the returning cases (current values) and the stored, not
     deleted, earlier cases of the unit (their last stored values, to republish). Joins on the pseudonyms
     with a row index, the rows gathered once from one chunk, the bundle the unit's rank among those present
-    (400k quarter 4 replayed: 2.4–3.7 -> 0.8–1.4 CPU-s); the rows in the order whole rows' joins gave."""
+    (400k quarter 4 replayed: 2.4–3.9 -> 0.8–1.4 CPU-s); the rows in the order whole rows' joins gave."""
     units = unit_of(past.get_column("history"), returning.get_column("history"))
     pseudonyms, n, qids = stored.get_column("pseudonym"), returning.height, [f"case_{c}" for c in _QIDS]
     again = np.flatnonzero((~pseudonyms.is_in(returning.get_column("pseudonym").implode())).to_numpy())
