@@ -330,13 +330,15 @@ class Staged:
 
 def stage(ledger: Ledger, built: Path, out: Path, quarters: list[str], key: AgencyKey, *,
           withheld: int = 0, ingested: Path | None = None, series: dict[str, int] | None = None,
-          pending: Path | None = None, ids: pl.DataFrame | None = None) -> Staged:  # fmt: skip
+          pending: Path | None = None, ids: pl.DataFrame | None = None,
+          cases: Path | None = None) -> Staged:  # fmt: skip
     """Write the entries of the release ``built`` (to be published as ``out``), the next state and
     ledger.json; with ``ingested`` (the folder the release was written from) its tables go to the
     store (:mod:`faers_anon.series.store`), with ``pending`` (the withheld cases' rows,
-    :mod:`faers_anon.series.pending`) to its ``pending/``; ``ids``: caseid → pseudonym already known
-    (:func:`faers_anon.series.store.write_store`); ``series``: the placement's counts
-    (returning, published, republished, withheld, retried cases and reports), kept in the record.
+    :mod:`faers_anon.series.pending`) to its ``pending/``; ``ids``: caseid → pseudonym already known,
+    ``cases``: the store's ``cases.parquet`` made already (:func:`faers_anon.series.store.write_store`);
+    ``series``: the placement's counts (returning, published, republished, withheld, retried cases and
+    reports), kept in the record.
 
     Raises:
         InputError: the ledger folder cannot be written.
@@ -358,7 +360,7 @@ def stage(ledger: Ledger, built: Path, out: Path, quarters: list[str], key: Agen
         if ingested is not None:
             shutil.rmtree(store, ignore_errors=True)  # a store left by an interrupted run
             files = write_store(ingested, store, knowledge=built / "knowledge.csv", key=key.pseudonym_key,
-                                pending=pending, ids=ids)  # fmt: skip
+                                pending=pending, ids=ids, cases=cases)  # fmt: skip
             record["store"] = {"folder": store.name, "files": files}
         meta = {**ledger.meta, "releases": [*ledger.meta["releases"], record]}
         meta["mac"] = _mac(meta, key)

@@ -71,6 +71,7 @@ from faers_anon.series.raised import LINKS_SCHEMA, left_out_rows
 from faers_anon.series.recheck import Recheck
 from faers_anon.series.store import (
     StoredRows,
+    cases_for_store,
     stored_cases,
     stored_deleted,
     stored_knowledge,
@@ -90,15 +91,16 @@ class SeriesStep:
     """What the series step decided for one release.
 
     Attributes:
-        ledger: the opened ledger; plan: the placement; ingested: the folder to anonymize (a
-        filtered copy when cases are withheld); frozen: the frozen bundles' file; quarters: this
-        release's quarters; pending: the withheld cases' rows, for the ledger's store (None: none
-        withheld; :mod:`faers_anon.series.pending`); ids: raw caseid → pseudonym of this quarter's
-        (the offered and the republished) cases, reused by the store; inputs: E, P(s | c) and θ* of
-        ``ingested`` as the anonymizer computes them (None when the quarter is released as it came);
-        earlier_knowledge: E*_{t−1}, every earlier release's E at its largest weight, written for the
-        anonymizer (:attr:`AnonymizeConfig.earlier_knowledge`: it bounds and publishes
-        E*_t = max(E_t, E*_{t−1}); None for the first release).
+        ledger: the opened ledger; plan: the placement; ingested: the folder to anonymize (a filtered copy
+        when cases are withheld); frozen: the frozen bundles' file; quarters: this release's quarters;
+        pending: the withheld cases' rows, for the ledger's store (None: none withheld;
+        :mod:`faers_anon.series.pending`); ids: raw caseid → pseudonym of this quarter's (the offered and the
+        republished) cases, reused by the store; inputs: E, P(s | c) and θ* of ``ingested`` as the anonymizer
+        computes them (None when the quarter is released as it came); earlier_knowledge: E*_{t−1}, every
+        earlier release's E at its largest weight, written for the anonymizer
+        (:attr:`AnonymizeConfig.earlier_knowledge`: it bounds and publishes E*_t = max(E_t, E*_{t−1}); None
+        for the first release); cases: the store's ``cases.parquet`` of ``ingested``, made of the
+        composition's super-records in memory (None: made at publication).
     """
 
     ledger: Ledger
@@ -110,6 +112,7 @@ class SeriesStep:
     ids: pl.DataFrame | None = None
     inputs: ReleaseInputs | None = None
     earlier_knowledge: Path | None = None
+    cases: Path | None = None
 
 
 def _release_inputs(
@@ -121,11 +124,8 @@ def _release_inputs(
     (the offered pending ones included) when already read; ``earlier``: E*_{t−1} (E is then E*_t);
     ``own``: the folder's E as mined (:meth:`Miner.quarter`), when known."""
     cases = pl.read_parquet(folder / "cases.parquet") if cases is None else cases
-    knowledge = (
-        knowledge_table(folder, sensitive=config.sensitive, knowledge=config.knowledge)
-        if own is None
-        else own
-    )
+    knowledge = own if own is not None else knowledge_table(folder, sensitive=config.sensitive,
+                                                             knowledge=config.knowledge)  # fmt: skip
     if earlier is not None and "diseases" in config.sensitive:
         knowledge = with_earlier(knowledge, earlier)
     outcomes = read_outcomes(folder) if config.protect_outcomes else None
@@ -209,15 +209,15 @@ def prepare(
 ) -> SeriesStep:
     """Open and check the ledger, plan this quarter's returning cases, write what anonymize needs.
 
-    The pending cases of the last release (withheld there, :mod:`faers_anon.series.pending`) are
-    offered again with this quarter's cases. The units are checked against θ* with this quarter's
-    E and θ*; the folder the release is made from (with the republished cases) mines its own E and
-    θ*, so each planned unit is checked again with those, and a unit over θ* there is withheld and
-    the plan made again until one passes (:func:`_more`; each plan is checked with the composition's E
-    and the last θ* before its P(s | c) and θ* are computed, a later plan and the same plan after links
-    left out with the raise check first: module docstring; the recheck and the raise check with the final
-    composition's own E and θ*, then the release's verification, stay the last word). The withheld
-    cases' rows are written for the ledger's store (``pending``).
+    The pending cases of the last release (withheld there, :mod:`faers_anon.series.pending`) are offered again
+    with this quarter's cases. The units are checked against θ* with this quarter's E and θ*; the folder the
+    release is made from (with the republished cases) mines its own E and θ*, so each planned unit is checked
+    again with those, and a unit over θ* there is withheld and the plan made again until one passes
+    (:func:`_more`; each plan is checked with the composition's E and the last θ* before its P(s | c) and θ*
+    are computed, a later plan and the same plan after links left out with the raise check first: module
+    docstring; the recheck and the raise check with the final composition's own E and θ*, then the release's
+    verification, stay the last word). The withheld cases' rows are written for the ledger's store
+    (``pending``).
 
     Raises:
         InputError: a ledger that does not match (another key, tampered, a missing earlier quarter).
@@ -249,7 +249,7 @@ def prepare(
     )  # fmt: skip
     known = planner.members.select("caseid", "pseudonym")  # the members' pseudonyms (no HMAC again)
     recheck = Recheck(ledger, past, known, config, before)
-    rows, inputs = StoredRows(ledger.path, ledger.meta["releases"], extra=offered), None  # added rows
+    rows, inputs = StoredRows(ledger.path, ledger.meta["releases"], extra=offered, cases=stored), None
     links = pl.DataFrame(schema=LINKS_SCHEMA)  # E's pairs whose INDI links are left out (.raised)
     passes = 0  # the checks that left out links (with E alone or with the composition's θ*)
     first = thetas  # θ* of a plan's first checks: the last composition's (the plan's before the first)
@@ -298,11 +298,11 @@ def prepare(
     plan.counts.update(_report_counts(ingested, folder, plan, offered))
     pending = write_pending(ingested, offered, plan.withheld, work / "pending")
     ids = pl.concat([ids, known.join(ids, on="caseid", how="anti")])  # the store's index, republished too
-    written = None
+    cased = cases_for_store(inputs.cases if inputs else None, key.pseudonym_key, ids, work / "store-cases")
+    written = None if earlier is None else work / EARLIER_NAME
     if earlier is not None:  # the anonymizer's E*_t when it mines E itself (inputs None)
-        written = work / EARLIER_NAME
-        earlier.write_csv(written)
-    return SeriesStep(ledger, plan, folder, frozen, quarters, pending, ids, inputs, written)
+        earlier.write_csv(work / EARLIER_NAME)
+    return SeriesStep(ledger, plan, folder, frozen, quarters, pending, ids, inputs, written, cased)
 
 
 def _left_out_rows(composition: Composition, folder: Path) -> int:
@@ -385,7 +385,7 @@ def publish_with_ledger(step: SeriesStep, built: Path, out: Path, key: AgencyKey
     """
     staged = stage(step.ledger, built, out, step.quarters, key, withheld=step.plan.counts["withheld"],
                    ingested=step.ingested, series=step.plan.counts, pending=step.pending,
-                   ids=step.ids)  # fmt: skip
+                   ids=step.ids, cases=step.cases)  # fmt: skip
     try:
         publish()
     except BaseException:

@@ -23,6 +23,7 @@ from typing import Any
 import polars as pl
 
 from faers_anon.errors import InputError
+from faers_anon.io.outputs import write_table
 from faers_anon.release.manifest import sha256_file
 from faers_anon.series.units import pseudonym_ids
 
@@ -32,6 +33,7 @@ __all__ = [
     "StoredRows",
     "checked_file",
     "write_store",
+    "cases_for_store",
     "stored_cases",
     "stored_deleted",
     "stored_knowledge",
@@ -48,13 +50,13 @@ PENDING = "pending"
 
 def write_store(
     ingested: Path, folder: Path, /, *, knowledge: Path | None = None, key: bytes | None = None,
-    pending: Path | None = None, ids: pl.DataFrame | None = None,
+    pending: Path | None = None, ids: pl.DataFrame | None = None, cases: Path | None = None,
 ) -> dict[str, str]:  # fmt: skip
     """Copy the ingested tables (and the release's ``knowledge.csv``, E) into ``folder`` (0700);
     return file name → SHA-256. With the pseudonym ``key``, ``cases.parquet`` gets a ``pseudonym``
-    column (the index :func:`stored_cases` filters on; taken from ``ids`` where known). With
-    ``pending`` (a folder of the withheld cases' tables, :mod:`faers_anon.series.pending`), its files
-    go to ``pending/`` (names ``pending/<table>.parquet``)."""
+    column (the index :func:`stored_cases` filters on; taken from ``ids`` where known), or is ``cases``,
+    that file made already (:func:`cases_for_store`). With ``pending`` (a folder of the withheld cases'
+    tables, :mod:`faers_anon.series.pending`), its files go to ``pending/`` (``pending/<table>.parquet``)."""
     folder.mkdir(mode=0o700)
     sources = [ingested / f"{name}.parquet" for name in STORED] + (
         [knowledge] if knowledge is not None else []
@@ -68,12 +70,30 @@ def write_store(
     for source in sources:
         if not source.is_file():
             continue
-        if source.name == "cases.parquet" and key is not None:
-            _with_pseudonyms(pl.read_parquet(source), key, ids).write_parquet(folder / source.name)
+        if source.name == "cases.parquet" and cases is not None:
+            shutil.copyfile(cases, folder / source.name)
+        elif source.name == "cases.parquet" and key is not None:
+            write_table(_with_pseudonyms(pl.read_parquet(source), key, ids), folder / source.name)
         else:
             shutil.copyfile(source, folder / source.name)
         hashes[source.name] = sha256_file(folder / source.name)
     return hashes
+
+
+def cases_for_store(cases: pl.DataFrame | None, key: bytes, ids: pl.DataFrame, out: Path, /) -> Path | None:
+    """Write the store's ``cases.parquet`` of a folder whose super-records are ``cases`` (as written to its
+    ``cases.parquet``) to ``out``: the file :func:`write_store` writes from the folder's, the same bytes
+    (None: nothing written, ``cases`` None). The series step has the composition's super-records in memory
+    when it writes the folder: made there, the store's copy does not read them back at publication.
+
+    Both write it with the ingest's writer (:func:`faers_anon.io.outputs.write_table`, as the composition's
+    tables): 590k super-records at the 400k quarter 4 (a 2024Q3 store's 554k, three rounds, load 8) in
+    0.6–0.8 CPU-s and 16 MB against 1.5–1.7 and 25 MB with polars' writer, read back as the same frame in
+    0.21–0.26 against 0.36–0.47 CPU-s by each later release's :func:`stored_cases`."""
+    if cases is None:
+        return None
+    write_table(_with_pseudonyms(cases, key, ids), out)
+    return out
 
 
 def _with_pseudonyms(cases: pl.DataFrame, key: bytes, ids: pl.DataFrame | None) -> pl.DataFrame:
@@ -128,17 +148,18 @@ def _records(releases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in releases if r.get("store")]
 
 
-def _stored_rows(path: Path, index: int, key: bytes, wanted: pl.Series | None) -> pl.DataFrame:
-    """One store's super-records of the ``wanted`` pseudonyms (all when None), with ``store``."""
+def _stored_rows(
+    path: Path, index: int, key: bytes, wanted: pl.Series | None, found: pl.Series | None = None
+) -> pl.DataFrame:
+    """One store's super-records of the ``wanted`` pseudonyms (all when None) but the ``found`` ones (in a
+    later store), with ``store`` and ``_row`` (the row's place in the file: :class:`StoredRows`)."""
+    keep = pl.lit(True) if wanted is None else pl.col("pseudonym").is_in(wanted.implode())
+    keep = keep if found is None else keep & ~pl.col("pseudonym").is_in(found.implode())
     if "pseudonym" in pl.read_parquet_schema(path):
-        scan = pl.scan_parquet(path)
-        if wanted is not None:
-            scan = scan.filter(pl.col("pseudonym").is_in(wanted.implode()))
-        cases = scan.collect()
+        cases = pl.scan_parquet(path).with_row_index("_row").filter(keep).collect()
     else:  # a store written before the pseudonym column (derived here, for every case)
-        cases = pl.read_parquet(path)
-        cases = cases.join(pseudonym_ids(cases, key), on="caseid")
-        cases = cases if wanted is None else cases.filter(pl.col("pseudonym").is_in(wanted.implode()))
+        cases = pl.read_parquet(path).with_row_index("_row")
+        cases = cases.join(pseudonym_ids(cases, key), on="caseid").filter(keep)
     return cases.with_columns(pl.lit(index, pl.Int64).alias("store"))
 
 
@@ -164,18 +185,26 @@ def stored_cases(
         wanted: the case pseudonyms to read (the units' members); None: every stored case.
 
     Returns:
-        (``pseudonym``, ``caseid`` raw, ``store``, the super-record columns; one row per pseudonym,
-        from the latest store holding it; None without a store) and the deleted case pseudonyms
-        (:func:`stored_deleted`).
+        (``pseudonym``, ``caseid`` raw, ``store``, ``_row`` (the row's place in its store's file), the
+        super-record columns; one row per pseudonym, from the latest store holding it, the latest store's
+        rows first, each store's in its file's order; None without a store) and the deleted case
+        pseudonyms (:func:`stored_deleted`).
+
+    The stores are read from the latest back, each for the pseudonyms no later store held: no sort and
+    no ``unique`` of the rows read (their list columns gathered twice: ~0.5 CPU-s at the 400k quarter 4),
+    and a deterministic order (``unique``'s was not).
     """
-    frames = []
-    for record in _records(releases):
+    frames: list[pl.DataFrame] = []
+    found = None
+    for record in reversed(_records(releases)):
         path = checked_file(ledger, record, "cases.parquet")
         if path is not None:
-            frames.append(_stored_rows(path, record["index"], key, wanted))
+            frames.append(_stored_rows(path, record["index"], key, wanted, found))
+            now = frames[-1].get_column("pseudonym")
+            found = now if found is None else pl.concat([found, now])
     if not frames:
         return None, pl.Series([], dtype=pl.Int64)
-    cases = pl.concat(frames, how="diagonal_relaxed").sort("store").unique("pseudonym", keep="last")
+    cases = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
     return cases, stored_deleted(ledger, releases, key)
 
 
@@ -228,12 +257,18 @@ class StoredRows:
     every row read beside the returned copy held the republished rows twice through the step's
     attempts (82 MB at a 100k quarter 4); the step's own copy of the last result (``planned``, with
     the offered rows) is gone (twelfth session).
+
+    ``cases``: the stored super-records as :func:`stored_cases` read them (with ``store`` and ``_row``),
+    which hold every case a plan republishes (the planner takes them from there): the ``cases`` table's
+    rows are taken from them, the same rows in the file's order with its columns and types, instead of
+    each store's ``cases.parquet`` read and its lists decoded again (~1 CPU-s at the 400k quarter 4).
     """
 
     def __init__(
-        self, ledger: Path, releases: list[dict[str, Any]], *, extra: dict[str, pl.DataFrame] | None = None
-    ) -> None:
-        self._ledger, self._records, self._extra = ledger, _records(releases), extra or {}
+        self, ledger: Path, releases: list[dict[str, Any]], *, extra: dict[str, pl.DataFrame] | None = None,
+        cases: pl.DataFrame | None = None,
+    ) -> None:  # fmt: skip
+        self._ledger, self._records, self._extra, self._cases = ledger, _records(releases), extra or {}, cases
         self._paths: dict[tuple[int, str], Path | None] = {}
         self._rows: dict[str, list[pl.DataFrame]] = {}
         self._done = pl.DataFrame(schema=_REPUBLISHED)
@@ -250,6 +285,9 @@ class StoredRows:
         for record in self._records:
             ids = missing.filter(pl.col("store") == record["index"]).get_column("caseid")
             for name in _REPUBLISHED_TABLES if ids.len() else ():
+                if name == "cases" and self._cases is not None:
+                    self._rows.setdefault(name, []).append(self._stored(record, ids))
+                    continue
                 path = self._path(record, name)
                 if path is None:
                     continue
@@ -261,6 +299,21 @@ class StoredRows:
                 )
                 self._rows.setdefault(name, []).append(found.drop("pseudonym", strict=False))
         self._done = pl.concat([self._done, missing])
+
+    def _stored(self, record: dict[str, Any], ids: pl.Series) -> pl.DataFrame:
+        """The ``cases`` rows of ``ids`` in the store ``record`` from the super-records held (``cases``), as
+        :meth:`_read` reads them from the file (its columns but ``pseudonym``, its types, its order)."""
+        assert self._cases is not None
+        path = self._ledger / record["store"]["folder"] / "cases.parquet"  # checked by stored_cases' read
+        schema = {n: t for n, t in pl.read_parquet_schema(path).items() if n != "pseudonym"}
+        rows = self._cases.filter(
+            (pl.col("store") == record["index"]) & pl.col("caseid").is_in(ids.implode())
+        )
+        return rows.sort("_row").select(
+            "_row",
+            *[pl.col(n).cast(t) for n, t in schema.items()],
+            pl.lit(record["index"], pl.Int64).alias("_store"),
+        )
 
     def __call__(self, republish: pl.DataFrame) -> dict[str, pl.DataFrame]:
         """Per table, the stored rows of the ``republish`` cases (``caseid`` raw, ``store``), then the
