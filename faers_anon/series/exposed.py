@@ -22,7 +22,12 @@ the members' terms are read as (row, id) pairs without a CSR (:func:`.linked.ter
 read, so no sort by row), their ledger rows found by binary search in the ledger's pseudonyms sorted
 once (:func:`.linked.matches`, a hash join of the 1M-row ledger a call before) and their OUTC codes by
 binary search in the sorted cases; the kernel sorts a case's ranks in place. 400k quarter 4's 31
-calls replayed: 7.5–8.9 → 6.9–8.1 CPU-s (load 6–10), the same frames.
+calls replayed: 7.5–8.9 → 6.9–8.1 CPU-s (load 6–10), the same frames. Fifteenth session: the OUTC
+codes made pseudo-values and sorted by caseid once per outcomes frame (:func:`_codes`; each chunk
+searched every code row of the quarter in its cases before, an argsort of 744k caseids a chunk), a
+chunk's codes a range of them; the cases numbered by one argsort (:func:`_numbered_cases`); the
+ledger's rows found by one search (its keys are distinct: :func:`.linked.matches`). The same frames
+(docs/series.md §6, fifteenth session).
 """
 
 from __future__ import annotations
@@ -37,7 +42,17 @@ from numpy.typing import NDArray
 
 from faers_anon.anonymize.config import AnonymizeConfig
 from faers_anon.anonymize.value_classes import CLASS_PREFIX, OUTC_PREFIX, read_classes
-from faers_anon.series.linked import Group, ReadE, case_rows, expand, lists, matches, read, search, terms
+from faers_anon.series.linked import (
+    Group,
+    ReadE,
+    case_rows,
+    expand,
+    lists,
+    matches,
+    read,
+    search,
+    terms,
+)
 from knowledge.mining import FILLER_TERMS
 from knowledge.values import value_key_expr
 
@@ -73,11 +88,33 @@ def exposed_probabilities(
     holding every release can read (with the current E and class file). Computed per :data:`CHUNK`
     members (module docstring).
     """
+    codes = None if outcomes is None else _codes(outcomes)
     if members.height <= CHUNK:
-        return _exposed(members, entries, knowledge, config, outcomes)
+        return _exposed(members, entries, knowledge, config, codes)
     chunk = ((pl.col("caseid").rank("dense") - 1) // CHUNK).alias("_chunk")
     parts = members.with_columns(chunk).partition_by("_chunk", include_key=False, as_dict=True)
-    return pl.concat([_exposed(parts[key], entries, knowledge, config, outcomes) for key in sorted(parts)])
+    return pl.concat([_exposed(parts[key], entries, knowledge, config, codes) for key in sorted(parts)])
+
+
+_CODES: dict[int, tuple[weakref.ref[pl.DataFrame], tuple[NDArray[np.int64], pl.Series]]] = {}
+
+
+def _codes(outcomes: pl.DataFrame) -> tuple[NDArray[np.int64], pl.Series]:
+    """``outcomes``' (caseid, OUTC pseudo-value) rows, nulls left out, sorted by caseid (stable), as
+    (caseids, values); made once per distinct code and kept while ``outcomes`` lives (the planner's
+    calls share one frame, and a call's chunks read it each: a search of every row before)."""
+    for gone in [gone for gone, (ref, _) in _CODES.items() if ref() is None]:
+        del _CODES[gone]
+    known = _CODES.get(id(outcomes))
+    if known is not None and known[0]() is outcomes:
+        return known[1]
+    codes = outcomes.select(pl.col("caseid").cast(pl.Int64), pl.col("outc_cod").cast(pl.Utf8)).drop_nulls()
+    distinct = pl.col("outc_cod").unique(maintain_order=True)
+    value = pl.col("outc_cod").replace(distinct, _code(distinct)).alias("value")
+    codes = codes.select("caseid", value).drop_nulls().sort("caseid", maintain_order=True)
+    found = codes.get_column("caseid").to_numpy().astype(np.int64), codes.get_column("value")
+    _CODES[id(outcomes)] = weakref.ref(outcomes), found
+    return found
 
 
 def term_groups(sensitive: tuple[str, ...] | list[str]) -> dict[str, Group]:
@@ -127,30 +164,27 @@ def _exposed(
     entries: pl.DataFrame,
     knowledge: pl.DataFrame,
     config: AnonymizeConfig,
-    outcomes: pl.DataFrame | None,
+    outcomes: tuple[NDArray[np.int64], pl.Series] | None,
 ) -> pl.DataFrame:
-    """:func:`exposed_probabilities` of one chunk of members, as arrays (:mod:`.linked`)."""
+    """:func:`exposed_probabilities` of one chunk of members, as arrays (:mod:`.linked`); ``outcomes``:
+    :func:`_codes`."""
     groups = _groups(config.sensitive, outcomes is not None)
     past = lists(entries, "caseid", groups)  # the ledger's lists, numbered once per step
     past = replace(past, groups=_as_values(past.groups))
     now = _as_values(terms(members, {k: g for k, g in groups.items() if k != "codes"}))  # every row: no CSR
-    caseids = members.get_column("caseid").cast(pl.Int64)
-    cases = caseids.unique().sort()
+    cases, member_case = _numbered_cases(members.get_column("caseid").cast(pl.Int64))
     sorted_cases = cases.to_numpy()
-    member_case = search(sorted_cases, caseids.to_numpy())
     hit_members, hit_rows = matches(past.keys, "caseid", members.get_column("pseudonym"))
     hit_cases = member_case[hit_members]
     marks = pl.DataFrame(schema={"_c": pl.Int64, "value": pl.Utf8})
-    if outcomes is not None:  # the codes' pseudo-values made once per distinct code
-        codes = outcomes.select(pl.col("caseid").cast(pl.Int64), pl.col("outc_cod").cast(pl.Utf8))
-        codes = codes.drop_nulls()
-        at = search(sorted_cases, codes.get_column("caseid").to_numpy())
-        within = at < len(sorted_cases)
-        within[within] = sorted_cases[at[within]] == codes.get_column("caseid").to_numpy()[within]
-        codes = codes.with_columns(pl.Series("_c", at, pl.Int64)).filter(pl.Series(within))
-        distinct = pl.col("outc_cod").unique(maintain_order=True)
-        value = pl.col("outc_cod").replace(distinct, _code(distinct)).alias("value")
-        marks = codes.select("_c", value).drop_nulls()
+    if outcomes is not None and sorted_cases.size:  # the chunk's cases' rows: a range of the sorted codes
+        code_case, code_value = outcomes
+        lo = int(np.searchsorted(code_case, sorted_cases[0], "left"))
+        hi = int(np.searchsorted(code_case, sorted_cases[-1], "right"))
+        at = np.searchsorted(sorted_cases, code_case[lo:hi])  # sorted: no argsort
+        within = sorted_cases[np.minimum(at, sorted_cases.size - 1)] == code_case[lo:hi]
+        marks = pl.DataFrame({"_c": at[within], "value": code_value.slice(lo, hi - lo).filter(within)},
+                             schema=marks.schema)  # fmt: skip
     table = read(knowledge) if "drugs" in groups else None
     classes = read_classes(config.classes).members
     dictionary = (
@@ -204,6 +238,22 @@ def _exposed(
         "value": dictionary.get_column("value").gather(rank),
         "p": p,
     }, schema=_SCHEMA)  # fmt: skip
+
+
+def _numbered_cases(caseids: pl.Series) -> tuple[pl.Series, NDArray[np.int64]]:
+    """(the distinct ``caseids`` sorted, each row's number among them), by one stable argsort (a
+    ``unique``, a ``sort`` and a sorted search before: the same numbers); nulls by the search."""
+    if caseids.null_count():
+        cases = caseids.unique().sort()
+        return cases, search(cases.to_numpy(), caseids.to_numpy())
+    ids = caseids.to_numpy()
+    order = np.argsort(ids, kind="stable")
+    ordered = ids[order]
+    first = np.ones(ordered.size, np.bool_)
+    first[1:] = ordered[1:] != ordered[:-1]
+    number = np.empty(ordered.size, np.int64)
+    number[order] = np.cumsum(first) - 1
+    return pl.Series("caseid", ordered[first], pl.Int64), number
 
 
 def _code(code: pl.Expr) -> pl.Expr:

@@ -138,27 +138,36 @@ def numbered(frame: pl.DataFrame, key: str, groups: dict[str, Group]) -> Lists:
     return Lists(frame.select(key).with_row_index("_row"), found)
 
 
-_INDEX: dict[int, tuple[weakref.ref[pl.DataFrame], NDArray[np.int64], NDArray[np.int64]]] = {}
+_INDEX: dict[int, tuple[weakref.ref[pl.DataFrame], NDArray[np.int64], NDArray[np.int64], bool]] = {}
 
 
 def matches(keys: pl.DataFrame, key: str, wanted: pl.Series) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """(i, row) for every row of ``keys`` (``key`` → ``_row``, :class:`Lists`) whose key is ``wanted[i]``
     (integers; nulls match nothing), by binary search in the keys sorted once while ``keys`` lives
-    (the ledger's 1M pseudonyms: a hash join of them for every call before)."""
-    for gone in [gone for gone, (ref, _, _) in _INDEX.items() if ref() is None]:
+    (the ledger's 1M pseudonyms: a hash join of them for every call before). Keys all distinct (the
+    ledger's state): one search and a comparison, not a search of each side."""
+    for gone in [gone for gone, (ref, _, _, _) in _INDEX.items() if ref() is None]:
         del _INDEX[gone]
     known = _INDEX.get(id(keys))
     if known is None or known[0]() is not keys:
         at = keys.select(pl.col(key).cast(pl.Int64), "_row").drop_nulls(key)
         order = np.argsort(at.get_column(key).to_numpy(), kind="stable")
-        known = (weakref.ref(keys), at.get_column(key).to_numpy().astype(np.int64)[order],
-                 at.get_column("_row").to_numpy().astype(np.int64)[order])  # fmt: skip
+        ordered = at.get_column(key).to_numpy().astype(np.int64)[order]
+        distinct = bool((ordered[1:] != ordered[:-1]).all())
+        rows = at.get_column("_row").to_numpy().astype(np.int64)[order]
+        known = (weakref.ref(keys), ordered, rows, distinct)
         _INDEX[id(keys)] = known
-    _, sorted_keys, rows = known
+    _, sorted_keys, rows, distinct = known
     present = ~wanted.is_null().to_numpy()
     values = wanted.cast(pl.Int64).fill_null(0).to_numpy()
     sort = np.argsort(values, kind="stable") if values.size >= _SORTED else None
-    lo, hi = search(sorted_keys, values, "left", sort), search(sorted_keys, values, "right", sort)
+    lo = search(sorted_keys, values, "left", sort)
+    if distinct:  # a value is at lo or nowhere
+        found = present & (lo < sorted_keys.size)
+        found[found] = sorted_keys[lo[found]] == values[found]
+        hit = np.flatnonzero(found)
+        return hit.astype(np.int64), rows[lo[hit]]
+    hi = search(sorted_keys, values, "right", sort)
     counts = np.where(present, hi - lo, 0)
     first = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
     return np.repeat(np.arange(len(values), dtype=np.int64), counts), rows[first]
