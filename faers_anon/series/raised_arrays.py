@@ -33,7 +33,18 @@ So with the same published cases as the last pass (compared column by column) a 
 are the last pass's keeps its failing histories and raised members (:class:`.raised_kernels.Memo`),
 bit for bit, and the kernels run over the other values only, reading only the cases that hold one of
 their values or drugs (:class:`.raised_kernels.Holders`, made once): a case reaching none of them adds
-nothing to their sums. Another published set checks every value again.
+nothing to their sums.
+
+After a re-plan (fifteenth session) the published set differs from the last pass's by the cases of the
+units withheld since (19 of 270,289 at the 400k quarter 4): a value whose inputs did not change is checked
+again only where that can change its results (:meth:`Ledger._moved`). Let M be the exact histories holding
+a case whose current lists differ (published in one set only, or other lists: :func:`.raised_lists.changed`)
+or kept in one set only. A kept h's sums and kept state read only the histories H ⊇ h, so a kept h none
+of whose H lies in M keeps its verdict; the kernels run over the cases of every H ⊇ h for the h inside a
+moved history (h ⊆ H ∈ M, M among them), and give those h's verdicts and those cases' raised rows; a raised
+member outside them is raised as before, and is near a failing h (in some H ⊇ h) now exactly when it was
+(an h inside M has all its H among the cases read). The same sums in the same order, so the same bits as a
+full check (tests/faers_anon/series/test_raised_moved.py compares the arrays).
 
 Floats: each P is a weight or 1 (a max, exact); the sums are added per exact history, then over the
 histories containing h, where the frames added the members in polars' order: the sums may differ in
@@ -51,94 +62,27 @@ from numpy.typing import NDArray
 
 from faers_anon._numba_cache import sized
 from faers_anon.series.earlier import _histories, _matched
-from faers_anon.series.exposed import term_groups
-from faers_anon.series.linked import lists
 from faers_anon.series.raised_kernels import (
     Holders,
     Memo,
     by_out,
     csr,
     history_sums,
-    holders,
-    merged,
     only,
     over,
     permuted,
 )
-from knowledge.values import value_key_expr
+from faers_anon.series.raised_lists import Lists, Numbers, changed, ranges, same
 
-__all__ = ["Ledger", "Numbering"]
+__all__ = ["Ledger"]
 
 _I64 = NDArray[np.int64]
 _F64 = NDArray[np.float64]
 _EPS = 1e-12
 _OWN = ("indications", "reactions")
-_LONG = 50_000  # a series this long is numbered through a categorical (Numbering.ids)
 _COMPARED = ["pseudonym", "history", *_OWN, "drug_keys"]
-
-
-class Numbering:
-    """Keys (text) numbered 0, 1, … in the order first seen (the unseen keys of one call in no particular
-    order); unseen keys are numbered after."""
-
-    def __init__(self) -> None:
-        self.keys = pl.Series("key", [], pl.Utf8)
-
-    def __len__(self) -> int:
-        return self.keys.len()
-
-    def ids(self, keys: pl.Series) -> _I64:
-        """The numbers of ``keys`` (−1 for a null), numbering the unseen ones. A long series is read as a
-        categorical: its distinct keys are numbered, then each key through its code (a string's code is
-        the same throughout one cast), which costs a fifth of hashing the strings twice."""
-        if keys.len() < _LONG:
-            return self._ids(keys)
-        cat = keys.cast(pl.Categorical)
-        codes = cat.to_physical()
-        distinct = cat.drop_nulls().unique()
-        at = distinct.to_physical().to_numpy().astype(np.int64)
-        code = codes.fill_null(0).to_numpy().astype(np.int64)
-        if at.size and int(at.max()) > 4 * code.size:  # codes far apart: the keys hashed instead
-            return self._ids(keys)
-        table = np.full(int(at.max()) + 1 if at.size else 1, -1, np.int64)
-        table[at] = self._ids(distinct.cast(pl.Utf8))
-        found = table[code]
-        found[codes.is_null().to_numpy()] = -1
-        return found
-
-    def _ids(self, keys: pl.Series) -> _I64:
-        """:meth:`ids` by an enum of the known keys."""
-        known = self.keys.len() > 0
-        codes = keys.cast(pl.Enum(self.keys), strict=False) if known else None
-        new = keys.filter(codes.is_null() & keys.is_not_null()) if codes is not None else keys.drop_nulls()
-        new = new.unique()
-        if new.len():
-            self.keys = pl.concat([self.keys, new.rename("key")])
-            codes = keys.cast(pl.Enum(self.keys))
-        if codes is None:
-            return np.full(keys.len(), -1, np.int64)
-        return codes.to_physical().cast(pl.Int64).fill_null(-1).to_numpy().astype(np.int64)
-
-
-def _exploded(frame: pl.DataFrame, column: str) -> tuple[_I64, pl.Series]:
-    """(row, element) of a list column, nulls and empty lists left out."""
-    flat = frame.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_r"), column).explode(column)
-    flat = flat.drop_nulls(column)
-    return flat.get_column("_r").to_numpy().astype(np.int64), flat.get_column(column)
-
-
-@dataclass(frozen=True, slots=True)
-class _Lists:
-    """Cases' own values (value numbers) and drugs (drug numbers) as CSR by case row."""
-
-    own_start: _I64
-    own: _I64
-    drug_start: _I64
-    drug: _I64
-
-    def holders(self, n_values: int, n_drugs: int) -> Holders:
-        """The rows holding each value and each drug (numbered below ``n_values``, ``n_drugs``)."""
-        return holders(self.own_start, self.own, self.drug_start, self.drug, n_values, n_drugs)
+_Table = tuple[_I64, _I64, _F64, _F64]  # E as CSR drug → (wanted value, E*_{t−1}'s weight, E*_t's)
+_Found = tuple[_I64, _I64, _F64]  # a value's failing histories, raised members' positions and P before
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,9 +106,7 @@ class Ledger:
     """
 
     def __init__(self, state: pl.DataFrame, past: pl.DataFrame, sensitive: tuple[str, ...]) -> None:
-        self.sensitive = sensitive
-        self.values, self.drugs, self.terms = Numbering(), Numbering(), Numbering()
-        self.term_value = np.zeros(0, np.int64)  # term number → value number (−1: a blank term)
+        self.numbers = Numbers(sensitive)  # values, drugs and terms numbered for the step
         index = _histories(past)
         self.histories = index.wide.select("history", pl.col("_h").cast(pl.Int64))
         n_hist = self.histories.height
@@ -181,60 +123,16 @@ class Ledger:
         contained = _matched(index.wide, index.wide, "_h").select(pl.col("inner", "outer").cast(pl.Int64))
         inner, outer = (contained.get_column(c).to_numpy().astype(np.int64) for c in ("inner", "outer"))
         self.within_start, self.within = csr(inner, outer, n_hist)  # h → the histories H ⊇ h
-        self._published: tuple[pl.DataFrame, _I64, _Lists, _I64, Holders] | None = None  # the last pass's
+        self.pos_start = np.zeros(n_hist + 1, np.int64)  # h → its positions
+        np.cumsum(np.bincount(self.hist, minlength=n_hist), out=self.pos_start[1:])
+        self._published: _Published | None = None  # the last pass's
         self._memo: dict[str, Memo] = {}  # wanted value → its inputs and results at the last pass
-        lists = self._state_lists(state)
-        self.lists = _Lists(
+        lists = self.numbers.state_lists(state)
+        self.lists = Lists(
             *permuted(lists.own_start, lists.own, order), *permuted(lists.drug_start, lists.drug, order)
         )
         with sized(self.hist.size):
-            self.holders = self.lists.holders(len(self.values), len(self.drugs))
-
-    def _lists(self, frame: pl.DataFrame) -> _Lists:
-        """The :class:`_Lists` of ``frame``'s rows (its sensitive value lists and drug keys)."""
-        n = frame.height
-        parts = [(np.zeros(n + 1, np.int64), np.zeros(0, np.int64))]
-        for name in [c for c in _OWN if c in self.sensitive]:
-            at, terms = _exploded(frame, name)
-            parts.append(csr(at, self._values_of(terms), n))
-        own_start, own = merged(parts, n)
-        drug_start, drug = np.zeros(n + 1, np.int64), np.zeros(0, np.int64)
-        if "diseases" in self.sensitive:
-            at, drugs = _exploded(frame, "drug_keys")
-            drug_start, drug = csr(at, self.drugs.ids(drugs), n)
-        return _Lists(own_start, own, drug_start, drug)
-
-    def _state_lists(self, state: pl.DataFrame) -> _Lists:
-        """:meth:`_lists` of the state from its terms as P numbered them for the step (:func:`.linked.lists`
-        with :func:`.exposed.term_groups`: the same rows, each row's terms in order), only its distinct
-        terms made values here (the state's 5.4M terms and 4.9M drug keys were numbered twice)."""
-        n = state.height
-        found = lists(state, "caseid", term_groups(self.sensitive)).groups
-        parts = []
-        for name, numbers in (("own", self._term_values), ("drugs", self.drugs.ids)):
-            if name not in found:
-                parts.append((np.zeros(n + 1, np.int64), np.zeros(0, np.int64)))
-                continue
-            start, ids, distinct = found[name]
-            rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(start))
-            parts.append(csr(rows, numbers(distinct)[ids], n))
-        return _Lists(*parts[0], *parts[1])
-
-    def _term_values(self, terms: pl.Series) -> _I64:
-        """The value numbers of distinct verbatim ``terms`` (their canonical keys, −1 for none)."""
-        return self.values.ids(terms.to_frame("t").select(value_key_expr(pl.col("t"))).to_series())
-
-    def _values_of(self, terms: pl.Series) -> _I64:
-        """The value numbers of verbatim ``terms`` (their canonical keys, −1 for none); each term's key
-        made once."""
-        known = len(self.terms)
-        ids = self.terms.ids(terms)
-        if len(self.terms) > known:
-            new = self.terms.keys.slice(known).to_frame("term").select(value_key_expr(pl.col("term")))
-            self.term_value = np.concatenate([self.term_value, self.values.ids(new.to_series())])
-        found = np.full(ids.size, -1, np.int64)
-        found[ids >= 0] = self.term_value[ids[ids >= 0]]
-        return found
+            self.holders = self.lists.holders(*self.numbers.sizes())
 
     def kept(self, published: pl.DataFrame, at: _I64) -> _I64:
         """The kept histories' numbers (:func:`.earlier.kept_histories`: fewer of their cases published
@@ -246,82 +144,49 @@ class Ledger:
         out = np.bincount(self.hist[at], minlength=self.sizes.size)
         return np.flatnonzero(self.sizes > out).astype(np.int64)
 
-    def _feeds(self, reads: list[str], wanted: list[str], members: pl.DataFrame) -> tuple[_I64, _I64]:
-        """CSR value number → the wanted values it counts for: itself, and each wanted class holding it
-        (the read values only)."""
-        from faers_anon.anonymize.value_classes import CLASS_PREFIX
-
-        read = set(reads)
-        found: list[tuple[str, int]] = []
-        for o, value in enumerate(wanted):
-            if value.startswith(CLASS_PREFIX):
-                inside = members.filter(pl.col("class") == value.removeprefix(CLASS_PREFIX))
-                found += [(v, o) for v in inside.get_column("value").to_list() if v in read]
-            elif value in read:
-                found.append((value, o))
-        values = self.values.ids(pl.Series([v for v, _ in found], dtype=pl.Utf8))
-        return csr(values, np.array([o for _, o in found], np.int64), len(self.values))
-
-    def _table(
-        self, tables: tuple[pl.DataFrame, pl.DataFrame], feeds: tuple[_I64, _I64], n_out: int
-    ) -> tuple[_I64, _I64, _F64, _F64]:
-        """E*_{t−1} and E*_t as P reads them (``drug_key``, ``value``, ``weight``) as one CSR drug →
-        (wanted value, the largest weight of E*_{t−1}'s rows counting for it, of E*_t's; 0 for none)."""
-        start, feed = feeds
-        keys, weights = [], []
-        for read in tables:
-            values = self.values.ids(read.get_column("value"))
-            drugs = self.drugs.ids(read.get_column("drug_key"))
-            weight = read.get_column("weight").cast(pl.Float64).to_numpy().astype(np.float64)
-            ok = (values >= 0) & (values < start.size - 1) & (drugs >= 0)
-            values, drugs, weight = values[ok], drugs[ok], weight[ok]
-            fan = start[values + 1] - start[values]
-            outs = feed[np.repeat(start[values] - np.cumsum(fan) + fan, fan) + np.arange(int(fan.sum()))]
-            keys.append(np.repeat(drugs, fan) * n_out + outs)
-            weights.append(np.repeat(weight, fan))
-        key = np.unique(np.concatenate(keys))  # (drug, wanted value), sorted
-        sides = []
-        for at, weight in zip(keys, weights, strict=True):
-            best = np.zeros(key.size)
-            np.maximum.at(best, np.searchsorted(key, at), weight)
-            sides.append(best)
-        drug_start = np.zeros(len(self.drugs) + 1, np.int64)
-        np.cumsum(np.bincount(key // n_out, minlength=len(self.drugs)), out=drug_start[1:])
-        return drug_start, key % n_out, sides[0], sides[1]
-
-    def _current(self, published: pl.DataFrame) -> tuple[bool, _I64, _Lists, _I64, Holders]:
-        """(the same ``published`` as the last pass's, ``cur_at``: position → row of its current lists
-        (−1: not published), those lists, the kept histories), made again only for another frame."""
+    def _current(self, published: pl.DataFrame) -> tuple[_Published, _I64 | None]:
+        """(the published cases as arrays (:class:`_Published`), the exact histories whose published cases'
+        lists or kept state differ from the last pass's: None for the same set, every history at the first
+        pass), made again only for another frame."""
         last = self._published
-        if last is not None and (last[0] is published or _same(last[0], published, _COMPARED)):
-            return (True, *last[1:])  # the frame itself again (the recheck keeps its members) or its rows
+        if last is not None and (last.frame is published or same(last.frame, published, _COMPARED)):
+            return last, None  # the frame itself again (the recheck keeps its members) or its rows
         cur_at = np.full(self.ids.len(), -1, np.int64)
-        lists = _Lists(*(np.zeros(k, np.int64) for k in (1, 0, 1, 0)))
+        lists = Lists(*(np.zeros(k, np.int64) for k in (1, 0, 1, 0)))
         rows = np.zeros(0, np.int64)
         at_p, at_c = np.zeros(0, np.int64), np.zeros(0, np.int64)
         if "pseudonym" in published.columns and published.height:
-            where = published.select("pseudonym").join(self.position, on="pseudonym", maintain_order="left")
-            rows = where.get_column("_p").to_numpy().astype(np.int64)
-            current = published.unique("pseudonym", keep="first", maintain_order=True)
-            at = current.select("pseudonym").with_row_index("_c").join(self.position, on="pseudonym")
-            at_p, at_c = (at.get_column(c).to_numpy().astype(np.int64) for c in ("_p", "_c"))
+            ids = published.select("pseudonym").with_row_index("_c")
+            where = ids.join(self.position, on="pseudonym", maintain_order="left")
+            at_c, rows = (where.get_column(c).to_numpy().astype(np.int64) for c in ("_c", "_p"))
+            at_p, current = rows, published
+            if ids.get_column("pseudonym").n_unique() < ids.height:  # a case's first row only
+                current = published.unique("pseudonym", keep="first", maintain_order=True)
+                at = current.select("pseudonym").with_row_index("_c").join(self.position, on="pseudonym")
+                at_p, at_c = (at.get_column(c).to_numpy().astype(np.int64) for c in ("_p", "_c"))
             cur_at[at_p] = at_c
-            lists = self._lists(current)
+            lists = self.numbers.lists(current)
         with sized(self.hist.size):
-            found = lists.holders(len(self.values), len(self.drugs))
+            found = lists.holders(*self.numbers.sizes())
         position = np.full(lists.own_start.size - 1, -1, np.int64)
         position[at_c] = at_p
-        found = replace(found, position=position)
-        self._published = (published, cur_at, lists, self.kept(published, rows), found)
-        self._memo = {}  # another published set: every value is checked again
-        return (False, *self._published[1:])
+        self._published = _Published(published, cur_at, lists, self.kept(published, rows),
+                                     replace(found, position=position), position)  # fmt: skip
+        if last is None:
+            return self._published, np.arange(self.sizes.size, dtype=np.int64)
+        was, now = np.zeros(self.sizes.size, np.bool_), np.zeros(self.sizes.size, np.bool_)
+        was[last.kept], now[self._published.kept] = True, True
+        moved = was != now  # kept in one set only, or holding a case whose lists moved
+        moved[self.hist[changed((last.cur_at, cur_at), last.position, (last.lists, lists))]] = True
+        return self._published, np.flatnonzero(moved).astype(np.int64)
 
     def lifted(
         self, published: pl.DataFrame, tables: tuple[pl.DataFrame, pl.DataFrame], reads: list[str],
         wanted: list[str], members: pl.DataFrame, thetas: dict[str, float],
     ) -> Lifted:  # fmt: skip
         """The check of one pass (module docstring): the values whose inputs are those of an earlier
-        pass keep its results (:class:`Memo`), the others go through the kernels.
+        pass keep its results (:class:`Memo`), checked again on another published set only where it
+        differs (:meth:`_moved`); the others go through the kernels.
 
         Args:
             published: the ledger cases the release publishes (``pseudonym``, ``history`` and current
@@ -330,23 +195,32 @@ class Ledger:
                 (values and ``class:`` names, each in ``thetas``). members: the class file's (``value``,
                 ``class``). thetas: θ*.
         """
-        current = self._current(published)
+        current, moved = self._current(published)
         n_out = len(wanted)
-        self.values.ids(pl.concat([t.get_column("value") for t in tables]))  # numbered before the feeds
-        feeds = self._feeds(reads, wanted, members)
-        table = self._table(tables, feeds, n_out)
+        self.numbers.values.ids(pl.concat([t.get_column("value") for t in tables]))  # before the feeds
+        feeds = self.numbers.feeds(reads, wanted, members)
+        table = self.numbers.table(tables, feeds, n_out)
         theta = np.array([thetas[v] for v in wanted], np.float64)
         feed, drugs, before, now = by_out(feeds, table, n_out)
         memo = [self._memo.get(v) for v in wanted]
-        dirty = [
-            o for o, m in enumerate(memo)
-            if m is None or not m.same(feed[o], drugs[o], before[o], now[o], float(theta[o]))
-        ]  # fmt: skip
-        found = self._run(np.array(dirty, np.int64), current, feeds, table, theta)
-        for o, (fail_h, up_at, up_mid) in zip(dirty, found, strict=True):
-            kept = Memo(feed[o], drugs[o], before[o], now[o], float(theta[o]), fail_h, up_at, up_mid)
-            memo[o] = self._memo[wanted[o]] = kept
-        done = [m for m in memo if m is not None]
+        kept = [
+            m is not None and m.same(feed[o], drugs[o], before[o], now[o], float(theta[o]))
+            for o, m in enumerate(memo)
+        ]
+        dirty = np.array([o for o, k in enumerate(kept) if not k], np.int64)
+        args = (current, feeds, table, theta)
+        found = self._run(dirty, *args) if dirty.size else []
+        for o, (fail_h, up_at, up_mid) in zip(dirty.tolist(), found, strict=True):
+            memo[o] = Memo(feed[o], drugs[o], before[o], now[o], float(theta[o]), fail_h, up_at, up_mid)
+        if moved is not None:  # another published set: the kept values checked again where it moved
+            stale = [o for o, k in enumerate(kept) if k]
+            old = [m for m, k in zip(memo, kept, strict=True) if k and m is not None]
+            found = self._moved(np.array(stale, np.int64), moved, old, *args)
+            for o, m, (fail_h, up_at, up_mid) in zip(stale, old, found, strict=True):
+                memo[o] = replace(m, fail_h=fail_h, up_at=up_at, up_mid=up_mid)
+            self._memo = {}  # the values not wanted now would be stale
+        done = [m for m in memo if m is not None]  # every value's, now
+        self._memo.update(zip(wanted, done, strict=True))
         fail_h = np.concatenate([np.zeros(0, np.int64), *(m.fail_h for m in done)])
         up_at = np.concatenate([np.zeros(0, np.int64), *(m.up_at for m in done)])
         up_mid = np.concatenate([np.zeros(0), *(m.up_mid for m in done)])
@@ -363,76 +237,124 @@ class Ledger:
         return Lifted(lifted, failing)
 
     def _run(
-        self, dirty: _I64, current: tuple[bool, _I64, _Lists, _I64, Holders], feeds: tuple[_I64, _I64],
-        table: tuple[_I64, _I64, _F64, _F64], theta: _F64,
-    ) -> list[tuple[_I64, _I64, _F64]]:  # fmt: skip
+        self, dirty: _I64, current: _Published, feeds: tuple[_I64, _I64], table: _Table, theta: _F64
+    ) -> list[_Found]:
         """For each wanted value of ``dirty`` (numbers), the kept histories failing for it and the raised
-        members of those (position, P through E*_{t−1}): the kernels run over those values only."""
-        if not dirty.size:
-            return []
-        _, cur_at, lists, kept, holders = current
-        n_out = dirty.size
+        members of those (position, P through E*_{t−1}): the kernels run over those values only, on the
+        cases holding one of their values or drugs."""
         remap = np.full(theta.size, -1, np.int64)
-        remap[dirty] = np.arange(n_out, dtype=np.int64)
-        feeds = only(feeds[0], feeds[1], remap)
+        remap[dirty] = np.arange(dirty.size, dtype=np.int64)
+        values = np.flatnonzero(np.diff(only(feeds[0], feeds[1], remap)[0]))
+        drugs = np.flatnonzero(np.diff(only(table[0], table[1], remap)[0]))
+        mark = np.zeros(self.hist.size, np.bool_)
+        for found in (self.holders, current.holders):
+            mark[found.cases(values, drugs)] = True
+        sums = self._sums(dirty, np.flatnonzero(mark), current.kept, current, feeds, table, theta)
+        up_at, up_out, up_mid = self._near(*sums, dirty.size)
+        return _split(sums[0], sums[1], up_at, up_out, up_mid, dirty.size)
+
+    def _moved(
+        self, stale: _I64, moved: _I64, old: list[Memo], current: _Published, feeds: tuple[_I64, _I64],
+        table: _Table, theta: _F64,
+    ) -> list[_Found]:  # fmt: skip
+        """For each wanted value of ``stale`` (numbers; ``old``: its results on the last published set,
+        the same inputs), its results on this one: only the kept histories h inside a ``moved`` history
+        can change (their I(h) holds a case whose lists moved, or h became kept), so the kernels run over
+        the cases of the histories containing those h, and the other failing h and raised members stay."""
+        n_out, n_hist = stale.size, self.sizes.size
+        if not n_out:
+            return []
+        if not moved.size:
+            return [(m.fail_h, m.up_at, m.up_mid) for m in old]
+        hit = np.zeros(n_hist, np.bool_)
+        hit[moved] = True
+        pairs = np.repeat(np.arange(n_hist, dtype=np.int64), np.diff(self.within_start))
+        inner = np.unique(pairs[hit[self.within]])  # the histories h ⊆ a moved one (moved among them)
+        outer = np.unique(self.within[ranges(self.within_start, inner)])  # every H ⊇ such an h
+        cases = ranges(self.pos_start, outer)
+        sums = self._sums(stale, cases, np.intersect1d(inner, current.kept), current, feeds, table, theta)
+        near, inside = np.zeros(n_hist, np.bool_), np.zeros(n_hist, np.bool_)
+        near[outer], inside[inner] = True, True
+        outs = np.arange(n_out, dtype=np.int64)
+        kept_h = [m.fail_h[~inside[m.fail_h]] for m in old]  # failing h outside: their I(h) did not move
+        fail_h = np.concatenate([*kept_h, sums[0]])
+        fail_o = np.concatenate([np.repeat(outs, [h.size for h in kept_h]), sums[1]])
+        far = [~near[self.hist[m.up_at]] for m in old]  # raised members outside: the same
+        up = self._near(fail_h, fail_o, *sums[2:], n_out)
+        up_at = np.concatenate([*(m.up_at[f] for m, f in zip(old, far, strict=True)), up[0]])
+        up_out = np.concatenate([np.repeat(outs, [int(f.sum()) for f in far]), up[1]])
+        up_mid = np.concatenate([*(m.up_mid[f] for m, f in zip(old, far, strict=True)), up[2]])
+        order, up_order = np.lexsort((fail_h, fail_o)), np.lexsort((up_at, up_out))
+        return _split(
+            fail_h[order], fail_o[order], up_at[up_order], up_out[up_order], up_mid[up_order], n_out
+        )
+
+    def _sums(
+        self, values: _I64, cases: _I64, kept: _I64, current: _Published, feeds: tuple[_I64, _I64],
+        table: _Table, theta: _F64,
+    ) -> tuple[_I64, _I64, _I64, _I64, _F64]:  # fmt: skip
+        """The kernels for the wanted values ``values`` (numbers, renumbered 0 … in their order) over the
+        positions ``cases`` (ascending; every case of a history whose sums are read, or every case
+        reaching one of the values): the ``kept`` histories failing (h, value) in kept order, and every
+        raised (position, value, P through E*_{t−1}) row of ``cases`` in position order."""
+        n_out = values.size
+        remap = np.full(theta.size, -1, np.int64)
+        remap[values] = np.arange(n_out, dtype=np.int64)
+        feed = only(feeds[0], feeds[1], remap)
         drug_start, e_out = only(table[0], table[1], remap)
         keep = remap[table[1]] >= 0
-        e_before, e_now = table[2][keep], table[3][keep]
-        own, mine = self.lists, lists
-        values = np.flatnonzero(np.diff(feeds[0]))
-        drugs = np.flatnonzero(np.diff(drug_start))
-        mark = np.zeros(self.hist.size, np.bool_)
-        for found in (self.holders, holders):
-            mark[found.cases(values, drugs)] = True
+        own, mine = self.lists, current.lists
         with sized(self.hist.size):
-            sums = history_sums(
-                np.flatnonzero(mark), self.hist, own.own_start, own.own, own.drug_start, own.drug,
-                cur_at, mine.own_start, mine.own, mine.drug_start, mine.drug, *feeds,
-                drug_start, e_out, e_before, e_now, n_out, _EPS,
+            h_of, out, s_now, s_before, s_up, up_at, up_out, up_mid = history_sums(
+                cases, self.hist, own.own_start, own.own, own.drug_start, own.drug, current.cur_at,
+                mine.own_start, mine.own, mine.drug_start, mine.drug, *feed,
+                drug_start, e_out, table[2][keep], table[3][keep], n_out, _EPS,
             )  # fmt: skip
-            h_of, out, s_now, s_before, s_up, up_at, up_out, up_mid = sums
             n_hist = self.sizes.size
             h_start = np.zeros(n_hist + 1, np.int64)
             np.cumsum(np.bincount(h_of, minlength=n_hist), out=h_start[1:])
-            within = (self.within_start, self.within)
             fail_h, fail_o = over(
-                kept, *within, h_start, out, s_now, s_before, s_up, self.sizes, theta[dirty], n_out, _EPS
-            )
-        # the failing pairs' members raised by E: the raised rows of a history H ⊇ h, value s
+                kept, self.within_start, self.within, h_start, out, s_now, s_before, s_up, self.sizes,
+                theta[values], n_out, _EPS,
+            )  # fmt: skip
+        return fail_h, fail_o, up_at, up_out, up_mid
+
+    def _near(
+        self, fail_h: _I64, fail_o: _I64, up_at: _I64, up_out: _I64, up_mid: _F64, n_out: int
+    ) -> tuple[_I64, _I64, _F64]:
+        """The raised rows of the failing (h, value) pairs' members: a history H ⊇ h, the same value."""
         counts = self.within_start[fail_h + 1] - self.within_start[fail_h]
-        outer = np.concatenate([self.within[self.within_start[h] : self.within_start[h + 1]] for h in fail_h]
-                               or [np.zeros(0, np.int64)])  # fmt: skip
+        outer = self.within[ranges(self.within_start, fail_h)]
         keys = np.unique(outer * n_out + np.repeat(fail_o, counts))
         near = np.zeros(self.sizes.size, np.bool_)
         near[outer] = True
-        up_at, up_out, up_mid = (a[near[self.hist[up_at]]] for a in (up_at, up_out, up_mid))
+        close = near[self.hist[up_at]]
+        up_at, up_out, up_mid = up_at[close], up_out[close], up_mid[close]
         hit = np.isin(self.hist[up_at] * n_out + up_out, keys)
-        up_at, up_out, up_mid = up_at[hit], up_out[hit], up_mid[hit]
-        order, up_order = np.argsort(fail_o, kind="stable"), np.argsort(up_out, kind="stable")
-        cut = np.searchsorted(fail_o[order], np.arange(n_out + 1))
-        up_cut = np.searchsorted(up_out[up_order], np.arange(n_out + 1))
-        fail_h, up_at, up_mid = fail_h[order], up_at[up_order], up_mid[up_order]
-        return [
-            (fail_h[cut[o] : cut[o + 1]], up_at[up_cut[o] : up_cut[o + 1]], up_mid[up_cut[o] : up_cut[o + 1]])
-            for o in range(n_out)
-        ]
+        return up_at[hit], up_out[hit], up_mid[hit]
 
 
-def _same(one: pl.DataFrame, other: pl.DataFrame, columns: list[str]) -> bool:
-    """Whether two frames hold the same ``columns`` (those of them either has), row by row: a list column
-    compared by its lengths and its elements in order (faster than ``equals`` on lists)."""
-    if one.height != other.height or [c for c in columns if c in one.columns] != [
-        c for c in columns if c in other.columns
-    ]:
-        return False
-    for name in [c for c in columns if c in one.columns]:
-        a, b = one.get_column(name), other.get_column(name)
-        if a.dtype != b.dtype:
-            return False
-        if isinstance(a.dtype, pl.List):
-            if not a.list.len().equals(b.list.len()):
-                return False
-            a, b = a.explode(), b.explode()
-        if not a.equals(b):
-            return False
-    return True
+@dataclass(frozen=True, slots=True)
+class _Published:
+    """A pass's published cases as arrays: the frame, ``cur_at`` (position → row of ``lists``, −1: not
+    published), their current lists, the kept histories, the rows holding each value and drug, and each
+    row's position."""
+
+    frame: pl.DataFrame
+    cur_at: _I64
+    lists: Lists
+    kept: _I64
+    holders: Holders
+    position: _I64  # row of lists → position (−1: not in the ledger)
+
+
+def _split(fail_h: _I64, fail_o: _I64, up_at: _I64, up_out: _I64, up_mid: _F64, n_out: int) -> list[_Found]:
+    """Per wanted value 0 … ``n_out`` − 1: its failing histories and raised rows (each in its order)."""
+    order, up_order = np.argsort(fail_o, kind="stable"), np.argsort(up_out, kind="stable")
+    cut = np.searchsorted(fail_o[order], np.arange(n_out + 1))
+    up_cut = np.searchsorted(up_out[up_order], np.arange(n_out + 1))
+    fail_h, up_at, up_mid = fail_h[order], up_at[up_order], up_mid[up_order]
+    return [
+        (fail_h[cut[o] : cut[o + 1]], up_at[up_cut[o] : up_cut[o + 1]], up_mid[up_cut[o] : up_cut[o + 1]])
+        for o in range(n_out)
+    ]

@@ -14,12 +14,13 @@ from numpy.typing import NDArray
 from faers_anon._numba_cache import njit
 
 __all__ = [
-    "Holders", "Memo", "by_out", "csr", "history_sums", "holders", "inverted", "merged", "only", "over",
-    "permuted",
+    "Holders", "Memo", "by_out", "csr", "differ", "history_sums", "holders", "inverted", "merged", "only",
+    "over", "permuted",
 ]  # fmt: skip
 
 _I64 = NDArray[np.int64]
 _F64 = NDArray[np.float64]
+_B = NDArray[np.bool_]
 
 
 @njit(cache=True)
@@ -172,6 +173,34 @@ def over(
                 n += 1
             acc_now[o], acc_before[o], acc_up[o], seen[o] = 0.0, 0.0, False, False
     return fail_h[:n], fail_o[:n]
+
+
+@njit(cache=True)
+def differ(
+    position: _I64,
+    other: _I64,
+    a_start: _I64,
+    a_ids: _I64,
+    b_start: _I64,
+    b_ids: _I64,
+    found: NDArray[np.bool_],
+) -> None:
+    """Mark in ``found`` the positions whose rows hold other ids, in order, in CSR lists a and b (another
+    length or another id): ``position`` is a's row → position (−1: none), ``other`` b's position → row (−1:
+    none; a position of a not in b is marked). a's rows are read in order (in the published order, which
+    b's rows mostly follow: the arrays are read nearly in memory order)."""
+    for r in range(len(position)):
+        p = position[r]
+        if p < 0 or found[p]:
+            continue
+        q = other[p]
+        if q < 0 or a_start[r + 1] - a_start[r] != b_start[q + 1] - b_start[q]:
+            found[p] = True
+            continue
+        for k in range(a_start[r + 1] - a_start[r]):
+            if a_ids[a_start[r] + k] != b_ids[b_start[q] + k]:
+                found[p] = True
+                break
 
 
 @njit(cache=True)
