@@ -41,7 +41,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -56,7 +56,9 @@ from faers_anon.methods.disassociation import (
     write_released,
 )
 from faers_anon.release.manifest import MANIFEST_NAME, dump_manifest, hash_tree, read_manifest
-from signals import CaseTables
+
+if TYPE_CHECKING:
+    from signals import CaseTables
 
 __all__ = [
     "DISASSOCIATED",
@@ -155,6 +157,8 @@ def reconstruction(release: Path, /, *, seed: int) -> dict[str, pl.DataFrame]:
 
 def case_tables(release: Path, /, *, seed: int) -> CaseTables:
     """The release side of the signal comparison: released DEMO (latest versions), one reconstruction."""
+    from signals import CaseTables  # here: signals pulls in scipy, which the series step's child never needs
+
     demo = pl.read_parquet(release / "parquet" / "demo.parquet")
     qids = [c for c in ("age_min", "age_max", "sex", "wt_min", "wt_max") if c in demo.columns]
     cases = demo.filter(pl.col("is_latest")).select("caseid", *qids)

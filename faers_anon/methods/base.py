@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import polars as pl
@@ -31,7 +31,9 @@ from faers_anon.algorithms.types import QidHierarchies
 from faers_anon.anonymize.partition import PARTITION_SCHEMA
 from faers_anon.errors import ConfigError, InputError
 from hierarchies import Hierarchy
-from signals import CaseTables
+
+if TYPE_CHECKING:  # an annotation only: signals pulls in scipy (the series step's child needs neither)
+    from signals import CaseTables
 
 __all__ = [
     "CASE_COLUMNS",
