@@ -10,9 +10,11 @@ options. Every file of the release is compared by SHA-256 with ``demo_release.di
 * ``certificate.json``: its signature covers manifest.json's bytes, which hold ``created``; the
   verifier run by ``release`` checks it, and its ``key_id`` and ``public_key`` are compared.
 
-The digest also covers the tool's version (manifest, report) and the Parquet writer's ``created_by``
-(polars version), so an upgrade of either changes it. It changes only in a commit that says why:
-regenerate with ``FAERS_ANON_UPDATE_GOLDEN=1`` and review which files changed.
+The digest also covers the tool's version (manifest, report), the Parquet writers' ``created_by``
+(the polars and pyarrow versions) and matplotlib's drawing of the report's plots, so an upgrade of any
+of them changes it (with pyarrow 26.0.0 and matplotlib 3.10.7, the lowest versions pyproject.toml
+allows, manifest.json and report.html differ). It changes only in a commit that says why: regenerate
+with ``FAERS_ANON_UPDATE_GOLDEN=1`` and review which files changed.
 """
 
 from __future__ import annotations
