@@ -48,7 +48,12 @@ def test_pseudonym_ids_are_the_dicts(seed: int) -> None:
     caseids = rng.integers(0, 10**9, int(rng.integers(1, 3_000)))
     cases = pl.DataFrame({"caseid": np.concatenate([caseids, caseids[: caseids.size // 3]])})
     key = bytes(rng.integers(0, 256, 32, dtype=np.uint8))
-    assert_frame_equal(pseudonym_ids(cases, key), _ids_before(cases, key))
+    ids = pseudonym_ids(cases, key)
+    assert_frame_equal(ids, _ids_before(cases, key))
+    assert ids.get_column("caseid").to_list() == sorted(set(caseids.tolist()))  # one row per case, in order
+    assert ids.get_column("pseudonym").n_unique() == ids.height  # distinct pseudonyms
+    other = bytes(b ^ 1 for b in key)  # another key: other pseudonyms (the HMAC, not the caseid, decides)
+    assert not (pseudonym_ids(cases, other).get_column("pseudonym") == ids.get_column("pseudonym")).any()
 
 
 def _fake_probabilities(seen: list[pl.DataFrame]) -> Callable[[pl.DataFrame], pl.DataFrame]:
