@@ -9,12 +9,12 @@ until one passes. :func:`mine` gives its cases, E and OUTC codes alone (every pl
 them before P(s | c) and θ* are computed); :func:`release_inputs` completes them.
 
 Each attempt's composition is a set of lazy frames over the quarter's files and the added rows
-(:class:`Composition`); :func:`release_inputs` computes E, P(s | c) and θ* from them exactly as the
-anonymizer computes them from a folder (:mod:`faers_anon.anonymize.inputs`: E mined from INDI × DRUG
-or matched from the user's table, the published drug names, the value classes and OUTC codes; a
-test compares the two on a written folder), and the folder is written once, for the plan that
-passes (:meth:`Composition.write`). Before, each attempt wrote every table and read it back: 2.2 s
-of CPU an attempt on a 100k quarter, three attempts a quarter from quarter 3 on.
+(:class:`Composition`); :func:`release_inputs` computes E, P(s | c) and θ* from them exactly as the anonymizer
+computes them from a folder (:mod:`faers_anon.anonymize.inputs`: E mined from INDI × DRUG or matched from the
+user's table, the published drug names, the value classes and OUTC codes; a test compares the two on a written
+folder), and the folder is written once, for the plan that passes (:meth:`Composition.write`). Before, each
+attempt wrote every table and read it back: 2.2 s of CPU an attempt on a 100k quarter, three attempts a
+quarter from quarter 3 on.
 """
 
 from __future__ import annotations
@@ -111,13 +111,13 @@ class Composition:
         written as they are, not read again.
 
         Each composed table is collected and written by :func:`faers_anon.io.outputs.write_table`, the
-        ingest's writer (Arrow's encoder, LZ4 pages, no statistics): the same rows in the same order
-        as polars' streaming writer wrote, at about half its CPU (the 400k quarter 4's composition: 6.9 →
-        3.6 CPU-s in the step, 101 → 92 MB; docs/series.md §6, fourteenth session), the same bytes however
-        polars chunked the rows, so INDI with links left out (:func:`left_out`, whose joins lay rows
-        out as the threads ran) is the same file from run to run, as the ledger's store needs (it
-        records the SHA-256 of the files copied from this folder). One table at a time is held (DRUG, the
-        largest, ~0.3 GB at that quarter: the step's peak, 4.7 GB, is earlier and did not move)."""
+        ingest's writer (Arrow's encoder, LZ4 pages, no statistics): the same rows in the same order as
+        polars' streaming writer wrote, at about half its CPU (the 400k quarter 4's composition: 6.9 → 3.6
+        CPU-s in the step, 101 → 92 MB; docs/series.md §6, fourteenth session), the same bytes however polars
+        chunked the rows, so INDI with links left out (:func:`left_out`, whose joins lay rows out as the
+        threads ran) is the same file from run to run, as the ledger's store needs (it records the SHA-256 of
+        the files copied from this folder). One table at a time is held (DRUG, the largest, ~0.3 GB at that
+        quarter: the step's peak, 4.7 GB, is earlier and did not move)."""
         out.mkdir(mode=0o700)
         for path in self.ingested.iterdir():
             target = out / path.name
@@ -254,14 +254,9 @@ def mine(
 
 def _read(composition: Composition, config: AnonymizeConfig) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """The composition's super-records and (caseid, outc_cod) (None when OUTC codes are not bounded)."""
-    cases = composition.table("cases").collect()
-    outc = composition.ingested / "outc.parquet"
-    outcomes = (
-        composition.table("outc").select("caseid", "outc_cod").collect()
-        if config.protect_outcomes and outc.is_file()
-        else None
-    )
-    return cases, outcomes
+    cases, outc = composition.table("cases").collect(), (composition.ingested / "outc.parquet").is_file()
+    read = config.protect_outcomes and outc
+    return cases, composition.table("outc").select("caseid", "outc_cod").collect() if read else None
 
 
 #: A ledger with no case: P of a composition reads its cases' own lists only.
@@ -316,7 +311,7 @@ class Miner:
     def __init__(self, config: AnonymizeConfig, *, earlier: pl.DataFrame | None = None) -> None:
         self._config, self._earlier = config, earlier
         self._quarter: tuple[Path, pl.DataFrame, pl.Series, int] | None = None
-        self._last: tuple[object, object, bool, pl.DataFrame | None] | None = None
+        self._last: tuple[object, object, bool, pl.DataFrame | None, object] | None = None
         self._read: tuple[tuple[object, ...], tuple[pl.DataFrame, pl.DataFrame | None]] | None = None
 
     def __call__(self, composition: Composition) -> Mined:
@@ -378,10 +373,18 @@ class Miner:
         """Whether no added primaryid is the quarter's, and the joined rows of the added DRUG and INDI
         rows (INDI row numbers after the quarter's; None: none added or not apart). The last call's
         again for the same added frames (a pass leaving links out composes the same plan:
-        :class:`.store.StoredRows`)."""
+        :class:`.store.StoredRows`), less the dropped cases' rows for the last ones less those cases' rows
+        (a re-plan, :class:`.store.Rows`: rows apart stay apart; a primaryid is one case's)."""
         frames = (composition.added.get("drug"), composition.added.get("indi"))
-        if self._last is not None and self._last[0] is frames[0] and self._last[1] is frames[1]:
-            return self._last[2], self._last[3]
+        token, since = getattr(composition.added, "token", None), getattr(composition.added, "since", None)
+        last = self._last
+        if last is not None and last[0] is frames[0] and last[1] is frames[1]:
+            return last[2], last[3]
+        if last is not None and last[2] and since is not None and since[0] is last[4] is not None:
+            drop = pl.any_horizontal(pl.col("caseid", "indi_caseid").is_in(since[1].implode()))
+            kept = last[3] if last[3] is None else last[3].filter(~drop)
+            self._last = (*frames, True, kept, token)
+            return True, kept
         _, ids, size = self._rows(composition.ingested)
         drug, indi = composition.extra("drug"), composition.extra("indi")
         found, apart = None, True
@@ -393,5 +396,5 @@ class Miner:
             if apart:
                 offset = pl.col("_row").cast(pl.Int64) + size  # an INDI row number of its own
                 found = indication_rows(drug, indi).with_columns(offset.alias("_row")).collect()
-        self._last = (frames[0], frames[1], apart, found)
+        self._last = (frames[0], frames[1], apart, found, token)
         return apart, found

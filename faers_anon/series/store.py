@@ -30,6 +30,7 @@ from faers_anon.series.units import pseudonym_ids
 __all__ = [
     "PENDING",
     "STORED",
+    "Rows",
     "StoredRows",
     "checked_file",
     "write_store",
@@ -240,28 +241,36 @@ def republished_rows(
     return {name: pl.concat(parts, how="diagonal_relaxed") for name, parts in out.items()}
 
 
+class Rows(dict[str, pl.DataFrame]):
+    """:class:`StoredRows`' answer, per table. ``since``: (the last answer's ``token``, raw caseids) when
+    these are its rows less every row of those cases, nothing else changed (a re-plan dropping units);
+    the miner then filters what it joined of it (:class:`faers_anon.series.composition.Miner`)."""
+
+    token: object
+    since: tuple[object, pl.Series] | None = None
+
+
 _REPUBLISHED = {"caseid": pl.Int64, "store": pl.Int64}
 _REPUBLISHED_TABLES = tuple(name for name in STORED if name != "deleted")
 
 
 class StoredRows:
-    """:func:`republished_rows` over the attempts of one release: each store file checked and each
-    case's rows read once (the re-plans after the recheck ask again for mostly the same cases: a
-    read and a SHA-256 of every store table each time, 2.7 s of a 100k quarter's step).
+    """:func:`republished_rows` over the attempts of one release: each store file checked and each case's
+    rows read once (the re-plans after the recheck ask again for mostly the same cases: a read and a SHA-256
+    of every store table each time, 2.7 s of a 100k quarter's step).
 
-    The rows come out as :func:`republished_rows` gives them: per table, by store, then in the
-    store file's order, followed by the ``extra`` rows of that table (the pending cases offered again,
-    :mod:`.pending`, added to every composition: :func:`with_extra`). Memory: what is kept between
-    calls is the last call's rows and its result (a re-plan asks for a subset of the cases before it:
-    it is filtered from them; a case asked for again after it was left out is read again). Keeping
-    every row read beside the returned copy held the republished rows twice through the step's
-    attempts (82 MB at a 100k quarter 4); the step's own copy of the last result (``planned``, with
-    the offered rows) is gone (twelfth session).
+    The rows come out as :func:`republished_rows` gives them: per table, by store, then in the store file's
+    order, followed by the ``extra`` rows of that table (the pending cases offered again, :mod:`.pending`,
+    added to every composition: :func:`with_extra`). Memory: what is kept between calls is the last call's
+    rows and its result (a re-plan asks for a subset of the cases before it: it is filtered from them; a case
+    asked for again after it was left out is read again). Keeping every row read beside the returned copy held
+    the republished rows twice through the step's attempts (82 MB at a 100k quarter 4); the step's own copy of
+    the last result (``planned``, with the offered rows) is gone (twelfth session).
 
-    ``cases``: the stored super-records as :func:`stored_cases` read them (with ``store`` and ``_row``),
-    which hold every case a plan republishes (the planner takes them from there): the ``cases`` table's
-    rows are taken from them, the same rows in the file's order with its columns and types, instead of
-    each store's ``cases.parquet`` read and its lists decoded again (~1 CPU-s at the 400k quarter 4).
+    ``cases``: the stored super-records as :func:`stored_cases` read them (with ``store`` and ``_row``), which
+    hold every case a plan republishes (the planner takes them from there): the ``cases`` table's rows are
+    taken from them, the same rows in the file's order with its columns and types, instead of each store's
+    ``cases.parquet`` read and its lists decoded again (~1 CPU-s at the 400k quarter 4).
     """
 
     def __init__(
@@ -272,7 +281,7 @@ class StoredRows:
         self._paths: dict[tuple[int, str], Path | None] = {}
         self._rows: dict[str, list[pl.DataFrame]] = {}
         self._done = pl.DataFrame(schema=_REPUBLISHED)
-        self._last: tuple[pl.DataFrame, dict[str, pl.DataFrame]] | None = None
+        self._last: tuple[pl.DataFrame, Rows] | None = None
 
     def _path(self, record: dict[str, Any], name: str) -> Path | None:
         key = (record["index"], name)
@@ -302,38 +311,56 @@ class StoredRows:
 
     def _stored(self, record: dict[str, Any], ids: pl.Series) -> pl.DataFrame:
         """The ``cases`` rows of ``ids`` in the store ``record`` from the super-records held (``cases``), as
-        :meth:`_read` reads them from the file (its columns but ``pseudonym``, its types, its order)."""
+        :meth:`_read` reads them from the file (its columns but ``pseudonym``, its types, its order: theirs,
+        as :func:`stored_cases` reads them; a sort gathered their lists again, 0.2–0.4 CPU-s at 400k)."""
         assert self._cases is not None
         path = self._ledger / record["store"]["folder"] / "cases.parquet"  # checked by stored_cases' read
         schema = {n: t for n, t in pl.read_parquet_schema(path).items() if n != "pseudonym"}
         rows = self._cases.filter(
             (pl.col("store") == record["index"]) & pl.col("caseid").is_in(ids.implode())
         )
-        return rows.sort("_row").select(
+        rows = rows if rows.get_column("_row").is_sorted() else rows.sort("_row")
+        return rows.select(
             "_row",
             *[pl.col(n).cast(t) for n, t in schema.items()],
             pl.lit(record["index"], pl.Int64).alias("_store"),
         )
 
-    def __call__(self, republish: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    def __call__(self, republish: pl.DataFrame) -> Rows:
         """Per table, the stored rows of the ``republish`` cases (``caseid`` raw, ``store``), then the
-        ``extra`` rows; the last call's frames again for the same cases (a pass that only leaves links out
-        composes the same plan: the series step keeps no copy of its own, and the miner knows the frames,
-        :class:`faers_anon.series.composition.Miner`)."""
+        ``extra`` rows (:class:`Rows`); the last call's frames again for the same cases (a pass that only
+        leaves links out composes the same plan: the series step keeps no copy of its own, and the miner
+        knows the frames, :class:`faers_anon.series.composition.Miner`)."""
         wanted = republish.select(pl.col("caseid").cast(pl.Int64), pl.col("store").cast(pl.Int64))
         if self._last is not None and self._last[0].equals(wanted):
-            return dict(self._last[1])
+            return _answer(self._last[1])
         held = {name: len(parts) for name, parts in self._rows.items()}  # the last call's part, if any
-        kept = _kept(self._done, wanted)
-        self._read(wanted.join(self._done, on=["caseid", "store"], how="anti"))
+        kept, missing = _kept(self._done, wanted), wanted.join(self._done, on=["caseid", "store"], how="anti")
+        since = None if self._last is None or missing.height else self._since(self._last[1], wanted)
+        self._read(missing)
         self._rows = {
             name: [_in_order([kept(part) for part in parts[: held.get(name, 0)]] + parts[held.get(name, 0):])]
             for name, parts in self._rows.items()
         }  # fmt: skip
         self._done = wanted.join(self._done, on=["caseid", "store"], how="semi")
         stored = {name: parts[0].drop("_store", "_row") for name, parts in self._rows.items()}
-        self._last = (wanted, with_extra(stored, self._extra) if self._extra else stored)
-        return dict(self._last[1])
+        self._last = (wanted, Rows(with_extra(stored, self._extra) if self._extra else stored))
+        self._last[1].token, self._last[1].since = object(), since
+        return _answer(self._last[1])
+
+    def _since(self, last: Rows, wanted: pl.DataFrame) -> tuple[object, pl.Series] | None:
+        """(``last``'s token, the caseids dropped) when the rows for ``wanted`` (none read) are ``last``'s
+        less all those cases' rows: no dropped caseid wanted (from another store) or ``extra``; else None."""
+        dropped = self._done.join(wanted, on=["caseid", "store"], how="anti").get_column("caseid").unique()
+        gone = [wanted.get_column("caseid"), *(frame.get_column("caseid") for frame in self._extra.values())]
+        return None if any(ids.is_in(dropped.implode()).any() for ids in gone) else (last.token, dropped)
+
+
+def _answer(rows: Rows) -> Rows:
+    """A copy of ``rows`` (the caller's to change) with its token and lineage."""
+    answer = Rows(rows)
+    answer.token, answer.since = rows.token, rows.since
+    return answer
 
 
 def _kept(done: pl.DataFrame, wanted: pl.DataFrame) -> Callable[[pl.DataFrame], pl.DataFrame]:
