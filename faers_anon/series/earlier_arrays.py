@@ -134,13 +134,21 @@ class _Before:
         self.value, self.p = np.zeros(0, np.int32), np.zeros(0, np.float64)  # the entries, case by case
 
     def _codes(self, values: pl.Series) -> _I64:
-        """The codes of ``values`` (new texts numbered after the known ones; −1 for a null)."""
-        codes = values.cast(pl.Enum(self.names), strict=False).to_physical().cast(pl.Int64)
-        new = values.filter(codes.is_null()).drop_nulls().unique(maintain_order=True)
-        if new.len():
-            self.names += new.to_list()
-            codes = values.cast(pl.Enum(self.names), strict=False).to_physical().cast(pl.Int64)
-        return codes.fill_null(-1).to_numpy()
+        """The codes of ``values`` (new texts numbered after the known ones, in the order they first
+        appear; −1 for a null). The texts cast once: the first call numbers its distinct texts first, a
+        later one casts again only the texts not known (before, every value twice when any was new:
+        the same codes)."""
+        if not self.names:  # the first call: its distinct texts numbered, then cast once
+            self.names += values.drop_nulls().unique(maintain_order=True).to_list()
+        codes = values.cast(pl.Enum(self.names), strict=False).to_physical()
+        found = codes.cast(pl.Int64).fill_null(-1).to_numpy().copy()
+        missing = codes.is_null() & values.is_not_null()
+        if missing.any():
+            more = values.filter(missing)
+            self.names += more.unique(maintain_order=True).to_list()
+            codes = more.cast(pl.Enum(self.names)).to_physical()
+            found[np.flatnonzero(missing.to_numpy())] = codes.to_numpy()
+        return found
 
     def _ask(self, a: Numbered, rows: _I64, earlier: Probabilities) -> None:
         """Ask ``earlier`` for the ledger ``rows`` (distinct, not asked yet) and keep their entries."""
