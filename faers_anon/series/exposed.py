@@ -27,7 +27,11 @@ codes made pseudo-values and sorted by caseid once per outcomes frame (:func:`_c
 searched every code row of the quarter in its cases before, an argsort of 744k caseids a chunk), a
 chunk's codes a range of them; the cases numbered by one argsort (:func:`_numbered_cases`); the
 ledger's rows found by one search (its keys are distinct: :func:`.linked.matches`). The same frames
-(docs/series.md §6, fifteenth session).
+(docs/series.md §6, fifteenth session). Sixteenth session: a call cut into chunks partitions only the
+columns a chunk reads (the planner's members carry 20), the class file is read once a call, and E's drug
+keys are made canonical once per process (:func:`.linked.read`); the same frames. Computing a call's
+strings once and only the kernel per chunk was measured and dropped: its call-wide arrays (up to ~5 M
+pairs) cost more in page faults and copies than the per-chunk dictionaries it saved.
 """
 
 from __future__ import annotations
@@ -89,11 +93,15 @@ def exposed_probabilities(
     members (module docstring).
     """
     codes = None if outcomes is None else _codes(outcomes)
+    classes = read_classes(config.classes).members  # once a call, not once a chunk
     if members.height <= CHUNK:
-        return _exposed(members, entries, knowledge, config, codes)
+        return _exposed(members, entries, knowledge, config, codes, classes)
+    lists_ = {c: 0 for columns, _ in _groups(config.sensitive, False).values() for c in columns}
+    read = ["caseid", "pseudonym", *lists_]  # what a chunk reads: the partition copies only these
     chunk = ((pl.col("caseid").rank("dense") - 1) // CHUNK).alias("_chunk")
-    parts = members.with_columns(chunk).partition_by("_chunk", include_key=False, as_dict=True)
-    return pl.concat([_exposed(parts[key], entries, knowledge, config, codes) for key in sorted(parts)])
+    parts = members.select(read).with_columns(chunk).partition_by("_chunk", include_key=False, as_dict=True)
+    found = [_exposed(parts[key], entries, knowledge, config, codes, classes) for key in sorted(parts)]
+    return pl.concat(found)
 
 
 _CODES: dict[int, tuple[weakref.ref[pl.DataFrame], tuple[NDArray[np.int64], pl.Series]]] = {}
@@ -165,9 +173,10 @@ def _exposed(
     knowledge: pl.DataFrame,
     config: AnonymizeConfig,
     outcomes: tuple[NDArray[np.int64], pl.Series] | None,
+    classes: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """:func:`exposed_probabilities` of one chunk of members, as arrays (:mod:`.linked`); ``outcomes``:
-    :func:`_codes`."""
+    :func:`_codes`; ``classes``: the class file's members (read here when None)."""
     groups = _groups(config.sensitive, outcomes is not None)
     past = lists(entries, "caseid", groups)  # the ledger's lists, numbered once per step
     past = replace(past, groups=_as_values(past.groups))
@@ -186,7 +195,7 @@ def _exposed(
         marks = pl.DataFrame({"_c": at[within], "value": code_value.slice(lo, hi - lo).filter(within)},
                              schema=marks.schema)  # fmt: skip
     table = read(knowledge) if "drugs" in groups else None
-    classes = read_classes(config.classes).members
+    classes = read_classes(config.classes).members if classes is None else classes
     dictionary = (
         pl.concat([
             *[groups_[g][2].drop_nulls().to_frame("value") for groups_ in (past.groups, now)

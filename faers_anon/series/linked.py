@@ -14,7 +14,9 @@ drug) pairs by case, keeps each case's largest p per rank in a dense array (rese
 then adds the classes of the values it reached, and writes the case's ranks sorted (an insertion
 sort in place up to 64 ranks, a case's few: 400k chunks 0.07 → 0.035 CPU-s a call): one pass, no
 (caseid, value) sort or group-by of millions of rows. E is numbered once per E frame (:func:`read`:
-the planner and the recheck ask for P of many member sets with one E).
+the planner and the recheck ask for P of many member sets with one E), its drug keys made canonical once
+per process (:func:`_drug_keys`: the step reads six E at the 400k quarter 4, mostly the same keys, and
+the regexes of :func:`knowledge.drug_names.name_key_expr` were ~3/4 of each read).
 """
 
 from __future__ import annotations
@@ -58,15 +60,10 @@ def read(table: pl.DataFrame) -> ReadE:
     found = _READ.get(id(table))
     if found is not None and found[0]() is table:
         return found[1]
-    rows = (
-        validate_table(table)
-        .select(
-            name_key_expr(pl.col("drug_key")).alias("drug_key"),
-            value_key_expr(pl.col("disease")).alias("value"),
-            "weight",
-        )  # fmt: skip
-        .drop_nulls()
-    )
+    checked = validate_table(table)
+    rows = checked.select(
+        _drug_keys(checked.get_column("drug_key")), value_key_expr(pl.col("disease")).alias("value"), "weight"
+    ).drop_nulls()
     drugs = rows.select("drug_key").unique().sort("drug_key").with_row_index("_d")
     values = rows.get_column("value").unique().sort()
     numbered = (
@@ -86,6 +83,28 @@ def read(table: pl.DataFrame) -> ReadE:
     )
     _READ[id(table)] = (weakref.ref(table), result)
     return result
+
+
+#: Each drug key E held, made canonical (:func:`knowledge.drug_names.name_key_expr`, whose rules run
+#: row by row), kept across E frames: the step reads E after E, mostly the same keys (six E at the 400k
+#: quarter 4, each ~6k keys through the regexes: ~40 ms).
+_NAME_KEYS: dict[str, str | None] = {}
+#: Past this many keys :data:`_NAME_KEYS` starts again (a long-lived process reading many E).
+_NAME_KEYS_MAX = 1_000_000
+
+
+def _drug_keys(keys: pl.Series) -> pl.Series:
+    """``name_key_expr`` of ``keys`` (Utf8), each distinct key made once per process (:data:`_NAME_KEYS`)."""
+    distinct = keys.drop_nulls().unique().to_list()
+    new = [key for key in distinct if key not in _NAME_KEYS]
+    if len(_NAME_KEYS) + len(new) > _NAME_KEYS_MAX:
+        _NAME_KEYS.clear()
+        new = distinct
+    if new:
+        made = pl.Series("k", new, pl.Utf8).to_frame().select(name_key_expr(pl.col("k"))).to_series()
+        _NAME_KEYS.update(zip(new, made.to_list(), strict=True))
+    canonical = pl.Series([_NAME_KEYS[key] for key in distinct], dtype=pl.Utf8)
+    return keys.replace(pl.Series(distinct, dtype=pl.Utf8), canonical).alias("drug_key")
 
 
 @dataclass(frozen=True, slots=True)
