@@ -13,8 +13,9 @@ options. Every file of the release is compared by SHA-256 with ``demo_release.di
 The digest also covers the tool's version (manifest, report), the Parquet writers' ``created_by``
 (the polars and pyarrow versions) and matplotlib's drawing of the report's plots, so an upgrade of any
 of them changes it (with pyarrow 26.0.0 and matplotlib 3.10.7, the lowest versions pyproject.toml
-allows, manifest.json and report.html differ). It changes only in a commit that says why: regenerate
-with ``FAERS_ANON_UPDATE_GOLDEN=1`` and review which files changed.
+allows, manifest.json and report.html differ). The test install pins them
+(``scripts/test-constraints.txt``), so CI does not pick up a release made since. It changes only in a
+commit that says why: regenerate with ``FAERS_ANON_UPDATE_GOLDEN=1`` and review which files changed.
 """
 
 from __future__ import annotations
