@@ -16,12 +16,18 @@ ledger cases whose history H contains h) is raised by E for s, Σ now / |I(h)| >
 Layout (:class:`Ledger`, built once per series step; :meth:`Ledger.lifted` per check): the ledger's cases
 are numbered by *position*, sorted by their exact history (numbered as :mod:`faers_anon.series.earlier`
 numbers them), their own values (canonical value keys; each verbatim term read once) and drug keys
-numbered and held as CSR arrays in that order; the published cases' current lists likewise, per check;
+numbered and held as CSR arrays in that order; the published cases' current lists likewise, per check,
+rows in position order too (sixteenth session: read in published order, each was a cache miss);
 E*_{t−1} and E*_t as one CSR drug → (wanted value, largest weight of each: a read value counts for
 itself and for each wanted class holding it, so a class's p is its members' largest). One kernel pass
 over the cases (:func:`.raised_kernels.history_sums`) keeps a case's three P per wanted value in dense
 arrays, adds now and before to its exact history's sums and notes the raised (case, value, mid) rows;
-a second (:func:`.raised_kernels.over`) adds the sums of the histories H ⊇ h for every kept h (the
+a published case whose current lists hold its ledger lists' numbers in their order
+(:func:`.raised_lists.same_lists`; 158,018 of the 270,289 published at the 400k quarter 4) is read through
+its ledger lists alone: P through the same lists twice is P through them once (a max), so no P, sum or
+result changes (tests/faers_anon/series/test_raised_same_lists.py); with the rows in position order the
+kernel's CPU fell 22–27% at the 400k quarter 4 (docs/series.md §6, sixteenth session).
+A second (:func:`.raised_kernels.over`) adds the sums of the histories H ⊇ h for every kept h (the
 containment relation of the ledger's histories, made once) and keeps the (h, s) over θ. No (case,
 value) frame is grouped or joined (the eleventh session's polars reader: 24 CPU-s at the 400k quarter
 4's first check; docs/series.md §6).
@@ -72,7 +78,7 @@ from faers_anon.series.raised_kernels import (
     over,
     permuted,
 )
-from faers_anon.series.raised_lists import Lists, Numbers, changed, ranges, same
+from faers_anon.series.raised_lists import Lists, Numbers, changed, ranges, same, same_lists
 
 __all__ = ["Ledger"]
 
@@ -166,12 +172,20 @@ class Ledger:
                 at_p, at_c = (at.get_column(c).to_numpy().astype(np.int64) for c in ("_p", "_c"))
             cur_at[at_p] = at_c
             lists = self.numbers.lists(current)
+            by_position = cur_at[cur_at >= 0]  # the rows in position order: the kernel reads them in order
+            lists = Lists(*permuted(lists.own_start, lists.own, by_position),
+                          *permuted(lists.drug_start, lists.drug, by_position))  # fmt: skip
+            at_p = np.flatnonzero(cur_at >= 0)
+            at_c = np.arange(at_p.size, dtype=np.int64)
+            cur_at[at_p] = at_c
         with sized(self.hist.size):
             found = lists.holders(*self.numbers.sizes())
         position = np.full(lists.own_start.size - 1, -1, np.int64)
         position[at_c] = at_p
+        read = cur_at.copy()  # position → row of lists the kernel reads (−1: the ledger's lists alone)
+        read[same_lists(position, self.lists, lists)] = -1
         self._published = _Published(published, cur_at, lists, self.kept(published, rows),
-                                     replace(found, position=position), position)  # fmt: skip
+                                     replace(found, position=position), position, read)  # fmt: skip
         if last is None:
             return self._published, np.arange(self.sizes.size, dtype=np.int64)
         was, now = np.zeros(self.sizes.size, np.bool_), np.zeros(self.sizes.size, np.bool_)
@@ -306,8 +320,8 @@ class Ledger:
         own, mine = self.lists, current.lists
         with sized(self.hist.size):
             h_of, out, s_now, s_before, s_up, up_at, up_out, up_mid = history_sums(
-                cases, self.hist, own.own_start, own.own, own.drug_start, own.drug, current.cur_at,
-                mine.own_start, mine.own, mine.drug_start, mine.drug, *feed,
+                cases, self.hist, own.own_start, own.own, own.drug_start, own.drug,
+                current.read, mine.own_start, mine.own, mine.drug_start, mine.drug, *feed,
                 drug_start, e_out, table[2][keep], table[3][keep], n_out, _EPS,
             )  # fmt: skip
             n_hist = self.sizes.size
@@ -346,6 +360,7 @@ class _Published:
     kept: _I64
     holders: Holders
     position: _I64  # row of lists → position (−1: not in the ledger)
+    read: _I64  # cur_at, −1 where the current lists are the ledger's (they add nothing to a P)
 
 
 def _split(fail_h: _I64, fail_o: _I64, up_at: _I64, up_out: _I64, up_mid: _F64, n_out: int) -> list[_Found]:

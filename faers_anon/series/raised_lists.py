@@ -20,7 +20,7 @@ from faers_anon.series.exposed import term_groups
 from faers_anon.series.raised_kernels import Holders, csr, differ, holders, merged
 from knowledge.values import value_key_expr
 
-__all__ = ["Lists", "Numbering", "Numbers", "changed", "exploded", "ranges", "same"]
+__all__ = ["Lists", "Numbering", "Numbers", "changed", "exploded", "ranges", "same", "same_lists"]
 
 _I64 = NDArray[np.int64]
 _F64 = NDArray[np.float64]
@@ -235,3 +235,16 @@ def same(one: pl.DataFrame, other: pl.DataFrame, columns: list[str]) -> bool:
         if not a.equals(b):
             return False
     return True
+
+
+def same_lists(position: _I64, ledger: Lists, current: Lists) -> _I64:
+    """The positions whose ``current`` lists (row → position: ``position``, −1 for none) hold the same value
+    and drug numbers in the same order as their ``ledger`` lists (rows = positions)."""
+    found = np.zeros(ledger.own_start.size - 1, np.bool_)
+    found[position[position >= 0]] = True
+    differs = np.zeros(found.size, np.bool_)
+    identity = np.arange(found.size, dtype=np.int64)
+    with sized(found.size):
+        differ(position, identity, current.own_start, current.own, ledger.own_start, ledger.own, differs)
+        differ(position, identity, current.drug_start, current.drug, ledger.drug_start, ledger.drug, differs)
+    return np.flatnonzero(found & ~differs).astype(np.int64)
