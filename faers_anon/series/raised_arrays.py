@@ -78,7 +78,7 @@ from faers_anon.series.raised_kernels import (
     over,
     permuted,
 )
-from faers_anon.series.raised_lists import Lists, Numbers, changed, ranges, same, same_lists
+from faers_anon.series.raised_lists import Lists, Numbers, by_key, changed, ranges, same, same_lists
 
 __all__ = ["Ledger"]
 
@@ -120,8 +120,8 @@ class Ledger:
         rows = state.select(pl.col("caseid").alias("pseudonym")).join(numbered, on="pseudonym", how="left",
                                                                       maintain_order="left")  # fmt: skip
         hist = rows.get_column("_h").fill_null(-1).to_numpy().astype(np.int64)
-        known = np.flatnonzero(hist >= 0)
-        order = known[np.argsort(hist[known], kind="stable")]  # position → state row
+        with sized(hist.size):
+            order = by_key(hist, n_hist)  # position → state row
         self.ids = rows.get_column("pseudonym").gather(order)
         self.position = self.ids.to_frame("pseudonym").with_row_index("_p")
         self.hist = hist[order]
@@ -133,10 +133,7 @@ class Ledger:
         np.cumsum(np.bincount(self.hist, minlength=n_hist), out=self.pos_start[1:])
         self._published: _Published | None = None  # the last pass's
         self._memo: dict[str, Memo] = {}  # wanted value → its inputs and results at the last pass
-        lists = self.numbers.state_lists(state)
-        self.lists = Lists(
-            *permuted(lists.own_start, lists.own, order), *permuted(lists.drug_start, lists.drug, order)
-        )
+        self.lists = self.numbers.state_lists(state, order)
         with sized(self.hist.size):
             self.holders = self.lists.holders(*self.numbers.sizes())
 

@@ -13,14 +13,17 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from faers_anon._numba_cache import sized
+from faers_anon._numba_cache import njit, sized
 from faers_anon.anonymize.value_classes import CLASS_PREFIX
 from faers_anon.series import linked
 from faers_anon.series.exposed import term_groups
 from faers_anon.series.raised_kernels import Holders, csr, differ, holders, merged
 from knowledge.values import value_key_expr
 
-__all__ = ["Lists", "Numbering", "Numbers", "changed", "exploded", "ranges", "same", "same_lists"]
+__all__ = [
+    "Lists", "Numbering", "Numbers", "by_key", "changed", "exploded", "placed", "ranges", "same",
+    "same_lists",
+]  # fmt: skip
 
 _I64 = NDArray[np.int64]
 _F64 = NDArray[np.float64]
@@ -123,20 +126,24 @@ class Numbers:
             drug_start, drug = csr(at, self.drugs.ids(drugs), n)
         return Lists(own_start, own, drug_start, drug)
 
-    def state_lists(self, state: pl.DataFrame) -> Lists:
-        """:meth:`lists` of the state from its terms as P numbered them for the step (:func:`.linked.lists`
-        with :func:`.exposed.term_groups`: the same rows, each row's terms in order), only its distinct
-        terms made values here (the state's 5.4M terms and 4.9M drug keys were numbered twice)."""
-        n = state.height
+    def state_lists(self, state: pl.DataFrame, order: _I64) -> Lists:
+        """:meth:`lists` of the state's rows ``order[0]``, ``order[1]``, … (the positions) from its terms as
+        P numbered them for the step (:func:`.linked.lists` with :func:`.exposed.term_groups`: the same
+        rows, each row's terms in order), only its distinct terms made values here (the state's 5.4M terms
+        and 4.9M drug keys were numbered twice), each row's values placed at its position in one kernel
+        (:func:`placed`)."""
+        n = order.size
         found = linked.lists(state, "caseid", term_groups(self.sensitive)).groups
+        where = np.full(state.height, -1, np.int64)  # state row → position
+        where[order] = np.arange(n, dtype=np.int64)
         parts = []
         for name, numbers in (("own", self._term_values), ("drugs", self.drugs.ids)):
             if name not in found:
                 parts.append((np.zeros(n + 1, np.int64), np.zeros(0, np.int64)))
                 continue
             start, ids, distinct = found[name]
-            rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(start))
-            parts.append(csr(rows, numbers(distinct)[ids], n))
+            with sized(n):
+                parts.append(placed(start, ids, numbers(distinct), where, n))
         return Lists(*parts[0], *parts[1])
 
     def _term_values(self, terms: pl.Series) -> _I64:
@@ -248,3 +255,54 @@ def same_lists(position: _I64, ledger: Lists, current: Lists) -> _I64:
         differ(position, identity, current.own_start, current.own, ledger.own_start, ledger.own, differs)
         differ(position, identity, current.drug_start, current.drug, ledger.drug_start, ledger.drug, differs)
     return np.flatnonzero(found & ~differs).astype(np.int64)
+
+
+@njit(cache=True)
+def placed(
+    start: _I64, ids: NDArray[np.int32] | _I64, number: _I64, where: _I64, n: int
+) -> tuple[_I64, _I64]:
+    """The CSR of ``n`` rows whose row ``where[r]`` holds the numbers ``number[id]`` ≥ 0 of CSR row r's ids,
+    in order (rows with ``where`` −1 left out): :func:`.raised_kernels.csr` by row, then
+    :func:`.raised_kernels.permuted` into the new order, as one pass that reads the rows in memory order
+    and writes each at its place (0.17–0.42 → 0.13–0.16 CPU-s per list at the 400k quarter 4's state)."""
+    found = np.zeros(n + 1, np.int64)
+    for r in range(start.size - 1):
+        if where[r] < 0:
+            continue
+        count = 0
+        for a in range(start[r], start[r + 1]):
+            if number[ids[a]] >= 0:
+                count += 1
+        found[where[r] + 1] = count
+    for i in range(n):
+        found[i + 1] += found[i]
+    values = np.empty(found[n], np.int64)
+    for r in range(start.size - 1):
+        if where[r] < 0:
+            continue
+        k = found[where[r]]
+        for a in range(start[r], start[r + 1]):
+            v = number[ids[a]]
+            if v >= 0:
+                values[k] = v
+                k += 1
+    return found, values
+
+
+@njit(cache=True)
+def by_key(keys: _I64, n_keys: int) -> _I64:
+    """The rows whose key is ≥ 0 (keys below ``n_keys``) by key, each key's rows ascending: a counting sort,
+    ``np.argsort(keys[rows], kind="stable")`` of those rows."""
+    start = np.zeros(n_keys + 1, np.int64)
+    for k in keys:
+        if k >= 0:
+            start[k + 1] += 1
+    for k in range(n_keys):
+        start[k + 1] += start[k]
+    order = np.empty(start[n_keys], np.int64)
+    for r in range(keys.size):
+        k = keys[r]
+        if k >= 0:
+            order[start[k]] = r
+            start[k] += 1
+    return order
