@@ -14,17 +14,9 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from faers_anon import api
 from faers_anon.anonymize.config import AnonymizeConfig
-from faers_anon.io.ingest import IngestConfig
 from faers_anon.series.composition import Composition, Miner, mine, without_links
 from knowledge.mining import indication_rows, mine_from_indications, mine_from_links
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("miner")
-    return api.ingest([], root / "ingested", config=IngestConfig(demo=True)).out
 
 
 def _added(ingested: Path, caseids: list[int], shift: int, pid_shift: int) -> dict[str, pl.DataFrame]:

@@ -15,18 +15,10 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from faers_anon import api
 from faers_anon.anonymize.config import AnonymizeConfig
 from faers_anon.anonymize.inputs import knowledge_table, sensitive_thresholds
 from faers_anon.anonymize.value_classes import read_classes, read_outcomes
-from faers_anon.io.ingest import IngestConfig
 from faers_anon.series.composition import composition_probabilities
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("composition_p")
-    return api.ingest([], root / "ingested", config=IngestConfig(demo=True)).out
 
 
 @pytest.mark.parametrize(

@@ -8,19 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
-import pytest
 from polars.testing import assert_frame_equal
 
-from faers_anon import api
 from faers_anon.anonymize.config import AnonymizeConfig
-from faers_anon.io.ingest import IngestConfig
 from faers_anon.series.composition import Composition, Miner, without_links
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("write")
-    return api.ingest([], root / "ingested", config=IngestConfig(demo=True)).out
 
 
 def _added(cases: pl.DataFrame) -> dict[str, pl.DataFrame]:

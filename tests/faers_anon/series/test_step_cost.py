@@ -22,13 +22,13 @@ from polars.testing import assert_frame_equal
 
 from faers_anon import api
 from faers_anon.anonymize.config import AnonymizeConfig
-from faers_anon.io.ingest import IngestConfig
 from faers_anon.release.manifest import sha256_file
 from faers_anon.series.composition import Composition, release_inputs
 from faers_anon.series.earlier import EarlierCheck, _contained, earlier_over_theta
 from faers_anon.series.step import _release_inputs
 from faers_anon.series.store import StoredRows, republished_rows
 from faers_anon.series.units import unit_of
+from tests.faers_anon.series.demo_rows import as_other_cases
 
 _LIST = pl.List(pl.Utf8)
 # Ledger: release 1 group 4 = {g, z}, group 9 = {w, r}; release 2 group 7 = {g, x, y}, group 8 = {w}.
@@ -136,22 +136,6 @@ def test_stored_rows_keep_only_the_last_calls_rows(tmp_path: Path) -> None:
     assert same.keys() == again.keys() and all(same[n] is again[n] for n in same)
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("composition")
-    return api.ingest([], root / "ingested", config=IngestConfig(demo=True)).out
-
-
-def _added(ingested: Path, caseids: list[int], shift: int) -> dict[str, pl.DataFrame]:
-    """Every table's rows of ``caseids``, as other cases (caseid + shift): stand-ins for stored rows."""
-    added = {}
-    for path in ingested.glob("*.parquet"):
-        if "caseid" in pl.read_parquet_schema(path):
-            rows = pl.read_parquet(path).filter(pl.col("caseid").is_in(caseids))
-            added[path.stem] = rows.with_columns(pl.col("caseid") + shift)
-    return added
-
-
 @pytest.mark.parametrize("brands", [False, True])
 def test_the_composition_in_memory_gives_its_folders_inputs(demo: Path, tmp_path: Path, brands: bool) -> None:
     policy = None
@@ -161,7 +145,7 @@ def test_the_composition_in_memory_gives_its_folders_inputs(demo: Path, tmp_path
     config = AnonymizeConfig(k=3, column_policy=policy)
     ids = pl.read_parquet(demo / "cases.parquet").get_column("caseid")
     withheld, copied = ids.head(7), ids.slice(20, 15).to_list()
-    composition = Composition(demo, withheld, _added(demo, copied, 10**9))
+    composition = Composition(demo, withheld, as_other_cases(demo, copied, 10**9))
     folder = composition.write(tmp_path / "composed")
     assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in demo.iterdir())
     inputs = release_inputs(composition, config)

@@ -15,14 +15,13 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from faers_anon import api
 from faers_anon.anonymize.config import AnonymizeConfig
-from faers_anon.io.ingest import IngestConfig
 from faers_anon.release.manifest import sha256_file
 from faers_anon.series import composition as composition_module
 from faers_anon.series.composition import Composition, Miner, mine, without_links
 from faers_anon.series.store import StoredRows, republished_rows
 from knowledge.mining import indication_rows
+from tests.faers_anon.series.demo_rows import as_other_cases
 
 
 def _store(ledger: Path, index: int, rows: dict[str, pl.DataFrame]) -> dict[str, object]:
@@ -70,26 +69,6 @@ def test_the_rows_say_which_cases_they_dropped_only_when_nothing_else_changed(tm
     assert rows(_ask([(2, 1)])).since is None  # case 1 dropped, but offered rows of caseid 1 remain
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("lineage")
-    return api.ingest([], root / "ingested", config=IngestConfig(demo=True)).out
-
-
-def _stored(ingested: Path, caseids: list[int], shift: int) -> dict[str, pl.DataFrame]:
-    """Every table's rows of ``caseids`` as other cases of other reports (caseid, primaryid + shift)."""
-    stored = {}
-    for path in ingested.glob("*.parquet"):
-        schema = pl.read_parquet_schema(path)
-        if "caseid" in schema and path.stem != "deleted":
-            rows = pl.read_parquet(path).filter(pl.col("caseid").is_in(caseids))
-            rows = rows.with_columns(pl.col("caseid") + shift)
-            if "primaryid" in schema:
-                rows = rows.with_columns(pl.col("primaryid") + shift)
-            stored[path.stem] = rows
-    return stored
-
-
 def test_the_miners_e_of_a_replan_from_the_last_joined_rows_is_the_compositions(
     demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -100,7 +79,7 @@ def test_the_miners_e_of_a_replan_from_the_last_joined_rows_is_the_compositions(
     config = AnonymizeConfig(k=3)
     ids = pl.read_parquet(demo / "cases.parquet").get_column("caseid")
     shift = 10**9
-    releases = [_store(tmp_path, 1, _stored(demo, ids.slice(20, 40).to_list(), shift))]
+    releases = [_store(tmp_path, 1, as_other_cases(demo, ids.slice(20, 40).to_list(), shift, reports=True))]
     stored_ids = (ids.slice(20, 40) + shift).to_list()
     rows, miner = StoredRows(tmp_path, releases), Miner(config)
     pairs = mine(Composition(demo, ids.head(0)), config).knowledge.select("drug_key", "disease")

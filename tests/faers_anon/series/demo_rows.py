@@ -1,0 +1,25 @@
+"""Stand-ins for stored or republished rows: a folder's rows of some cases, as other cases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+
+def as_other_cases(
+    ingested: Path, caseids: list[int], shift: int, *, reports: bool = False
+) -> dict[str, pl.DataFrame]:
+    """Every table's rows of ``caseids`` in ``ingested``, their caseid + ``shift``; with ``reports`` their
+    primaryid + ``shift`` too (other reports), and the DELETE list left out (as a store holds the tables)."""
+    rows_of = {}
+    for path in ingested.glob("*.parquet"):
+        schema = pl.read_parquet_schema(path)
+        if "caseid" not in schema or (reports and path.stem == "deleted"):
+            continue
+        rows = pl.read_parquet(path).filter(pl.col("caseid").is_in(caseids))
+        rows = rows.with_columns(pl.col("caseid") + shift)
+        if reports and "primaryid" in schema:
+            rows = rows.with_columns(pl.col("primaryid") + shift)
+        rows_of[path.stem] = rows
+    return rows_of
