@@ -22,13 +22,12 @@ from polars.testing import assert_frame_equal
 
 from faers_anon import api
 from faers_anon.anonymize.config import AnonymizeConfig
-from faers_anon.release.manifest import sha256_file
 from faers_anon.series.composition import Composition, release_inputs
 from faers_anon.series.earlier import EarlierCheck, _contained, earlier_over_theta
 from faers_anon.series.step import _release_inputs
 from faers_anon.series.store import StoredRows, republished_rows
 from faers_anon.series.units import unit_of
-from tests.faers_anon.series.demo_rows import as_other_cases
+from tests.faers_anon.series.store_rows import as_other_cases, write_store_of
 
 _LIST = pl.List(pl.Utf8)
 # Ledger: release 1 group 4 = {g, z}, group 9 = {w, r}; release 2 group 7 = {g, x, y}, group 8 = {w}.
@@ -88,22 +87,14 @@ def test_containment_by_cut_histories_equals_the_pairs(seed: int) -> None:
     assert set(found.iter_rows()) == expected and found.height == len(expected)
 
 
-def _store(ledger: Path, index: int, rows: dict[str, pl.DataFrame]) -> dict[str, object]:
-    folder = ledger / f"store-{index:04d}"
-    folder.mkdir(parents=True)
-    files = {}
-    for name, frame in rows.items():
-        frame.write_parquet(folder / f"{name}.parquet")
-        files[f"{name}.parquet"] = sha256_file(folder / f"{name}.parquet")
-    return {"index": index, "store": {"folder": folder.name, "files": files}}
-
-
 def test_stored_rows_come_as_republished_rows_gives_them_call_after_call(tmp_path: Path) -> None:
     drug = lambda ids, keys: pl.DataFrame({"caseid": ids, "drug_key": keys})  # noqa: E731
     cases = lambda ids: pl.DataFrame({"caseid": ids, "pseudonym": [i + 50 for i in ids]})  # noqa: E731
     releases = [
-        _store(tmp_path, 1, {"drug": drug([3, 1, 2, 1], ["A", "B", "C", "D"]), "cases": cases([1, 2, 3])}),
-        _store(tmp_path, 2, {"drug": drug([7, 3, 8], ["E", "F", "G"]), "cases": cases([3, 7, 8])}),
+        write_store_of(
+            tmp_path, 1, {"drug": drug([3, 1, 2, 1], ["A", "B", "C", "D"]), "cases": cases([1, 2, 3])}
+        ),
+        write_store_of(tmp_path, 2, {"drug": drug([7, 3, 8], ["E", "F", "G"]), "cases": cases([3, 7, 8])}),
     ]
     rows = StoredRows(tmp_path, releases)
     asked = [[(1, 1), (3, 2)], [(3, 1), (1, 1), (8, 2)], [(2, 1)], [(3, 2), (7, 2), (1, 1)]]
@@ -122,7 +113,7 @@ def test_stored_rows_keep_only_the_last_calls_rows(tmp_path: Path) -> None:
     a case left out and asked for again is read again, in the same order as before."""
     drug = pl.DataFrame({"caseid": [3, 1, 2, 1], "drug_key": ["A", "B", "C", "D"]})
     cases = pl.DataFrame({"caseid": [1, 2, 3], "pseudonym": [4, 5, 6]})
-    releases = [_store(tmp_path, 1, {"drug": drug, "cases": cases})]
+    releases = [write_store_of(tmp_path, 1, {"drug": drug, "cases": cases})]
     rows = StoredRows(tmp_path, releases)
     every = rows(pl.DataFrame({"caseid": [1, 2, 3], "store": [1, 1, 1]}))
     assert every["drug"].rows() == [(3, "A"), (1, "B"), (2, "C"), (1, "D")]
@@ -235,7 +226,7 @@ def test_stored_rows_add_the_extra_rows_and_give_the_same_frames_for_the_same_ca
     keeps no copy of its own); the same cases again give the same frames (the miner reuses their rows)."""
     drug = pl.DataFrame({"caseid": [3, 1, 2, 1], "drug_key": ["A", "B", "C", "D"]})
     cases = pl.DataFrame({"caseid": [1, 2, 3], "pseudonym": [4, 5, 6]})
-    releases = [_store(tmp_path, 1, {"drug": drug, "cases": cases})]
+    releases = [write_store_of(tmp_path, 1, {"drug": drug, "cases": cases})]
     offered = {"drug": pl.DataFrame({"caseid": [9], "drug_key": ["P"]}),
                "reac": pl.DataFrame({"caseid": [9], "pt": ["X"]})}  # fmt: skip
     rows = StoredRows(tmp_path, releases, extra=offered)

@@ -16,22 +16,11 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from faers_anon.anonymize.config import AnonymizeConfig
-from faers_anon.release.manifest import sha256_file
 from faers_anon.series import composition as composition_module
 from faers_anon.series.composition import Composition, Miner, mine, without_links
 from faers_anon.series.store import StoredRows, republished_rows
 from knowledge.mining import indication_rows
-from tests.faers_anon.series.demo_rows import as_other_cases
-
-
-def _store(ledger: Path, index: int, rows: dict[str, pl.DataFrame]) -> dict[str, object]:
-    folder = ledger / f"store-{index:04d}"
-    folder.mkdir(parents=True)
-    files = {}
-    for name, frame in rows.items():
-        frame.write_parquet(folder / f"{name}.parquet")
-        files[f"{name}.parquet"] = sha256_file(folder / f"{name}.parquet")
-    return {"index": index, "store": {"folder": folder.name, "files": files}}
+from tests.faers_anon.series.store_rows import as_other_cases, write_store_of
 
 
 def _ask(pairs: list[tuple[int, int]]) -> pl.DataFrame:
@@ -42,8 +31,10 @@ def test_the_rows_say_which_cases_they_dropped_only_when_nothing_else_changed(tm
     drug = lambda ids, keys: pl.DataFrame({"caseid": ids, "drug_key": keys})  # noqa: E731
     cases = lambda ids: pl.DataFrame({"caseid": ids, "pseudonym": [i + 50 for i in ids]})  # noqa: E731
     releases = [
-        _store(tmp_path, 1, {"drug": drug([3, 1, 2, 1], ["A", "B", "C", "D"]), "cases": cases([1, 2, 3])}),
-        _store(tmp_path, 2, {"drug": drug([7, 3, 8], ["E", "F", "G"]), "cases": cases([3, 7, 8])}),
+        write_store_of(
+            tmp_path, 1, {"drug": drug([3, 1, 2, 1], ["A", "B", "C", "D"]), "cases": cases([1, 2, 3])}
+        ),
+        write_store_of(tmp_path, 2, {"drug": drug([7, 3, 8], ["E", "F", "G"]), "cases": cases([3, 7, 8])}),
     ]
     rows = StoredRows(tmp_path, releases)
     first = rows(_ask([(1, 1), (2, 1), (7, 2), (8, 2)]))
@@ -79,7 +70,9 @@ def test_the_miners_e_of_a_replan_from_the_last_joined_rows_is_the_compositions(
     config = AnonymizeConfig(k=3)
     ids = pl.read_parquet(demo / "cases.parquet").get_column("caseid")
     shift = 10**9
-    releases = [_store(tmp_path, 1, as_other_cases(demo, ids.slice(20, 40).to_list(), shift, reports=True))]
+    releases = [
+        write_store_of(tmp_path, 1, as_other_cases(demo, ids.slice(20, 40).to_list(), shift, reports=True))
+    ]
     stored_ids = (ids.slice(20, 40) + shift).to_list()
     rows, miner = StoredRows(tmp_path, releases), Miner(config)
     pairs = mine(Composition(demo, ids.head(0)), config).knowledge.select("drug_key", "disease")

@@ -1,10 +1,13 @@
-"""Stand-ins for stored or republished rows: a folder's rows of some cases, as other cases."""
+"""Stand-ins for a ledger's stores in tests: a store written from frames, a folder's rows of some cases as
+other cases."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import polars as pl
+
+from faers_anon.release.manifest import sha256_file
 
 
 def as_other_cases(
@@ -23,3 +26,14 @@ def as_other_cases(
             rows = rows.with_columns(pl.col("primaryid") + shift)
         rows_of[path.stem] = rows
     return rows_of
+
+
+def write_store_of(ledger: Path, index: int, rows: dict[str, pl.DataFrame]) -> dict[str, object]:
+    """Release ``index``'s store in ``ledger`` holding ``rows`` (table name → frame); its ledger record."""
+    folder = ledger / f"store-{index:04d}"
+    folder.mkdir(parents=True)
+    files = {}
+    for name, frame in rows.items():
+        frame.write_parquet(folder / f"{name}.parquet")
+        files[f"{name}.parquet"] = sha256_file(folder / f"{name}.parquet")
+    return {"index": index, "store": {"folder": folder.name, "files": files}}
