@@ -37,3 +37,16 @@ def write_store_of(ledger: Path, index: int, rows: dict[str, pl.DataFrame]) -> d
         frame.write_parquet(folder / f"{name}.parquet")
         files[f"{name}.parquet"] = sha256_file(folder / f"{name}.parquet")
     return {"index": index, "store": {"folder": folder.name, "files": files}}
+
+
+def two_stores(ledger: Path) -> list[dict[str, object]]:
+    """Two hand-built stores' records: release 1 holds cases 1, 2, 3 (DRUG rows 3:A, 1:B, 2:C, 1:D), release 2
+    cases 3, 7, 8 (7:E, 3:F, 8:G); a case's pseudonym is its caseid + 50."""
+    drug = lambda ids, keys: pl.DataFrame({"caseid": ids, "drug_key": keys})  # noqa: E731
+    cases = lambda ids: pl.DataFrame({"caseid": ids, "pseudonym": [i + 50 for i in ids]})  # noqa: E731
+    return [
+        write_store_of(
+            ledger, 1, {"drug": drug([3, 1, 2, 1], ["A", "B", "C", "D"]), "cases": cases([1, 2, 3])}
+        ),
+        write_store_of(ledger, 2, {"drug": drug([7, 3, 8], ["E", "F", "G"]), "cases": cases([3, 7, 8])}),
+    ]

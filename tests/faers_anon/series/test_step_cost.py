@@ -27,7 +27,7 @@ from faers_anon.series.earlier import EarlierCheck, _contained, earlier_over_the
 from faers_anon.series.step import _release_inputs
 from faers_anon.series.store import StoredRows, republished_rows
 from faers_anon.series.units import unit_of
-from tests.faers_anon.series.store_rows import as_other_cases, write_store_of
+from tests.faers_anon.series.store_rows import as_other_cases, two_stores, write_store_of
 
 _LIST = pl.List(pl.Utf8)
 # Ledger: release 1 group 4 = {g, z}, group 9 = {w, r}; release 2 group 7 = {g, x, y}, group 8 = {w}.
@@ -88,14 +88,7 @@ def test_containment_by_cut_histories_equals_the_pairs(seed: int) -> None:
 
 
 def test_stored_rows_come_as_republished_rows_gives_them_call_after_call(tmp_path: Path) -> None:
-    drug = lambda ids, keys: pl.DataFrame({"caseid": ids, "drug_key": keys})  # noqa: E731
-    cases = lambda ids: pl.DataFrame({"caseid": ids, "pseudonym": [i + 50 for i in ids]})  # noqa: E731
-    releases = [
-        write_store_of(
-            tmp_path, 1, {"drug": drug([3, 1, 2, 1], ["A", "B", "C", "D"]), "cases": cases([1, 2, 3])}
-        ),
-        write_store_of(tmp_path, 2, {"drug": drug([7, 3, 8], ["E", "F", "G"]), "cases": cases([3, 7, 8])}),
-    ]
+    releases = two_stores(tmp_path)
     rows = StoredRows(tmp_path, releases)
     asked = [[(1, 1), (3, 2)], [(3, 1), (1, 1), (8, 2)], [(2, 1)], [(3, 2), (7, 2), (1, 1)]]
     for pairs in asked:

@@ -20,7 +20,7 @@ from faers_anon.series import composition as composition_module
 from faers_anon.series.composition import Composition, Miner, mine, without_links
 from faers_anon.series.store import StoredRows, republished_rows
 from knowledge.mining import indication_rows
-from tests.faers_anon.series.store_rows import as_other_cases, write_store_of
+from tests.faers_anon.series.store_rows import as_other_cases, two_stores, write_store_of
 
 
 def _ask(pairs: list[tuple[int, int]]) -> pl.DataFrame:
@@ -28,14 +28,7 @@ def _ask(pairs: list[tuple[int, int]]) -> pl.DataFrame:
 
 
 def test_the_rows_say_which_cases_they_dropped_only_when_nothing_else_changed(tmp_path: Path) -> None:
-    drug = lambda ids, keys: pl.DataFrame({"caseid": ids, "drug_key": keys})  # noqa: E731
-    cases = lambda ids: pl.DataFrame({"caseid": ids, "pseudonym": [i + 50 for i in ids]})  # noqa: E731
-    releases = [
-        write_store_of(
-            tmp_path, 1, {"drug": drug([3, 1, 2, 1], ["A", "B", "C", "D"]), "cases": cases([1, 2, 3])}
-        ),
-        write_store_of(tmp_path, 2, {"drug": drug([7, 3, 8], ["E", "F", "G"]), "cases": cases([3, 7, 8])}),
-    ]
+    releases = two_stores(tmp_path)
     rows = StoredRows(tmp_path, releases)
     first = rows(_ask([(1, 1), (2, 1), (7, 2), (8, 2)]))
     assert first.since is None  # the first answer: rows read
@@ -54,7 +47,10 @@ def test_the_rows_say_which_cases_they_dropped_only_when_nothing_else_changed(tm
         assert sorted(got) == sorted(expected)
         for name in expected:
             assert_frame_equal(got[name], expected[name])
-    offered = {"drug": drug([1], ["Z"]), "cases": cases([1]).drop("pseudonym")}
+    offered = {
+        "drug": pl.DataFrame({"caseid": [1], "drug_key": ["Z"]}),
+        "cases": pl.DataFrame({"caseid": [1]}),
+    }
     rows = StoredRows(tmp_path, releases, extra=offered)
     rows(_ask([(1, 1), (2, 1)]))
     assert rows(_ask([(2, 1)])).since is None  # case 1 dropped, but offered rows of caseid 1 remain
