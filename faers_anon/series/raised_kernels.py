@@ -14,8 +14,8 @@ from numpy.typing import NDArray
 from faers_anon._numba_cache import njit
 
 __all__ = [
-    "Holders", "Memo", "by_out", "csr", "differ", "history_sums", "holders", "inverted", "merged", "only",
-    "over", "permuted",
+    "Holders", "Memo", "by_key", "by_out", "csr", "differ", "history_sums", "holders", "inverted", "merged",
+    "only", "over", "permuted",
 ]  # fmt: skip
 
 _I64 = NDArray[np.int64]
@@ -255,6 +255,26 @@ def csr(rows: _I64, ids: _I64, n: int) -> tuple[_I64, _I64]:
     start = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(rows, minlength=n), out=start[1:])
     return start, ids
+
+
+@njit(cache=True)
+def by_key(keys: _I64, n_keys: int) -> _I64:
+    """The rows whose key is ≥ 0 (keys below ``n_keys``) by key, each key's rows ascending: a counting sort,
+    ``np.argsort(keys[rows], kind="stable")`` of those rows (the raise check's positions by history,
+    :mod:`.units`' P rows by class)."""
+    start = np.zeros(n_keys + 1, np.int64)
+    for k in keys:
+        if k >= 0:
+            start[k + 1] += 1
+    for k in range(n_keys):
+        start[k + 1] += start[k]
+    order = np.empty(start[n_keys], np.int64)
+    for r in range(keys.size):
+        k = keys[r]
+        if k >= 0:
+            order[start[k]] = r
+            start[k] += 1
+    return order
 
 
 def merged(parts: list[tuple[_I64, _I64]], n: int) -> tuple[_I64, _I64]:

@@ -17,7 +17,7 @@ from faers_anon._numba_cache import njit, sized
 from faers_anon.anonymize.value_classes import CLASS_PREFIX
 from faers_anon.series import linked
 from faers_anon.series.exposed import term_groups
-from faers_anon.series.raised_kernels import Holders, csr, differ, holders, merged
+from faers_anon.series.raised_kernels import Holders, by_key, csr, differ, holders, merged
 from knowledge.values import value_key_expr
 
 __all__ = [
@@ -287,22 +287,3 @@ def placed(
                 values[k] = v
                 k += 1
     return found, values
-
-
-@njit(cache=True)
-def by_key(keys: _I64, n_keys: int) -> _I64:
-    """The rows whose key is ≥ 0 (keys below ``n_keys``) by key, each key's rows ascending: a counting sort,
-    ``np.argsort(keys[rows], kind="stable")`` of those rows."""
-    start = np.zeros(n_keys + 1, np.int64)
-    for k in keys:
-        if k >= 0:
-            start[k + 1] += 1
-    for k in range(n_keys):
-        start[k + 1] += start[k]
-    order = np.empty(start[n_keys], np.int64)
-    for r in range(keys.size):
-        k = keys[r]
-        if k >= 0:
-            order[start[k]] = r
-            start[k] += 1
-    return order
