@@ -13,7 +13,12 @@ peak RSS printed, each as it ends):
 1. cumulative ingest of all quarters (``faers-anon ingest Q1 … Qn``);
 2. each quarter released on its own (``release Qi``), and released with one ledger
    (``release Qi --ledger``), one after the other so both see the same load: the ratio ledgered /
-   stand-alone per quarter (wall, CPU and peak RSS), and the ledger's placement counts (returning,
+   stand-alone per quarter (wall, CPU and peak RSS). With ``--repeat N`` each quarter makes N such
+   pairs, interleaved, each ledgered run on a copy of the ledger before the quarter (the releases
+   are deterministic: the last copy becomes the ledger), and prints the medians of the N runs and the
+   median of the N pairs' ratios: one run's CPU seconds on a shared machine moved by ±10 % for the
+   same code (docs/series.md §6), so one pair is not a figure to trust. Then the ledger's placement
+   counts (returning,
    published, republished and withheld cases and reports; pending cases retried, published,
    superseded), the ledgered release's CPU split into its series step (the child the ``[series]`` line
    names), its ledger update at publication (``[ledger]``) and the rest, and the ledger read the next
@@ -28,7 +33,8 @@ Every step prints the 1-minute load average when it ends (the machine is shared)
 Example: ``python scripts/bench_series.py --cases 20000 --quarters 4 --work /tmp/bench_series``
 (the issue asks for 400k quarters: ``--cases 400000``). The quarters under ``WORK/raw`` are reused
 when present (same ``--cases``: the folder is per run). ``--no-risk`` skips the risk module's attack
-(``verify --series`` still runs).
+(``verify --series`` still runs). ``--keep-ledgers`` keeps a copy of the ledger after each quarter
+(``WORK/ledger-after-Qi``), for timing one quarter's release again.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -100,11 +107,10 @@ def _series_counts(ledger: Path) -> None:
 def _split(text: str, cpu: float, alone: float) -> str:
     """A ledgered release's CPU seconds split: its series step's child (the ``[series]`` line), the
     ledger's update at publication (``[ledger]``), and the rest, against the stand-alone release."""
-    step = re.search(r"step process ([0-9.]+) CPU-s", text)
-    ledger = re.search(r"^\[ledger\] .* ([0-9.]+) CPU-s\)$", text, re.MULTILINE)
-    if step is None or ledger is None:
+    parts = _parts(text)
+    if parts is None:
         return "CPU split: not printed by this version"
-    s, led = float(step.group(1)), float(ledger.group(1))
+    s, led = parts
     rest = cpu - s - led
     return (
         f"CPU split: series step {s:.1f} s, ledger update {led:.1f} s, the rest {rest:.1f} s "
@@ -143,6 +149,66 @@ def _composition(releases: list[Path], env: dict[str, str], out: Path) -> dict[s
     return dict(json.loads(out.read_text())["composition"])
 
 
+def _quarter(
+    raw: Path, out_a: Path, out_l: Path, ledger: Path, env: dict[str, str], k: int, repeat: int
+) -> None:
+    """Release quarter ``raw`` alone and with ``ledger``, ``repeat`` pairs interleaved (each ledgered run
+    on a copy of the ledger before the quarter; the last copy becomes the ledger); print each run, the
+    pair's ratio and CPU split, and with several pairs the medians."""
+    base = ["release", str(raw), "--k", str(k), "--force"]
+    runs: dict[str, list[float]] = {n: [] for n in ("cpu_a", "cpu_l", "wall_a", "wall_l", "rss_a", "rss_l")}
+    splits: list[tuple[float, float]] = []
+    for r in range(repeat):
+        tag = f" ({r + 1}/{repeat})" if repeat > 1 else ""
+        wall_a, rss_a, _ = _run([*base, "-o", str(out_a)], env)
+        _row(f"release {raw.name} alone{tag}", wall_a, rss_a)
+        cpu_a = _CPU[0]
+        trial = ledger.with_name(ledger.name + ".trial")
+        shutil.rmtree(trial, ignore_errors=True)
+        if ledger.exists():
+            shutil.copytree(ledger, trial)
+        wall_l, rss_l, text = _run([*base, "-o", str(out_l), "--ledger", str(trial)], env)
+        _row(f"release {raw.name} ledgered{tag}", wall_l, rss_l)
+        series_line = next((line for line in text.splitlines() if line.startswith("[series]")), "")
+        print(f"{raw.name}: ledgered / alone = {wall_l / wall_a:.2f} wall, {_CPU[0] / cpu_a:.2f} CPU, "
+              f"{rss_l / rss_a:.2f} peak RSS  {series_line}", flush=True)  # fmt: skip
+        print(f"{raw.name}: {_split(text, _CPU[0], cpu_a)}", flush=True)
+        for name, value in zip(runs, (cpu_a, _CPU[0], wall_a, wall_l, rss_a, rss_l), strict=True):
+            runs[name].append(value)
+        if (parts := _parts(text)) is not None:
+            splits.append(parts)
+        if r == repeat - 1:
+            shutil.rmtree(ledger, ignore_errors=True)
+            trial.rename(ledger)
+    if repeat > 1:
+        _medians(raw.name, runs, splits)
+
+
+def _parts(text: str) -> tuple[float, float] | None:
+    """The step's child and the ledger update, CPU seconds, from a ledgered release's output."""
+    step = re.search(r"step process ([0-9.]+) CPU-s", text)
+    ledger = re.search(r"^\[ledger\] .* ([0-9.]+) CPU-s\)$", text, re.MULTILINE)
+    return None if step is None or ledger is None else (float(step.group(1)), float(ledger.group(1)))
+
+
+def _medians(name: str, runs: dict[str, list[float]], splits: list[tuple[float, float]]) -> None:
+    """The medians of a quarter's pairs: each figure's, and the pairs' ratios'."""
+    med = {n: statistics.median(v) for n, v in runs.items()}
+    ratios = [lv / av for lv, av in zip(runs["cpu_l"], runs["cpu_a"], strict=True)]
+    cpus = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(runs["cpu_a"], runs["cpu_l"], strict=True))
+    print(f"{name}: MEDIAN of {len(ratios)} pairs: alone {med['cpu_a']:.1f} CPU-s {med['wall_a']:.1f} s "
+          f"{med['rss_a']:.0f} MB; ledgered {med['cpu_l']:.1f} CPU-s {med['wall_l']:.1f} s "
+          f"{med['rss_l']:.0f} MB; ratio CPU {med['cpu_l'] / med['cpu_a']:.2f} (median of the pairs' "
+          f"{statistics.median(ratios):.2f}), wall {med['wall_l'] / med['wall_a']:.2f}, peak RSS "
+          f"{med['rss_l'] / med['rss_a']:.2f}; pairs (alone/ledgered CPU-s) {cpus}", flush=True)  # fmt: skip
+    if splits:
+        step = statistics.median(s for s, _ in splits)
+        led = statistics.median(u for _, u in splits)
+        rest = statistics.median(c - s - u for c, (s, u) in zip(runs["cpu_l"], splits, strict=True))
+        print(f"{name}: MEDIAN split: series step {step:.1f} CPU-s, ledger update {led:.1f}, the rest "
+              f"{rest:.1f} ({rest / med['cpu_a']:.2f} x alone)", flush=True)  # fmt: skip
+
+
 @click.command()
 @click.option("--cases", type=int, default=20000, show_default=True, help="Cases per quarter.")
 @click.option("--quarters", type=int, default=4, show_default=True)
@@ -153,7 +219,16 @@ def _composition(releases: list[Path], env: dict[str, str], out: Path) -> dict[s
 @click.option("--shape", type=click.Choice(["small", "realistic"]), default="realistic", show_default=True)
 @click.option("--work", type=click.Path(file_okay=False, path_type=Path), required=True)
 @click.option("--no-risk", is_flag=True, help="Skip the risk module's composition attack.")
-def main(cases: int, quarters: int, follow: float, k: int, shape: str, work: Path, no_risk: bool) -> None:
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Pairs of releases (alone, ledgered) per quarter, interleaved; medians printed.",
+)
+@click.option("--keep-ledgers", is_flag=True, help="Keep a copy of the ledger after each quarter.")
+def main(cases: int, quarters: int, follow: float, k: int, shape: str, work: Path, no_risk: bool,
+         repeat: int, keep_ledgers: bool) -> None:  # fmt: skip
     """Time a ledgered series against stand-alone releases and measure its composition."""
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "FAERS_ANON_KEY_FILE": str(work / "agency.key")}
@@ -169,18 +244,12 @@ def main(cases: int, quarters: int, follow: float, k: int, shape: str, work: Pat
     alone, ledgered = [], []
     for i, raw in enumerate(raws):
         out_a, out_l = work / f"alone{i}", work / f"ledgered{i}"
-        wall_a, rss_a, _ = _run(["release", str(raw), "-o", str(out_a), "--k", str(k), "--force"], env)
-        _row(f"release {raw.name} alone", wall_a, rss_a)
-        cpu_a = _CPU[0]
-        args = ["release", str(raw), "-o", str(out_l), "--k", str(k), "--force"]
-        args += ["--ledger", str(work / "ledger")]
-        wall_l, rss_l, text = _run(args, env)
-        _row(f"release {raw.name} ledgered", wall_l, rss_l)
-        series_line = next((line for line in text.splitlines() if line.startswith("[series]")), "")
-        print(f"{raw.name}: ledgered / alone = {wall_l / wall_a:.2f} wall, {_CPU[0] / cpu_a:.2f} CPU, "
-              f"{rss_l / rss_a:.2f} peak RSS  {series_line}", flush=True)  # fmt: skip
-        print(f"{raw.name}: {_split(text, _CPU[0], cpu_a)}", flush=True)
+        _quarter(raw, out_a, out_l, work / "ledger", env, k, repeat)
         print(f"{raw.name}: {_ledger_read(work / 'ledger', work / 'agency.key')}", flush=True)
+        if keep_ledgers:
+            kept = work / f"ledger-after-{raw.name}"
+            shutil.rmtree(kept, ignore_errors=True)
+            shutil.copytree(work / "ledger", kept)
         alone.append(out_a)
         ledgered.append(out_l)
     wall, rss, _ = _run(["signals", *map(str, ledgered), "-o", str(work / "signals.parquet")], env)
