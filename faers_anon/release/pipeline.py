@@ -28,11 +28,12 @@ Beside the engine (numba code holding no GIL: on 2 cores, what it leaves of the 
 ``anonymize_folder``'s ``beside`` hook, after its own two-core work of reading and encoding) run the
 raw halves of signals and risk (:func:`signals.raw_side`, :func:`faers_anon.risk.raw_cases`), the
 SHA-256 of the sources, and the import of the later stages' modules (:data:`LATER_MODULES`, ~0.6 s:
-:meth:`~faers_anon.release.stages.Stages.preload`), which no longer delays ingest. With a ledger all
-but risk's raw half start before the series step (:func:`_beside_step`): they read only the ingested
-quarter, and the step's child (:mod:`faers_anon.series.apart`) leaves part of the two cores idle;
-risk's raw cases (~0.5 GB resident at 400k, signals' ~0.2) would lie on the tree's peak, in that
-child. Each stage imports its modules where used, in this thread: at once when loaded, with the
+:meth:`~faers_anon.release.stages.Stages.preload`), which no longer delays ingest. With a ledger the
+import starts before the series step (its child, :mod:`faers_anon.series.apart`, leaves part of the two
+cores idle) and the rest beside the engine: the raw halves read the folder the step made, and a step
+that fails has no stage to stop (a hash stopped inside a file read would leave that file to the
+garbage collector).
+Each stage imports its modules where used, in this thread: at once when loaded, with the
 module's own error if the early import failed. The manifest keeps the writer's hashes of its files
 (the verify stage re-read each).
 Timing: ``seconds`` (and manifest.json ``timings``) holds each stage's own wall time, from its start
@@ -56,6 +57,13 @@ Decisions:
     (or ``work``), never beside the release, and is removed at the end unless ``keep_work``. Only
     the anonymized, verified release is moved beside ``out`` (as ``.<out>.staging-<pid>``) and
     renamed.
+    The raw side of signals, risk and the report's plots is the raw data of the cases the release
+    publishes: the ingested quarter, or with a ledger the folder the series step made of it (the
+    quarter's reports less the withheld cases, with the pending cases offered again and the earlier
+    cases republished in frozen groups: :mod:`faers_anon.series.step`). Measured against the quarter
+    alone, a ledgered release's republished cases read as signals "only on the release" and its
+    quarter's signals as lost (the 400k quarter 4 of docs/series.md §6: Evans 5,539 of 8,988 raw
+    signals survive, 7,020 new, against 12,559 of 12,559 of the release's own cases).
     The public report carries raw-data statistics only in aggregate (survival shares, rank
     correlations) and for the reference panel's few rules; the pair-level raw statistics stay out of
     the release (``faers-anon compare`` produces them for internal analysts).
@@ -184,17 +192,17 @@ def _run(
         f"{ingested.report['cases']['cases']:,} cases ({seconds['ingest']:.1f} s)"
     )
     with Stages(say) as stages:
-        ahead = None if config.ledger is None else _beside_step(stages, sources, ingested, config)
+        if config.ledger is not None:  # the series step's child leaves part of the two cores idle
+            stages.preload(LATER_MODULES)
+        series = _series(ingested, work, config, say, seconds)
+        folder = ingested.out if series is None else series.ingested  # the raw data of the released cases
         started: list[Beside] = []  # by anonymize_folder, right before the engine starts
 
         def engine_side() -> None:  # once: called by anonymize_folder, and after it for a run that did not
             if not started:
-                first = ahead or _beside_step(stages, sources, ingested, config)
-                started.append(_beside_engine(stages, first, ingested, config))
+                started.append(_beside_engine(stages, sources, folder, config))
 
-        series = _series(ingested, work, config, say, seconds)
         with _stage("anonymize", seconds, say):
-            folder = ingested.out if series is None else series.ingested
             anonymized = anonymize_folder(
                 folder, built, config=_with_force(config, series),
                 beside=engine_side,
@@ -210,7 +218,7 @@ def _run(
         engine_side()  # unless anonymize_folder called it
         hashed, raw, risk_raw = started[0]
         verdict, comparison, risk, figures = _checks(
-            stages, (raw, risk_raw), ingested, built, config, say, seconds
+            stages, (raw, risk_raw), folder, built, config, say, seconds
         )
         source_hashes = hashed.result()
     say("[report] …")
@@ -220,7 +228,8 @@ def _run(
     report = build_report(config=config, version=__version__, ingested=ingested, anonymized=anonymized,
                           verdict=verdict, comparison=comparison, risk=risk.figures)  # fmt: skip
     if series is not None:  # every report of the quarter accounted for (docs/series.md)
-        report["series"] = {name: series.plan.counts[name] for name in _SERIES_COUNTS}
+        counts = {name: series.plan.counts[name] for name in _SERIES_COUNTS}
+        report["series"] = {"release": len(series.ledger.meta["releases"]) + 1, **counts}
     from faers_anon.release.report import write_report
 
     added = write_report(built, report, figures)
@@ -252,20 +261,21 @@ def _run(
 
 
 def _checks(
-    stages: Stages, raws: tuple[Task[RawSide] | None, Task[RawCases]], ingested: IngestResult, built: Path,
+    stages: Stages, raws: tuple[Task[RawSide] | None, Task[RawCases]], folder: Path, built: Path,
     config: ReleaseConfig, say: Progress, seconds: dict[str, float],
 ) -> tuple[Verdict, Comparison, RiskResult, dict[str, str]]:  # fmt: skip
     """verify, signals and risk of the built release, and the report's figures (module docstring:
-    how they overlap); a failing verdict raises before anything else is used. Each stage's module is
-    imported here, in this thread, before the stage starts (loaded beside the engine already)."""
+    how they overlap), against ``folder``, the raw data of the released cases (module docstring); a
+    failing verdict raises before anything else is used. Each stage's module is imported here, in this
+    thread, before the stage starts (loaded beside the engine already)."""
     from faers_anon.risk import RiskConfig, assess_risk
 
     raw, risk_raw = raws
     # SPEC §11: what an attacker who knows X can learn
     risk = stages.start(
-        "risk", lambda: assess_risk(built, config=RiskConfig(raw=ingested.out), raw_side=risk_raw.result())
+        "risk", lambda: assess_risk(built, config=RiskConfig(raw=folder), raw_side=risk_raw.result())
     )
-    signals = stages.start("signals", lambda: _compare(raw, ingested, built, config))
+    signals = stages.start("signals", lambda: _compare(raw, folder, built, config))
     from faers_anon.verify.verifier import verify_release
 
     verify = stages.start(
@@ -292,7 +302,7 @@ def _checks(
     from faers_anon.release.report_figures import report_inputs
 
     figures = stages.start(  # the plots need neither risk nor the report: drawn while risk runs
-        "figures", lambda: build_figures(report_inputs(ingested.out, built, verdict, comparison, config)),
+        "figures", lambda: build_figures(report_inputs(folder, built, verdict, comparison, config)),
         announce=False,
     )  # fmt: skip
     assessed = risk.result()
@@ -305,27 +315,20 @@ def _checks(
 
 
 Beside = tuple[Task[dict[str, str]], Task["RawSide"] | None, Task["RawCases"]]
-Ahead = tuple[Task[dict[str, str]], Task["RawSide"] | None]
 
 
-def _beside_engine(stages: Stages, ahead: Ahead, ingested: IngestResult, config: ReleaseConfig) -> Beside:
-    """What needs no partition, started beside the engine (module docstring): the raw half of risk,
-    with what :func:`_beside_step` started (``ahead``: before the series step with a ledger, else now)."""
-    return *ahead, _risk_raw(stages, ingested, config)
-
-
-def _beside_step(
-    stages: Stages, sources: Sequence[Path], ingested: IngestResult, config: ReleaseConfig
-) -> Ahead:
-    """The later stages' modules, the sources' SHA-256 and the raw half of signals: with a ledger
-    started before the series step (module docstring: why not the raw half of risk)."""
-    stages.preload(LATER_MODULES)
+def _beside_engine(stages: Stages, sources: Sequence[Path], folder: Path, config: ReleaseConfig) -> Beside:
+    """What needs no partition, started beside the engine (module docstring): the later stages' modules
+    (with a ledger imported before the series step already), the sources' SHA-256, and the raw halves of
+    signals and risk, read from ``folder`` (the raw data of the released cases)."""
+    if config.ledger is None:
+        stages.preload(LATER_MODULES)
     inputs = [*sources, *([demo_source()] if config.ingest.demo else [])]
     hashed = stages.start("sources", lambda: sources_hashes(inputs), announce=False)
-    return hashed, _raw_side(stages, ingested, config)
+    return hashed, _raw_side(stages, folder, config), _risk_raw(stages, folder, config)
 
 
-def _raw_side(stages: Stages, ingested: IngestResult, config: ReleaseConfig) -> Task[RawSide] | None:
+def _raw_side(stages: Stages, folder: Path, config: ReleaseConfig) -> Task[RawSide] | None:
     """The raw half of the signals stage (:func:`signals.raw_side`), started before the engine runs;
     None for a method with its own item form (its drug role is known from the release:
     :func:`faers_anon.anonymize.method_run.signal_inputs`)."""
@@ -338,12 +341,12 @@ def _raw_side(stages: Stages, ingested: IngestResult, config: ReleaseConfig) -> 
     # are not computed on the big tables (every criterion is decided all the same, signals.compare)
     return stages.start(
         "signals_raw",
-        lambda: raw_side(read_case_tables(ingested.out), config=config.compare, bounds=False),
+        lambda: raw_side(read_case_tables(folder), config=config.compare, bounds=False),
         announce=False,
     )
 
 
-def _risk_raw(stages: Stages, ingested: IngestResult, config: ReleaseConfig) -> Task[RawCases]:
+def _risk_raw(stages: Stages, folder: Path, config: ReleaseConfig) -> Task[RawCases]:
     """The raw half of the risk stage (:func:`faers_anon.risk.raw_cases`), started before the engine
     runs; its drug items are those of the drug columns the release publishes (the column policy)."""
     from faers_anon.io.column_policy import load_policy
@@ -351,14 +354,12 @@ def _risk_raw(stages: Stages, ingested: IngestResult, config: ReleaseConfig) -> 
 
     policy = load_policy(config.anonymize.column_policy)
     drugs = ("drug_key", *[c for c in ("drugname", "prod_ai") if policy.role("drug", c) != "drop"])
-    return stages.start("risk_raw", lambda: raw_cases(ingested.out, drug_columns=drugs), announce=False)
+    return stages.start("risk_raw", lambda: raw_cases(folder, drug_columns=drugs), announce=False)
 
 
-def _compare(
-    raw: Task[RawSide] | None, ingested: IngestResult, built: Path, config: ReleaseConfig
-) -> Comparison:
-    """The signals stage: raw vs released signals (:func:`signals.compare`), the raw half computed
-    ahead or, for a method's item form, the release read through it (``signal_inputs``)."""
+def _compare(raw: Task[RawSide] | None, folder: Path, built: Path, config: ReleaseConfig) -> Comparison:
+    """The signals stage: raw (``folder``) vs released signals (:func:`signals.compare`), the raw half
+    computed ahead or, for a method's item form, the release read through it (``signal_inputs``)."""
     from faers_anon.analysis.signals import read_case_tables
     from signals import compare
 
@@ -366,7 +367,7 @@ def _compare(
         return compare(raw.result(), read_case_tables(built), config=config.compare, bounds=False)
     method, seed = config.anonymize.method, config.anonymize.seed
     raw_tables, released, options = signal_inputs(
-        ingested.out, built, compare=config.compare, method=method, seed=seed
+        folder, built, compare=config.compare, method=method, seed=seed
     )
     return compare(raw_tables, released, config=options, bounds=False)
 
@@ -377,8 +378,18 @@ def _publish(built: Path, out: Path, *, force: bool) -> None:
     publish_release(built, out, force=force)
 
 
-_SERIES_COUNTS = ("withheld", "withheld_reports", "republished_reports", "retried", "retried_reports",
-                  "left_out_links", "left_out_indi_rows")  # E links left out: series/raised.py
+_SERIES_COUNTS = (
+    "returning",
+    "published_returning",
+    "withheld",
+    "withheld_reports",
+    "republished",
+    "republished_reports",
+    "retried",
+    "retried_reports",
+    "left_out_links",
+    "left_out_indi_rows",
+)  # E links left out: series/raised.py
 
 
 def _with_force(config: ReleaseConfig, series: SeriesStep | None = None) -> AnonymizeConfig:

@@ -2,7 +2,9 @@
 
 Layout (issue 15): the first screen holds the verdict and what is guaranteed, in one sentence; the
 figures that matter, each with its definition beside it; what an attacker who knows more than the
-guarantee assumes can learn (``risk``); what changed from the raw data. Then the signals
+guarantee assumes can learn (``risk``) (before it, for a release of a series, its place in the series:
+what was republished and withheld, and that the raw side is the raw data of the released cases);
+what changed from the raw data. Then the signals
 (:mod:`faers_anon.release.report_signals`): survival per stratum and the worst stratum, survival per
 criterion, the reference panel (rules absent from the raw quarter are listed as "not in this
 quarter", never plotted); rejects in words with counts; and a
@@ -108,10 +110,15 @@ def _figures(report: Mapping[str, Any]) -> str:
         f"are one group to an attacker, so {groups:,} is the count that matters)"
         if engine and groups and engine != groups else ""
     )  # fmt: skip
+    series = report.get("series") or {}
+    carried = "" if not series else (
+        f", {series.get('republished_reports', 0):,} reports of earlier cases published again and "
+        f"{series.get('withheld_reports', 0):,} withheld: see This release in a series"
+    )  # fmt: skip
     items = [
         ("Patients (cases)", f"{counts.get('cases', 0):,} cases in {counts.get('reports_out', 0):,} "
-         f"reports (of {counts.get('reports_read', 0):,} read; every report of a case carries the same "
-         "released values)"),
+         f"reports (of {counts.get('reports_read', 0):,} read{carried}; every report of a case carries the "
+         "same released values)"),
         ("Groups", f"{_num(groups)}: a group is the set of patients sharing one released combination of age "
          f"band, sex, weight band and the other fields named above{merged}."),
         ("Smallest group", f"{_num(privacy.get('k_achieved'))} patients (the guarantee asks for "
@@ -223,6 +230,33 @@ def _risk(report: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def _series(report: Mapping[str, Any]) -> str:
+    """A ledgered release's place in its series (report.json ``series``), and what its raw side is."""
+    c = report["series"]
+    kept = "" if not c.get("left_out_links") else (
+        f" {c['left_out_links']:,} drug–indication pairs ({c['left_out_indi_rows']:,} INDI rows) are left "
+        "out: their links would have raised what an earlier release lets a reader infer from a drug."
+    )  # fmt: skip
+    retried = "" if not c.get("retried") else (
+        f" {c['retried']:,} cases ({c['retried_reports']:,} reports) withheld by the release before were "
+        "offered again."
+    )  # fmt: skip
+    return (
+        f"<p>This is release {c.get('release', '?')} of a series published with a private ledger (the "
+        "agency's, never published). So that no combination of the releases singles a patient out, a case "
+        f"published before travels with its earlier group: of this quarter's {c.get('returning', 0):,} "
+        f"returning cases (follow-ups of cases already published), {c.get('published_returning', 0):,} are "
+        f"published in the groups they had, beside {c.get('republished', 0):,} earlier cases "
+        f"({c.get('republished_reports', 0):,} reports) published again in their groups, under the same "
+        f"pseudonyms; {c.get('withheld', 0):,} cases ({c.get('withheld_reports', 0):,} reports) are "
+        f"withheld and offered again with the next quarter.{retried}{kept}</p>"
+        "<p>The figures, the plots and the signals below compare the release with the raw data of the cases "
+        "it publishes: this quarter's reports less the withheld ones, with the earlier cases published "
+        "again. For signals over the series, count each case once at its latest version "
+        "(<code>faers-anon signals</code> with every release of the series).</p>"
+    )
+
+
 def _rejects(report: Mapping[str, Any]) -> str:
     rows = report.get("rejects", [])
     if not rows:
@@ -262,6 +296,7 @@ def render_page(report: Mapping[str, Any], figures: Mapping[str, str], img: Any)
         f"<h1>Release report — FAERS {_e(quarters)}</h1>",
         f"<div class='verdict {'ok' if ok else 'bad'}'>{_guarantee(report)}</div>",
         _figures(report),
+        *(["<h2>This release in a series</h2>", _series(report)] if report.get("series") else []),
         "<h2>What an attacker who knows more can learn</h2>",
         _risk(report),
         "<h2>What changed from the raw data</h2>",

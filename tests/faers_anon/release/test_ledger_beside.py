@@ -1,12 +1,12 @@
-"""A ledgered release starts the work that needs no series step beside it (issue 14 item 7, wall time).
+"""A ledgered release: what runs beside its series step, and what its raw side is (issue 14 item 7).
 
-The raw half of signals, the sources' SHA-256 and the later modules' import read only the quarter as
-ingested, so with ``--ledger`` they start before the series step (its child process) instead of right
-before the engine; the raw half of risk still starts there (its frames would lie on the step child's
-memory peak). Checked: the raw half of signals has started before the step is called, risk's after it;
-the release's files and the ledger's new files are the same as when every stage runs one after the
-other; a step that fails is one ``Error:`` line and an interrupted step leaves no thread, no release
-and no work folder.
+The later modules' import needs no series step, so with ``--ledger`` it starts before it (its child
+process leaves part of the two cores idle). The raw halves of signals and risk read the raw data of the
+cases the release publishes, the folder the step makes (the quarter less the withheld cases, with the
+republished ones), so they start after it, beside the engine, as without a ledger; so do the sources'
+SHA-256, so that a failing step has no stage to stop. Checked: both raw halves start after the step and risk's reads the step's folder; the release's
+files and the ledger's new files are the same as when every stage runs one after the other; a step that
+fails is one ``Error:`` line and an interrupted step leaves no thread, no release and no work folder.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from faers_anon.series import apart
 from faers_anon.series.generate import make_series
 
 RAW_HALVES = ("signals_raw", "risk_raw")
+_FOLDERS: dict[str, Path] = {}  # the folder risk's raw half read, and the step's (_recorded)
 
 
 @pytest.fixture(scope="module")
@@ -55,27 +56,27 @@ def _config(tmp_path: Path, ledger: Path) -> ReleaseConfig:
 
 
 def _recorded(monkeypatch: pytest.MonkeyPatch, step: Any = None) -> list[str]:
-    """The order in which the raw halves and the series step are called; in concurrent mode the step
-    (``step``, or the real one) waits until the raw half of signals was called (at most 30 s)."""
+    """The order in which the raw halves and the series step (``step``, or the real one) are called;
+    the folder risk's raw half reads, and the one the step returned, in ``_FOLDERS``."""
     events: list[str] = []
+    _FOLDERS.clear()
     for name, (home, function) in zip(RAW_HALVES, ((signals, "raw_side"), (risk, "raw_cases")), strict=True):
         real = getattr(home, function)
 
         def traced(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
             events.append(_name)
+            if _name == "risk_raw":
+                _FOLDERS["risk_raw"] = Path(args[0])
             return _real(*args, **kwargs)
 
         monkeypatch.setattr(home, function, traced)  # the pipeline imports each where it uses it
     prepare = step or apart.prepare_apart
 
     def series_step(*args: Any, **kwargs: Any) -> Any:
-        deadline = time.monotonic() + 30
-        while os.environ.get(STAGES_ENV) == "concurrent" and time.monotonic() < deadline:
-            if "signals_raw" in events:
-                break
-            time.sleep(0.01)
         events.append("step")
-        return prepare(*args, **kwargs)
+        made = prepare(*args, **kwargs)
+        _FOLDERS["step"] = made.ingested
+        return made
 
     monkeypatch.setattr(apart, "prepare_apart", series_step)
     return events
@@ -103,7 +104,7 @@ def _files(folder: Path) -> dict[str, str]:
     return out
 
 
-def test_with_a_ledger_the_raw_halves_start_before_the_series_step_with_the_same_files(
+def test_with_a_ledger_the_raw_halves_read_the_series_step_folder_with_the_same_files(
     series: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     events = _recorded(monkeypatch)
@@ -115,9 +116,11 @@ def test_with_a_ledger_the_raw_halves_start_before_the_series_step_with_the_same
         events.clear()
         result = release_module.release([series["raw1"]], tmp_path / chosen, config=_config(tmp_path, ledger))
         runs[chosen] = (_files(result.path), _files(ledger), list(events), result.seconds)
+        # the step's own folder (cases withheld and republished), not the quarter as ingested
+        assert _FOLDERS["risk_raw"] == _FOLDERS["step"] and _FOLDERS["step"].name == "ingested-series"
     (seq_release, seq_ledger, seq_events, _), (release, ledger_files, con_events, seconds) = runs.values()
     assert seq_events == ["step", "signals_raw", "risk_raw"]  # one after the other: in stage order
-    assert con_events == ["signals_raw", "step", "risk_raw"]  # risk's: beside the engine
+    assert con_events[0] == "step" and sorted(con_events[1:]) == sorted(RAW_HALVES)  # beside the engine
     assert len(seq_release) > 20 and release == seq_release
     assert "release-0002.parquet" in ledger_files and ledger_files == seq_ledger
     assert {"signals_raw", "risk_raw", "anonymize"} <= seconds.keys()
@@ -137,7 +140,7 @@ def test_each_raw_half_runs_once_without_a_ledger_too(
     assert set(RAW_HALVES) <= result.seconds.keys() and (result.path / "manifest.json").is_file()
 
 
-def test_a_failed_series_step_is_one_error_line_and_stops_the_raw_halves(
+def test_a_failed_series_step_is_one_error_line_and_starts_no_raw_half(
     series: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(STAGES_ENV, "concurrent")
@@ -156,12 +159,12 @@ def test_a_failed_series_step_is_one_error_line_and_stops_the_raw_halves(
     errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and "simulated: ledger unreadable" in errors[0], result.output
     assert "Traceback" not in result.output
-    assert events == ["signals_raw", "step"]
+    assert events == ["step"]
     assert not (tmp_path / "out").exists() and not list(work.iterdir()) and _files(ledger) == before
     assert not [t for t in threading.enumerate() if t.name.startswith("faers-anon ")]
 
 
-def test_an_interrupted_series_step_stops_the_raw_halves_and_leaves_nothing(
+def test_an_interrupted_series_step_leaves_nothing(
     series: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(STAGES_ENV, "concurrent")
@@ -179,7 +182,7 @@ def test_an_interrupted_series_step_stops_the_raw_halves_and_leaves_nothing(
     with pytest.raises(Interrupted):
         release_module.release([series["raw1"]], tmp_path / "out", config=_config(tmp_path, ledger))
     assert time.monotonic() - start < 60
-    assert events == ["signals_raw", "step"]
+    assert events == ["step"]
     assert not (tmp_path / "out").exists() and not list((tmp_path / "work").iterdir())
     assert _files(ledger) == before
     assert not [t for t in threading.enumerate() if t.name.startswith("faers-anon ")]
