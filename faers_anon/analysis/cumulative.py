@@ -6,11 +6,16 @@ the rule of :data:`faers_anon.io.cases.VERSION_ORDER`.
 The folders are all ingested folders (raw ids) or all releases (pseudonymous ids: made with the same
 agency key, a case keeps its pseudonym across releases, :mod:`faers_anon.release.pseudonyms`). Every DEMO
 row of every folder is a candidate version of its case; the case's one row is the highest
-``caseversion``, then the latest ``fda_dt``, then the highest ``primaryid`` (in a release the report
-pseudonym orders a case's reports by version, so it serves as the last key there too), then the
-later quarter (the same report published twice: FAQ 29, the later extract). A column missing from a
-folder (a policy that dropped ``fda_dt``) ranks lowest. The drug and event rows are those of that
-version, joined on (folder, primaryid), so nothing of a superseded version is counted.
+``caseversion``, then the latest ``fda_dt``, then the highest ``primaryid``, then the later quarter
+(the same report published twice: FAQ 29, the later extract; a ledgered series republishes a report
+under its pseudonym). A column missing from a folder ranks lowest. In releases the one key before the
+quarter is the report pseudonym: it orders a case's reports by (caseversion, fda_dt) in every release
+(:mod:`faers_anon.release.pseudonyms`: a slot per version), while a release's ``fda_dt`` is its
+group's generalized text (a year, a quarter or a month: ``2023``, ``2024Q1``, ``202406``), which does not
+sort in time (``2024Q1`` after ``202411``), and its ``caseversion`` is dropped by the default policy.
+Ordered by ``fda_dt`` first, the four 400k stand-alone releases of ``bench_series.py`` gave 59,088
+cases an earlier version's drugs and events (docs/series.md §2). The drug and event rows are those of
+the chosen version, joined on (folder, primaryid), so nothing of a superseded version is counted.
 
 Deletions: the ``deleted.parquet`` caseids of every ingested folder remove the case from every
 folder. A release publishes no DELETE list (it would name cases), so a case deleted after its
@@ -49,6 +54,8 @@ __all__ = ["PairCounts", "read_series_case_tables", "series_pair_counts"]
 
 #: Version keys, ascending: the last row of a case is its latest version (module docstring).
 _ORDER = ("caseversion", "fda_dt", "primaryid", "quarter")
+#: The same in releases: the report pseudonym holds the version order (module docstring).
+_RELEASE_ORDER = ("primaryid", "quarter")
 _KEYS = {"caseversion": pl.Int64, "fda_dt": pl.Date, "quarter": pl.Utf8}
 _FOLDER = "_folder"
 
@@ -89,7 +96,8 @@ def _latest(folders: Sequence[Path], layout: analysis.Layout) -> pl.LazyFrame:
     """Every case's latest version across ``folders`` (the rules of the module docstring)."""
     rows = _tagged([_versions(f, layout) for f in folders])
     rows = rows.filter(~pl.col("caseid").is_in(_deleted(folders).implode()))
-    return rows.sort([*_ORDER, _FOLDER], nulls_last=False).group_by("caseid").last()
+    order = _RELEASE_ORDER if layout is analysis.RELEASE else _ORDER
+    return rows.sort([*order, _FOLDER], nulls_last=False).group_by("caseid").last()
 
 
 def read_series_case_tables(folders: Sequence[Path], /) -> CaseTables:
