@@ -1,8 +1,9 @@
 """Benchmark of a series: cumulative ingest, ledgered releases, cumulative signals, composition.
 
 Input: ``--quarters`` consecutive generated quarters of ``--cases`` cases (``faers_anon.series.generate``,
-``--shape`` realistic by default; ``--follow`` of a later quarter's cases follow up an earlier case),
-made under ``--work``.
+``--shape`` realistic by default; ``--follow`` of a later quarter's cases follow up an earlier case, as
+the same patient's updated report by default, ``--followups unrelated`` for the stress model where a
+follow-up is another patient under the earlier caseid), made under ``--work``.
 
 Steps, each a ``faers-anon`` child process (wall seconds, the child's CPU seconds (user + system) and
 peak RSS printed, each as it ends):
@@ -52,7 +53,7 @@ from pathlib import Path
 import click
 
 from faers_anon.keys import load_key
-from faers_anon.series.generate import make_series, quarter_labels
+from faers_anon.series.generate import FOLLOWUPS, make_series, quarter_labels
 from faers_anon.series.ledger import history, open_ledger
 
 _CLI = [sys.executable, "-m", "faers_anon"]
@@ -220,6 +221,10 @@ def _medians(name: str, runs: dict[str, list[float]], splits: list[tuple[float, 
 @click.option("--work", type=click.Path(file_okay=False, path_type=Path), required=True)
 @click.option("--no-risk", is_flag=True, help="Skip the risk module's composition attack.")
 @click.option(
+    "--followups", type=click.Choice(FOLLOWUPS), default="same-patient", show_default=True,
+    help="What a follow-up says: the same patient's report updated (calibrated on real FAERS), or another.",
+)  # fmt: skip
+@click.option(
     "--repeat",
     type=click.IntRange(min=1),
     default=1,
@@ -228,16 +233,18 @@ def _medians(name: str, runs: dict[str, list[float]], splits: list[tuple[float, 
 )
 @click.option("--keep-ledgers", is_flag=True, help="Keep a copy of the ledger after each quarter.")
 def main(cases: int, quarters: int, follow: float, k: int, shape: str, work: Path, no_risk: bool,
-         repeat: int, keep_ledgers: bool) -> None:  # fmt: skip
+         followups: str, repeat: int, keep_ledgers: bool) -> None:  # fmt: skip
     """Time a ledgered series against stand-alone releases and measure its composition."""
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "FAERS_ANON_KEY_FILE": str(work / "agency.key")}
-    print(f"load average at start {os.getloadavg()}", flush=True)
+    print(f"load average at start {os.getloadavg()}; follow-ups: {followups} (reused quarters under "
+          f"{work / 'raw'} keep the model they were made with)", flush=True)  # fmt: skip
     _warm_up(work, env, k)
     labels = quarter_labels("2024Q1", quarters)
     raws = [work / "raw" / label for label in labels]
     if not all(r.is_dir() for r in raws):
-        raws = make_series(cases, work / "raw", quarters=quarters, follow=follow, seed=0, shape=shape)
+        raws = make_series(cases, work / "raw", quarters=quarters, follow=follow, seed=0, shape=shape,
+                           followups=followups)  # fmt: skip
     shutil.rmtree(work / "ledger", ignore_errors=True)  # a series starts with an empty ledger
     wall, rss, _ = _run(["ingest", *map(str, raws), "-o", str(work / "ingested")], env)
     _row("cumulative ingest", wall, rss)

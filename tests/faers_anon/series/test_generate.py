@@ -58,3 +58,62 @@ def test_only_follow_ups_share_caseids_with_earlier_quarters(tmp_path: Path) -> 
             assert (linked.get_column("first") > linked.get_column("earlier")).all()
         now = demo.group_by("caseid").agg(pl.col("caseversion").max().alias("earlier"))
         latest = pl.concat([latest, now]).group_by("caseid").agg(pl.col("earlier").max())
+
+
+_FIELDS = ("sex", "age", "wt")
+
+
+def _ascii(path: Path) -> pl.DataFrame:
+    frame = pl.read_csv(path, separator="$", infer_schema_length=0, quote_char=None,
+                        truncate_ragged_lines=True)  # fmt: skip
+    frame = frame.rename({c: c.strip().lower() for c in frame.columns})
+    return frame.rename({"gndr_cod": "sex"}, strict=False)  # legacy AERS
+
+
+def _agreement(demo: pl.DataFrame, drug: pl.DataFrame, reac: pl.DataFrame) -> dict[str, float]:
+    """Over consecutive versions of each case: the share of later versions with the earlier one's sex,
+    age and weight (missing equal to missing), and the shares of a later version's drug and reaction
+    rows whose name was in the version before (pairs with rows on both sides)."""
+    demo = demo.unique("primaryid").with_columns(pl.col("caseversion").cast(pl.Int64))
+    prev = [pl.col(c).shift(1).over("caseid").alias(f"_{c}") for c in (*_FIELDS, "primaryid")]
+    pairs = demo.sort("caseid", "caseversion").with_columns(prev).filter(pl.col("_primaryid").is_not_null())
+    same = [(pairs[c].fill_null("") == pairs[f"_{c}"].fill_null("")).to_numpy() for c in _FIELDS]
+    out: dict[str, float] = {c: float(s.mean()) for c, s in zip(_FIELDS, same, strict=True)}
+    links = pairs.select("primaryid", pl.col("_primaryid").alias("earlier"))
+    for name, items, column in (("drugs", drug, "drugname"), ("reactions", reac, "pt")):
+        rows = items.select("primaryid", column)
+        before = rows.rename({"primaryid": "earlier"}).join(links, on="earlier").drop("earlier")
+        later = rows.join(links, on="primaryid").join(before.select("primaryid").unique(), on="primaryid")
+        out[name] = later.join(before, on=["primaryid", column], how="semi").height / later.height
+    return out
+
+
+def _quarters(raws: list[Path]) -> tuple[pl.DataFrame, ...]:
+    return tuple(pl.concat([_ascii(next((raw / "ASCII").glob(f"{t}*.txt"))) for raw in raws])
+                 for t in ("DEMO", "DRUG", "REAC"))  # fmt: skip
+
+
+def test_same_patient_follow_ups_agree_with_their_earlier_version_as_real_ones_do(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    # The real pairs: every version pair of the excerpts' multi-version caseids (their DEMO, DRUG and
+    # REAC rows wherever they are); the generated: quarter 2's follow-ups against quarter 1's versions.
+    samples = shared_data / "faers_samples"
+    wanted = pl.read_csv(samples / "_index" / "multi_version_cases.txt", separator="$", infer_schema_length=0)
+    ids = wanted.get_column("primaryid").implode()
+
+    def real(table: str) -> pl.DataFrame:
+        files = [f for f in samples.glob(f"*/ascii/*/{table}*") if f.suffix.lower() == ".txt"]
+        frames = [_ascii(f) for f in files]
+        kept = [f.filter(pl.col("primaryid").is_in(ids)) for f in frames if "primaryid" in f.columns]
+        return pl.concat(kept, how="diagonal_relaxed")
+
+    measured = _agreement(real("DEMO"), real("DRUG"), real("REAC"))
+    assert 0.85 < measured["sex"] < 0.95 and 0.7 < measured["age"] < 0.82 and 0.7 < measured["drugs"] < 0.9
+    same = make_series(5000, tmp_path / "s", quarters=2, seed=1, shape="realistic", followups="same-patient")
+    generated = _agreement(*_quarters(same))
+    for name, share in measured.items():
+        assert abs(generated[name] - share) < 0.06, (name, generated[name], share)
+    other = make_series(5000, tmp_path / "other", quarters=2, seed=1, shape="realistic")
+    stress = _agreement(*_quarters(other))  # the stress model: another patient under the caseid
+    assert stress["sex"] < 0.65 and stress["drugs"] < measured["drugs"] - 0.3
