@@ -154,12 +154,12 @@ def _demographics(mine: pl.DataFrame, before: pl.DataFrame, rng: np.random.Gener
     draw = {c: pl.Series(rng.random(frame.height)) for c in ("sex", "wt", "age")}
     lower = pl.Series(rng.integers(1, 5, frame.height))  # a corrected age: 1-4 years lower
     known = pl.col("_age").is_not_null()
-    older = (pl.col("_age").cast(pl.Float64, strict=False) - lower).clip(0).cast(pl.Int64).cast(pl.Utf8)
+    lowered = (pl.col("_age").cast(pl.Float64, strict=False) - lower).clip(0).cast(pl.Int64).cast(pl.Utf8)
 
     def age_field(c: str) -> pl.Expr:
         flipped = pl.when(known).then(pl.lit(None, pl.Utf8)).otherwise(pl.col(c))  # added or dropped
         years = known & (pl.col("_age_cod") == "YR")
-        corrected = pl.when(years).then(older if c == "age" else pl.col(f"_{c}"))
+        corrected = pl.when(years).then(lowered if c == "age" else pl.col(f"_{c}"))
         return (
             pl.when(draw["age"] < _AGE_KEPT).then(pl.col(f"_{c}"))
             .when(draw["age"] < _AGE_KEPT + _AGE_FLIPPED).then(flipped)

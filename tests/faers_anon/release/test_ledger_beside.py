@@ -4,9 +4,10 @@ The later modules' import needs no series step, so with ``--ledger`` it starts b
 process leaves part of the two cores idle). The raw halves of signals and risk read the raw data of the
 cases the release publishes, the folder the step makes (the quarter less the withheld cases, with the
 republished ones), so they start after it, beside the engine, as without a ledger; so do the sources'
-SHA-256, so that a failing step has no stage to stop. Checked: both raw halves start after the step and risk's reads the step's folder; the release's
-files and the ledger's new files are the same as when every stage runs one after the other; a step that
-fails is one ``Error:`` line and an interrupted step leaves no thread, no release and no work folder.
+SHA-256, so that a failing step has no stage to stop. Checked: both raw halves start after the step
+and risk's reads the step's folder; the release's files and the ledger's new files are the same as
+when every stage runs one after the other; a step that fails is one ``Error:`` line and an interrupted
+step leaves no thread, no release and no work folder.
 """
 
 from __future__ import annotations
