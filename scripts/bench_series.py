@@ -105,10 +105,9 @@ def _series_counts(ledger: Path) -> None:
               f"deleted {c.get('pending_deleted', 0):,}; {json.dumps(c)}", flush=True)  # fmt: skip
 
 
-def _split(text: str, cpu: float, alone: float) -> str:
-    """A ledgered release's CPU seconds split: its series step's child (the ``[series]`` line), the
-    ledger's update at publication (``[ledger]``), and the rest, against the stand-alone release."""
-    parts = _parts(text)
+def _split(parts: tuple[float, float] | None, cpu: float, alone: float) -> str:
+    """A ledgered release's CPU seconds split: its series step's child and the ledger's update at
+    publication (``parts``: :func:`_parts`), and the rest, against the stand-alone release."""
     if parts is None:
         return "CPU split: not printed by this version"
     s, led = parts
@@ -173,10 +172,11 @@ def _quarter(
         series_line = next((line for line in text.splitlines() if line.startswith("[series]")), "")
         print(f"{raw.name}: ledgered / alone = {wall_l / wall_a:.2f} wall, {_CPU[0] / cpu_a:.2f} CPU, "
               f"{rss_l / rss_a:.2f} peak RSS  {series_line}", flush=True)  # fmt: skip
-        print(f"{raw.name}: {_split(text, _CPU[0], cpu_a)}", flush=True)
+        parts = _parts(text)
+        print(f"{raw.name}: {_split(parts, _CPU[0], cpu_a)}", flush=True)
         for name, value in zip(runs, (cpu_a, _CPU[0], wall_a, wall_l, rss_a, rss_l), strict=True):
             runs[name].append(value)
-        if (parts := _parts(text)) is not None:
+        if parts is not None:
             splits.append(parts)
         if r == repeat - 1:
             shutil.rmtree(ledger, ignore_errors=True)

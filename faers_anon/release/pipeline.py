@@ -62,7 +62,7 @@ Decisions:
     quarter's reports less the withheld cases, with the pending cases offered again and the earlier
     cases republished in frozen groups: :mod:`faers_anon.series.step`). Measured against the quarter
     alone, a ledgered release's republished cases read as signals "only on the release" and its
-    quarter's signals as lost (the 400k quarter 4 of docs/series.md §6: Evans 5,539 of 8,988 raw
+    quarter's signals as lost (the 400k quarter 4 of docs/series.md §2: Evans 5,539 of 8,988 raw
     signals survive, 7,020 new, against 12,559 of 12,559 of the release's own cases).
     The public report carries raw-data statistics only in aggregate (survival shares, rank
     correlations) and for the reference panel's few rules; the pair-level raw statistics stay out of
