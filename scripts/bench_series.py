@@ -12,20 +12,18 @@ peak RSS printed, each as it ends):
    (numba's cache is then warm, the engine's and the series step's, so no timed release pays the
    ~30 s compile);
 1. cumulative ingest of all quarters (``faers-anon ingest Q1 … Qn``);
-2. each quarter released on its own (``release Qi``), and released with one ledger
-   (``release Qi --ledger``), one after the other so both see the same load: the ratio ledgered /
-   stand-alone per quarter (wall, CPU and peak RSS). With ``--repeat N`` each quarter makes N such
-   pairs, interleaved, each ledgered run on a copy of the ledger before the quarter (the releases
-   are deterministic: the last copy becomes the ledger), and prints the medians of the N runs and the
-   median of the N pairs' ratios: one run's CPU seconds on a shared machine moved by ±10 % for the
-   same code (docs/series.md §6), so one pair is not a figure to trust. Then the ledger's placement
-   counts (returning,
-   published, republished and withheld cases and reports; pending cases retried, published,
+2. each quarter released on its own (``release Qi``), and released with one ledger (``release Qi
+   --ledger``, with ``--republish`` when given), one after the other so both see the same load: the ratio
+   ledgered / stand-alone per quarter (wall, CPU and peak RSS). With ``--repeat N`` each quarter makes N
+   such pairs, interleaved, each ledgered run on a copy of the ledger before the quarter (the releases are
+   deterministic: the last copy becomes the ledger), and prints the medians of the N runs and the median of
+   the N pairs' ratios: one run's CPU seconds on a shared machine moved by ±10 % for the same code
+   (docs/series.md §6), so one pair is not a figure to trust. Then the ledger's placement counts
+   (returning, published, republished and withheld cases and reports; pending cases retried, published,
    superseded), the ledgered release's CPU split into its series step (the child the ``[series]`` line
    names), its ledger update at publication (``[ledger]``) and the rest, and the ledger read the next
-   quarter makes: ``open_ledger`` (the last state file)
-   against reading every release file and building the histories (the read before the state file),
-   in this process;
+   quarter makes: ``open_ledger`` (the last state file) against reading every release file and building the
+   histories (the read before the state file), in this process;
 3. cumulative signals over the ledgered releases (``faers-anon signals R1 … Rn``);
 4. ``faers-anon verify --series`` and the risk module's composition attack, on both series.
 
@@ -133,7 +131,7 @@ def _warm_up(work: Path, env: dict[str, str], k: int) -> None:
     shutil.rmtree(ledger, ignore_errors=True)
     for i, raw in enumerate(raws):
         args = ["release", str(raw), "-o", str(work / f"warm_release{i}"), "--k", str(k), "--force"]
-        wall, rss, _ = _run([*args, "--ledger", str(ledger)], compiled)
+        wall, rss, _ = _run([*args, "--ledger", str(ledger), "--republish"], compiled)  # every kernel
         _row(f"warm-up {i + 1} (compile)", wall, rss)
 
 
@@ -150,8 +148,9 @@ def _composition(releases: list[Path], env: dict[str, str], out: Path) -> dict[s
 
 
 def _quarter(
-    raw: Path, out_a: Path, out_l: Path, ledger: Path, env: dict[str, str], k: int, repeat: int
-) -> None:
+    raw: Path, out_a: Path, out_l: Path, ledger: Path, env: dict[str, str], k: int, repeat: int,
+    republish: bool,
+) -> None:  # fmt: skip
     """Release quarter ``raw`` alone and with ``ledger``, ``repeat`` pairs interleaved (each ledgered run
     on a copy of the ledger before the quarter; the last copy becomes the ledger); print each run, the
     pair's ratio and CPU split, and with several pairs the medians."""
@@ -167,7 +166,8 @@ def _quarter(
         shutil.rmtree(trial, ignore_errors=True)
         if ledger.exists():
             shutil.copytree(ledger, trial)
-        wall_l, rss_l, text = _run([*base, "-o", str(out_l), "--ledger", str(trial)], env)
+        rule = ["--republish"] if republish else []
+        wall_l, rss_l, text = _run([*base, "-o", str(out_l), "--ledger", str(trial), *rule], env)
         _row(f"release {raw.name} ledgered{tag}", wall_l, rss_l)
         series_line = next((line for line in text.splitlines() if line.startswith("[series]")), "")
         print(f"{raw.name}: ledgered / alone = {wall_l / wall_a:.2f} wall, {_CPU[0] / cpu_a:.2f} CPU, "
@@ -232,12 +232,17 @@ def _medians(name: str, runs: dict[str, list[float]], splits: list[tuple[float, 
     help="Pairs of releases (alone, ledgered) per quarter, interleaved; medians printed.",
 )
 @click.option("--keep-ledgers", is_flag=True, help="Keep a copy of the ledger after each quarter.")
+@click.option(
+    "--republish", is_flag=True,
+    help="Ledgered releases with republished group-mates (the rule before the default; docs/series.md §4).",
+)  # fmt: skip
 def main(cases: int, quarters: int, follow: float, k: int, shape: str, work: Path, no_risk: bool,
-         followups: str, repeat: int, keep_ledgers: bool) -> None:  # fmt: skip
+         followups: str, repeat: int, keep_ledgers: bool, republish: bool) -> None:  # fmt: skip
     """Time a ledgered series against stand-alone releases and measure its composition."""
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "FAERS_ANON_KEY_FILE": str(work / "agency.key")}
-    print(f"load average at start {os.getloadavg()}; follow-ups: {followups} (reused quarters under "
+    print(f"load average at start {os.getloadavg()}; republish: {republish}; follow-ups: {followups} "
+          f"(reused quarters under "
           f"{work / 'raw'} keep the model they were made with)", flush=True)  # fmt: skip
     _warm_up(work, env, k)
     labels = quarter_labels("2024Q1", quarters)
@@ -251,7 +256,7 @@ def main(cases: int, quarters: int, follow: float, k: int, shape: str, work: Pat
     alone, ledgered = [], []
     for i, raw in enumerate(raws):
         out_a, out_l = work / f"alone{i}", work / f"ledgered{i}"
-        _quarter(raw, out_a, out_l, work / "ledger", env, k, repeat)
+        _quarter(raw, out_a, out_l, work / "ledger", env, k, repeat, republish)
         print(f"{raw.name}: {_ledger_read(work / 'ledger', work / 'agency.key')}", flush=True)
         if keep_ledgers:
             kept = work / f"ledger-after-{raw.name}"

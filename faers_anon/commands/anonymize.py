@@ -19,7 +19,7 @@ MODEL_OPTIONS = tuple(name for name, option in OPTIONS.items() if option.section
 """The options of the privacy model, θ* and the engine: every ``anonymize`` entry of the table."""
 RELEASE_ORDER = (
     "demo", "drug_names", *MODEL_OPTIONS, "stratify", "conditions", "min_a", "role", "criterion",
-    "reference", "outcome_groups", "force", "work", "keep_work", "ledger",
+    "reference", "outcome_groups", "force", "work", "keep_work", "ledger", "republish",
 )  # fmt: skip
 
 

@@ -65,6 +65,10 @@ class ReleaseConfig:
         ledger: the agency's private release ledger folder of a series (:mod:`faers_anon.series`):
             checked, followed (returning cases in frozen groups or withheld) and updated with the
             release, both or neither; never inside the release.
+        republish: with a ledger, publish a returning case with group-mates republished from earlier
+            releases (more follow-ups published); default off: only with returning cases of its own
+            unit, so that an attacker who knows when the target's reports came in cannot tell it from
+            its companions (docs/series.md §4). A series keeps one setting.
     """
 
     anonymize: AnonymizeConfig = field(default_factory=AnonymizeConfig)
@@ -74,6 +78,7 @@ class ReleaseConfig:
     work: Path | None = None
     keep_work: bool = False
     ledger: Path | None = None
+    republish: bool = False
 
     def parameters(self) -> dict[str, object]:
         """JSON-ready parameters of the whole run (manifest.json, report.json)."""

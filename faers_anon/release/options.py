@@ -203,6 +203,14 @@ _TABLE = (
         "returning cases stay composition-safe; updated with the release (never published).",
         folder=True,
     ),  # fmt: skip
+    Option(
+        "republish",
+        "release",
+        "bool",
+        "With --ledger: publish a returning case with group-mates republished from earlier releases "
+        "(more follow-ups published, but an attacker who knows when its reports came in tells it from "
+        "them; docs/series.md §4). A series keeps one setting.",
+    ),  # fmt: skip
 )
 
 OPTIONS: Mapping[str, Option] = MappingProxyType({o.name: o for o in _TABLE})

@@ -229,7 +229,8 @@ def _run(
                           verdict=verdict, comparison=comparison, risk=risk.figures)  # fmt: skip
     if series is not None:  # every report of the quarter accounted for (docs/series.md)
         counts = {name: series.plan.counts[name] for name in _SERIES_COUNTS}
-        report["series"] = {"release": len(series.ledger.meta["releases"]) + 1, **counts}
+        report["series"] = {"release": len(series.ledger.meta["releases"]) + 1, "republish": series.republish,
+                            **counts}  # fmt: skip
     from faers_anon.release.report import write_report
 
     added = write_report(built, report, figures)
@@ -387,6 +388,7 @@ _SERIES_COUNTS = (
     "republished_reports",
     "retried",
     "retried_reports",
+    "pending_waiting",
     "left_out_links",
     "left_out_indi_rows",
 )  # E links left out: series/raised.py
@@ -415,7 +417,8 @@ def _series(
 
     key = load_key(config.anonymize.key_file)
     start, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-    step = prepare(config.ledger, ingested.out, ingested.report["quarters"], work, config.anonymize, key)
+    step = prepare(config.ledger, ingested.out, ingested.report["quarters"], work, config.anonymize, key,
+                   config.republish)
     seconds["series"], after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     c = step.plan.counts

@@ -241,15 +241,29 @@ def _series(report: Mapping[str, Any]) -> str:
         f" {c['retried']:,} cases ({c['retried_reports']:,} reports) withheld by the release before were "
         "offered again."
     )  # fmt: skip
+    if c.get("pending_waiting"):
+        retried += (f" {c['pending_waiting']:,} withheld cases wait for a follow-up of their own group "
+                    "(not offered this quarter).")  # fmt: skip
+    if c.get("republish"):
+        companions = (
+            f"beside {c.get('republished', 0):,} earlier cases ({c.get('republished_reports', 0):,} reports) "
+            "published again in their groups, under the same pseudonyms. A reader who knows when a patient's "
+            "reports came in can tell a follow-up from the cases published again beside it (the series was "
+            "made with <code>republish</code>; docs/series.md §4)"
+        )
+    else:
+        companions = (
+            "each beside at least k − 1 other follow-ups of its group, so that every case a reader could "
+            "confuse it with also shows a new report here; no earlier case is published again"
+        )
     return (
         f"<p>This is release {c.get('release', '?')} of a series published with a private ledger (the "
         "agency's, never published). So that no combination of the releases singles a patient out, a case "
         f"published before travels with its earlier group: of this quarter's {c.get('returning', 0):,} "
         f"returning cases (follow-ups of cases already published), {c.get('published_returning', 0):,} are "
-        f"published in the groups they had, beside {c.get('republished', 0):,} earlier cases "
-        f"({c.get('republished_reports', 0):,} reports) published again in their groups, under the same "
-        f"pseudonyms; {c.get('withheld', 0):,} cases ({c.get('withheld_reports', 0):,} reports) are "
-        f"withheld and offered again with the next quarter.{retried}{kept}</p>"
+        f"published in the groups they had, {companions}; {c.get('withheld', 0):,} cases "
+        f"({c.get('withheld_reports', 0):,} reports) are withheld and offered again with the next quarter (a "
+        f"withheld follow-up's earlier version stays in the earlier release).{retried}{kept}</p>"
         "<p>The figures, the plots and the signals below compare the release with the raw data of the cases "
         "it publishes: this quarter's reports less the withheld ones, with the earlier cases published "
         "again. For signals over the series, count each case once at its latest version "

@@ -107,7 +107,21 @@ class RiskResult:
             lines.append(
                 f"  linkage: by ids {link['by_ids']:.1%} of rows, by shared fields {link['by_fields']:.1%}"
             )
+        if "composition" in self.figures:
+            lines += _composition_lines(self.figures["composition"])
         return "\n".join(lines)
+
+
+def _composition_lines(found: dict[str, Any]) -> list[str]:
+    """The summary's composition lines: by the member sets, then knowing when reports came in."""
+    return [
+        f"  composition over {found['releases']} releases: {found['cases_in_several']:,} cases in several; "
+        f"below k {found['below_k']:.1%}, unique {found['unique']:.1%}, "
+        f"{found['intersections_above_theta']} intersections over theta",
+        f"  knowing when each report came in: below k {found['below_k_by_receipt']:.1%}, unique "
+        f"{found['unique_by_receipt']:.1%}; of the {found['cases_with_a_new_report']:,} with a new report, "
+        f"{found['new_report_below_k_by_receipt']:.1%} below k",
+    ]
 
 
 def parse_items(text: str | None) -> tuple[str, int | str] | None:

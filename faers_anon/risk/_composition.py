@@ -99,6 +99,7 @@ def composition(
         )
         member_parts.append(members)
     targets = pl.concat(target_parts)
+    receipt = _by_receipt(releases, wide, columns)
     several = targets.join(wide.filter(pl.col("present").str.count_matches("1") > 1), on="caseid", how="semi")
     member_rows = pl.concat(member_parts).join(
         targets.select("intersection").unique(), on="intersection", how="semi"
@@ -109,6 +110,7 @@ def composition(
     conf, conf_own = (_conf(member_rows, sizes, p, thetas) for p in (every, own))
     n = max(several.height, 1)
     top = conf.sort(["conf", "value"], descending=[True, False]).head(1).to_dicts()
+    told = several.select("caseid").join(receipt, on="caseid")
     above = pl.col("conf") > pl.col("theta") + 1e-9
     return {
         "releases": len(releases),
@@ -117,6 +119,11 @@ def composition(
         "below_k": several.filter(pl.col("size") < k).height / n if several.height else 0.0,
         "unique": several.filter(pl.col("size") == 1).height / n if several.height else 0.0,
         "below_k_all": targets.filter(pl.col("size") < k).height / max(targets.height, 1),
+        # the attacker who also knows in which quarters the target's reports came in (docs/series.md §4)
+        "below_k_by_receipt": told.filter(pl.col("size") < k).height / n if several.height else 0.0,
+        "unique_by_receipt": told.filter(pl.col("size") == 1).height / n if several.height else 0.0,
+        "cases_with_a_new_report": told.filter(pl.col("changed")).height,
+        "new_report_below_k_by_receipt": _share(told.filter(pl.col("changed")), k),
         "max_conf": top[0]["conf"] if top else 0.0,
         "max_conf_value": top[0]["value"] if top else None,
         "intersections_above_theta": conf.filter(above).get_column("intersection").n_unique(),
@@ -124,6 +131,53 @@ def composition(
         "max_conf_own_e": conf_own.select(pl.col("conf").max()).item() if conf_own.height else 0.0,
         "intersections_above_theta_own_e": conf_own.filter(above).get_column("intersection").n_unique(),
     }
+
+
+def _by_receipt(
+    releases: list[tuple[Path, CaseData]], wide: pl.DataFrame, columns: list[str]
+) -> pl.DataFrame:
+    """``caseid``, ``size``, ``changed``: |I_R(c)|, the members of I(c) whose reports changed between the
+    same releases as c's, and whether c's did (a new report in some release after its first).
+
+    The attacker who knows when the target's reports came in (a receipt date, SPEC §11) keeps of I(c)
+    only the cases showing a new report in the same releases: in each release, a case's latest report
+    pseudonym (the highest: one slot per version, docs/keys.md) is labelled with the first of c's
+    releases (in the order given) that shows the same report. A republished case shows the report it
+    showed before; a follow-up a new one. Without republication every member of I(c) shows a new report
+    wherever it appears, and I_R(c) = I(c).
+    """
+    table = wide.select("caseid", "present", *columns)
+    for i, (_, data) in enumerate(releases):
+        latest = data.reports.group_by("caseid").agg(pl.col("primaryid").max().alias(f"p{i}"))
+        table = table.join(latest, on="caseid", how="left")
+    parts: list[pl.DataFrame] = []
+    for pattern in table.get_column("present").unique().sort().to_list():
+        chosen = [i for i, flag in enumerate(pattern) if flag == "1"]
+        holders = table.filter(pl.all_horizontal(pl.col(columns[i]).is_not_null() for i in chosen))
+        labels = [_label(chosen, j) for j in range(len(chosen))]
+        groups = [pl.col(columns[i]).cast(pl.String) for i in chosen]
+        key = pl.concat_str([pl.lit(pattern), *groups, *labels], separator="|")
+        first = pl.col(f"p{chosen[0]}")
+        changed = pl.any_horizontal(pl.lit(False), *[pl.col(f"p{m}") != first for m in chosen[1:]])
+        keyed = holders.select("caseid", "present", key.alias("_r"), changed.alias("changed"))
+        counts = keyed.group_by("_r").agg(pl.len().alias("size"))
+        mine = keyed.filter(pl.col("present") == pattern).join(counts, on="_r")
+        parts.append(mine.select("caseid", "size", "changed"))
+    return pl.concat(parts)
+
+
+def _share(told: pl.DataFrame, k: int) -> float:
+    """The share of ``told``'s cases with |I_R(c)| < k (0 when there are none)."""
+    return told.filter(pl.col("size") < k).height / told.height if told.height else 0.0
+
+
+def _label(chosen: list[int], j: int) -> pl.Expr:
+    """The position among ``chosen`` of the first release showing the same latest report as the j-th."""
+    at = pl.col(f"p{chosen[j]}")
+    label: pl.Expr = pl.lit(j)
+    for position in reversed(range(j)):  # built inside out: the first match wins
+        label = pl.when(pl.col(f"p{chosen[position]}") == at).then(pl.lit(position)).otherwise(label)
+    return label.cast(pl.String)
 
 
 def _conf(members: pl.DataFrame, sizes: pl.DataFrame, p: pl.DataFrame, thetas: pl.DataFrame) -> pl.DataFrame:

@@ -63,8 +63,9 @@ _PR_SET_PDEATHSIG = 1
 
 
 def prepare_apart(
-    ledger_dir: Path, ingested: Path, quarters: list[str], work: Path, config: AnonymizeConfig, key: AgencyKey
-) -> SeriesStep:
+    ledger_dir: Path, ingested: Path, quarters: list[str], work: Path, config: AnonymizeConfig,
+    key: AgencyKey, republish: bool = False,
+) -> SeriesStep:  # fmt: skip
     """:func:`faers_anon.series.step.prepare` in a child process (module docstring); same arguments.
     The ledger's state is left out of the result (empty): :func:`with_state` before publication; so are
     the frames the release does not read (:func:`_trimmed`).
@@ -73,7 +74,8 @@ def prepare_apart(
         what ``prepare`` raises; RuntimeError when the child ends without a result (killed).
     """
     out = work / RESULT_NAME
-    job = pickle.dumps((ledger_dir, ingested, quarters, work, config, key), protocol=pickle.HIGHEST_PROTOCOL)
+    job = pickle.dumps((ledger_dir, ingested, quarters, work, config, key, republish),
+                       protocol=pickle.HIGHEST_PROTOCOL)
     command = [sys.executable, "-P", "-m", __name__, str(out)]
     child = subprocess.Popen(command, stdin=subprocess.PIPE, env=child_environment(), start_new_session=True)
     try:

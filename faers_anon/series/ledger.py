@@ -328,17 +328,41 @@ class Staged:
             shutil.rmtree(self.store, ignore_errors=True)
 
 
+def check_republish(ledger: Ledger, republish: bool, /) -> None:
+    """Refuse a release whose ``republish`` setting differs from the series' (docs/series.md §4).
+
+    The guarantee against an attacker who knows when the target's reports came in rests on every
+    member of an intersection showing a new report wherever the others do; one release made the other
+    way breaks it for every history through that release. A record without the key was made before the
+    setting existed, with republished companions.
+
+    Raises:
+        InputError: an earlier release of the ledger made with the other setting (one Error line).
+    """
+    for record in ledger.meta["releases"]:
+        earlier = bool(record.get("republish", True))
+        if earlier != republish:
+            made = "with" if earlier else "without"
+            asked = "with" if republish else "without"
+            raise InputError(
+                f"release {record['index']} of this series was made {made} republish; this release asks "
+                f"{asked}: a series keeps one setting (docs/series.md §4, 'Knowing when a report came in'). "
+                "Use the series' setting or start a new ledger",
+                path=ledger.path,
+            )
+
+
 def stage(ledger: Ledger, built: Path, out: Path, quarters: list[str], key: AgencyKey, *,
           withheld: int = 0, ingested: Path | None = None, series: dict[str, int] | None = None,
           pending: Path | None = None, ids: pl.DataFrame | None = None,
-          cases: Path | None = None) -> Staged:  # fmt: skip
+          cases: Path | None = None, republish: bool = False) -> Staged:  # fmt: skip
     """Write the entries of the release ``built`` (to be published as ``out``), the next state and
     ledger.json; with ``ingested`` (the folder the release was written from) its tables go to the
     store (:mod:`faers_anon.series.store`), with ``pending`` (the withheld cases' rows,
     :mod:`faers_anon.series.pending`) to its ``pending/``; ``ids``: caseid → pseudonym already known,
     ``cases``: the store's ``cases.parquet`` made already (:func:`faers_anon.series.store.write_store`);
     ``series``: the placement's counts (returning, published, republished, withheld, retried cases and
-    reports), kept in the record.
+    reports), kept in the record; ``republish``: the release's setting (:func:`check_republish`).
 
     Raises:
         InputError: the ledger folder cannot be written.
@@ -356,7 +380,8 @@ def stage(ledger: Ledger, built: Path, out: Path, quarters: list[str], key: Agen
                   "manifest_sha256": sha256_file(built / MANIFEST_NAME), "file": name,
                   "sha256": sha256_file(file), "state": state_name, "state_sha256": sha256_file(state),
                   "cases": entries.height, "groups": entries.get_column("group").n_unique(),
-                  "withheld": withheld, **({"series": dict(series)} if series else {})}  # fmt: skip
+                  "withheld": withheld, "republish": republish,
+                  **({"series": dict(series)} if series else {})}  # fmt: skip
         if ingested is not None:
             shutil.rmtree(store, ignore_errors=True)  # a store left by an interrupted run
             files = write_store(ingested, store, knowledge=built / "knowledge.csv", key=key.pseudonym_key,

@@ -13,8 +13,16 @@ if they had come in with its quarter (:func:`carried`), unless
 A pending case withheld again is carried again; a published one leaves the pending set. So a
 withheld case is never dropped silently: each release counts ``retried`` (pending cases offered
 again), ``retried_published``, ``retried_reports`` (their DEMO rows added to the release's input),
-``pending_superseded`` and ``pending_deleted``, and its own withheld cases become the next pending
-set (``withheld``, ``withheld_reports``).
+``pending_superseded``, ``pending_deleted`` and ``pending_waiting`` (below), and its own withheld cases
+become the next pending set (``withheld``, ``withheld_reports``) with the waiting ones.
+
+Without ``republish`` (the default, docs/series.md §4) a returning case is published only beside
+returning cases of its own unit, so a pending case whose unit brings no new follow-up this quarter
+would only meet the pending cases it failed with before, fewer if some were superseded or deleted
+(:func:`waiting`). It is not offered (its unit's check cannot pass that did not pass) and *waits*: its
+rows go to this release's ``pending/`` unchanged and it is counted ``pending_waiting``. A unit with
+a new follow-up offers all its pending cases again. Without this, every withheld follow-up was offered
+every quarter: 52,618 → 105,968 → 158,174 pending cases on 400k quarters 2–4, growing with the series.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ import polars as pl
 from faers_anon.series.store import PENDING, STORED, checked_file
 from faers_anon.series.units import pseudonym_ids
 
-__all__ = ["carried", "write_pending"]
+__all__ = ["carried", "waiting", "write_pending"]
 
 #: The pending tables: every stored table with rows per case (DELETE lists are not a case's rows).
 TABLES = tuple(name for name in STORED if name != "deleted")
@@ -49,7 +57,8 @@ def carried(
     Raises:
         InputError: a pending file changed (SHA-256 under the MAC).
     """
-    counts = dict.fromkeys(("retried", "retried_reports", "pending_superseded", "pending_deleted"), 0)
+    counts = dict.fromkeys(("retried", "retried_reports", "pending_superseded", "pending_deleted",
+                            "pending_waiting"), 0)  # fmt: skip
     last = releases[-1] if releases else {}
     paths = {n: checked_file(ledger, last, f"{PENDING}/{n}.parquet") for n in TABLES}
     tables = {n: pl.read_parquet(p) for n, p in paths.items() if p is not None}
@@ -70,12 +79,45 @@ def carried(
     return (kept if kept["cases"].height else {}), counts
 
 
+def waiting(pending: pl.DataFrame, past: pl.DataFrame, arrived: pl.Series) -> pl.Series:
+    """The pending cases whose unit brings no new follow-up: none of this quarter's returning cases has a
+    history that starts with theirs or that theirs starts with (the only cases a returning-only bundle
+    could add to their intersections, :mod:`faers_anon.series.units`).
+
+    Args:
+        pending: ``caseid`` (raw), ``pseudonym`` of the pending cases still offered.
+        past: ``pseudonym``, ``history`` of the ledger's cases.
+        arrived: the histories of this quarter's returning cases (the pending ones not among them).
+
+    Returns:
+        The raw caseids that wait.
+    """
+    new = set(arrived.unique().to_list())
+    reached = {"|".join(parts[: i + 1]) for h in new for parts in [h.split("|")] for i in range(len(parts))}
+    own = pending.join(past, on="pseudonym", how="left")
+
+    def meets(history: str | None) -> bool:
+        if history is None or history in reached:  # a new follow-up's history starts with its own
+            return True
+        parts = history.split("|")
+        return any("|".join(parts[: i + 1]) in new for i in range(len(parts) - 1))
+
+    kinds = own.get_column("history").unique()
+    met = pl.DataFrame({"history": kinds, "met": [meets(h) for h in kinds.to_list()]},
+                       schema={"history": pl.Utf8, "met": pl.Boolean})  # fmt: skip
+    flags = own.join(met, on="history", how="left", nulls_equal=True)
+    return flags.filter(~pl.col("met")).get_column("caseid")
+
+
 def write_pending(
-    ingested: Path, offered: dict[str, pl.DataFrame], withheld: pl.Series, out: Path
-) -> Path | None:
+    ingested: Path, offered: dict[str, pl.DataFrame], withheld: pl.Series, out: Path,
+    waited: dict[str, pl.DataFrame] | None = None,
+) -> Path | None:  # fmt: skip
     """Write the rows of the ``withheld`` cases (raw caseids), from the quarter's ``ingested`` tables
-    and the ``offered`` pending ones, to ``out/<table>.parquet``; None when nothing is withheld."""
-    if withheld.is_empty():
+    and the ``offered`` pending ones, with every row of the ``waited`` ones (pending cases not offered,
+    :func:`waiting`), to ``out/<table>.parquet``; None when there are none."""
+    waited = waited or {}
+    if withheld.is_empty() and not waited:
         return None
     out.mkdir(mode=0o700)
     ids = withheld.implode()
@@ -85,6 +127,8 @@ def write_pending(
             path.is_file()) else []  # fmt: skip
         if name in offered:
             parts.append(offered[name].filter(pl.col("caseid").is_in(ids)))
+        if name in waited:
+            parts.append(waited[name])
         if parts:
             pl.concat(parts, how="diagonal_relaxed").write_parquet(out / f"{name}.parquet")
     return out

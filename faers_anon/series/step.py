@@ -64,8 +64,8 @@ from faers_anon.series.composition import (
     without_links,
 )
 from faers_anon.series.exposed import exposed_probabilities
-from faers_anon.series.ledger import Ledger, history, open_ledger, stage
-from faers_anon.series.pending import carried, write_pending
+from faers_anon.series.ledger import Ledger, check_republish, history, open_ledger, stage
+from faers_anon.series.pending import carried, waiting, write_pending
 from faers_anon.series.placement import Memo, Planner, SeriesPlan, unit_members
 from faers_anon.series.raised import LINKS_SCHEMA, left_out_rows
 from faers_anon.series.recheck import Recheck
@@ -100,7 +100,8 @@ class SeriesStep:
         earlier release's E at its largest weight, written for the anonymizer
         (:attr:`AnonymizeConfig.earlier_knowledge`: it bounds and publishes E*_t = max(E_t, E*_{t−1}); None
         for the first release); cases: the store's ``cases.parquet`` of ``ingested``, made of the
-        composition's super-records in memory (None: made at publication).
+        composition's super-records in memory (None: made at publication); republish: the release's
+        ``republish`` setting (recorded in the ledger: :func:`faers_anon.series.ledger.check_republish`).
     """
 
     ledger: Ledger
@@ -113,6 +114,7 @@ class SeriesStep:
     inputs: ReleaseInputs | None = None
     earlier_knowledge: Path | None = None
     cases: Path | None = None
+    republish: bool = False
 
 
 def _release_inputs(
@@ -204,9 +206,31 @@ def _with_offered(cases: pl.DataFrame, offered: dict[str, pl.DataFrame]) -> pl.D
     return pl.concat([cases, extra])
 
 
+def _waiting(
+    offered: dict[str, pl.DataFrame], counts: dict[str, int], cases: pl.DataFrame, ledger: Ledger,
+    key: AgencyKey,
+) -> tuple[dict[str, pl.DataFrame], dict[str, pl.DataFrame]]:  # fmt: skip
+    """Split the pending cases offered again into those offered and those that wait (no new follow-up in
+    their unit: :func:`.pending.waiting`); ``counts`` (``retried``, ``retried_reports``,
+    ``pending_waiting``) counts the offered and the waiting ones."""
+    if not offered:
+        return offered, {}
+    past = history(ledger.state).rename({"caseid": "pseudonym"})
+    arrived = pseudonym_ids(cases.select("caseid"), key.pseudonym_key).join(past, on="pseudonym")
+    pending = pseudonym_ids(offered["cases"].select("caseid"), key.pseudonym_key)
+    wait = waiting(pending, past, arrived.get_column("history")).implode()
+    waited = {name: table.filter(pl.col("caseid").is_in(wait)) for name, table in offered.items()}
+    kept = {name: table.filter(~pl.col("caseid").is_in(wait)) for name, table in offered.items()}
+    counts["pending_waiting"] = waited["cases"].height
+    counts["retried"] = kept["cases"].height
+    counts["retried_reports"] = kept["reports"].height if "reports" in kept else 0
+    return (kept if kept["cases"].height else {}), (waited if waited["cases"].height else {})
+
+
 def prepare(
-    ledger_dir: Path, ingested: Path, quarters: list[str], work: Path, config: AnonymizeConfig, key: AgencyKey
-) -> SeriesStep:
+    ledger_dir: Path, ingested: Path, quarters: list[str], work: Path, config: AnonymizeConfig,
+    key: AgencyKey, republish: bool = False,
+) -> SeriesStep:  # fmt: skip
     """Open and check the ledger, plan this quarter's returning cases, write what anonymize needs.
 
     The pending cases of the last release (withheld there, :mod:`faers_anon.series.pending`) are offered again
@@ -219,24 +243,34 @@ def prepare(
     verification, stay the last word). The withheld cases' rows are written for the ledger's store
     (``pending``).
 
+    ``republish`` (the release's ``republish`` setting, docs/series.md §4 "Knowing when a report came
+    in"): a returning case is published with group-mates republished from the ledger's store; without it
+    (the default) only with returning cases of its own unit, at least k in every member's intersection,
+    so that every case of an intersection shows a new report wherever the others do.
+
     Raises:
-        InputError: a ledger that does not match (another key, tampered, a missing earlier quarter).
+        InputError: a ledger that does not match (another key, tampered, a missing earlier quarter, a
+            series released with the other ``republish`` setting).
         ConfigError: a model or method whose unit is not the case (frozen groups are case groups).
     """
     if config.method is not None or config.model != "ms-k-theta":
         raise ConfigError("ledger: composition-safe series need the ms-k-theta model without --method")
     ledger = open_ledger(ledger_dir, key)
     ledger.check_next(quarters)
+    check_republish(ledger, republish)
     cases = pl.read_parquet(ingested / "cases.parquet")
     deleted, compose = _deleted(ledger, ingested, key), partial(Composition, ingested, held={"cases": cases})
     offered, retried = carried(ledger.path, ledger.meta["releases"], cases.get_column("caseid"), deleted,
                                key.pseudonym_key)  # fmt: skip
+    offered, waited = (offered, {}) if republish else _waiting(offered, retried, cases, ledger, key)
     cases = _with_offered(cases, offered)
     ids = pseudonym_ids(cases, key.pseudonym_key)
     earlier = _earlier(ledger)
     miner = Miner(config, earlier=earlier)  # E_t of each attempt from the quarter's INDI ⋈ DRUG joined once
     knowledge, outcomes, thetas = _first_inputs(ingested, cases, ids, ledger, config, offered, earlier, miner)
     wanted = unit_members(ids, ledger.state)
+    if not republish:  # no earlier case is republished: the planner places returning cases alone
+        wanted = wanted.head(0)
     stored, _ = stored_cases(ledger.path, ledger.meta["releases"], key.pseudonym_key, wanted=wanted)
     outcomes = _with_stored_outcomes(outcomes, ledger, stored, ids)
     past = history(ledger.state).rename({"caseid": "pseudonym"})
@@ -296,13 +330,13 @@ def prepare(
         offered["cases"].get_column("caseid").is_in(plan.withheld.implode()).sum() if offered else 0
     )
     plan.counts.update(_report_counts(ingested, folder, plan, offered))
-    pending = write_pending(ingested, offered, plan.withheld, work / "pending")
+    pending = write_pending(ingested, offered, plan.withheld, work / "pending", waited)
     ids = pl.concat([ids, known.join(ids, on="caseid", how="anti")])  # the store's index, republished too
     cased = cases_for_store(inputs.cases if inputs else None, key.pseudonym_key, ids, work / "store-cases")
     written = None if earlier is None else work / EARLIER_NAME
     if earlier is not None:  # the anonymizer's E*_t when it mines E itself (inputs None)
         earlier.write_csv(work / EARLIER_NAME)
-    return SeriesStep(ledger, plan, folder, frozen, quarters, pending, ids, inputs, written, cased)
+    return SeriesStep(ledger, plan, folder, frozen, quarters, pending, ids, inputs, written, cased, republish)
 
 
 def _left_out_rows(composition: Composition, folder: Path) -> int:
@@ -385,7 +419,7 @@ def publish_with_ledger(step: SeriesStep, built: Path, out: Path, key: AgencyKey
     """
     staged = stage(step.ledger, built, out, step.quarters, key, withheld=step.plan.counts["withheld"],
                    ingested=step.ingested, series=step.plan.counts, pending=step.pending,
-                   ids=step.ids, cases=step.cases)  # fmt: skip
+                   ids=step.ids, cases=step.cases, republish=step.republish)  # fmt: skip
     try:
         publish()
     except BaseException:

@@ -53,7 +53,7 @@ def series(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def _config(tmp_path: Path, ledger: Path) -> ReleaseConfig:
     config = build_release_config(flag_options={"k": 3, "seed": 5})
     (tmp_path / "work").mkdir(exist_ok=True)
-    return replace(config, work=tmp_path / "work", ledger=ledger)
+    return replace(config, work=tmp_path / "work", ledger=ledger, republish=True)
 
 
 def _recorded(monkeypatch: pytest.MonkeyPatch, step: Any = None) -> list[str]:
@@ -155,7 +155,8 @@ def test_a_failed_series_step_is_one_error_line_and_starts_no_raw_half(
     work.mkdir()
     before = _files(ledger)
     result = CliRunner().invoke(cli, ["release", str(series["raw1"]), "-o", str(tmp_path / "out"), "--k", "3",
-                                      "--ledger", str(ledger), "--work-dir", str(work)])  # fmt: skip
+                                      "--ledger", str(ledger), "--work-dir", str(work),
+                                      "--republish"])  # fmt: skip
     assert result.exit_code == 1, result.output
     errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and "simulated: ledger unreadable" in errors[0], result.output

@@ -29,7 +29,8 @@ def quarter(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Quarter 1 of a 2-quarter series released with a ledger; quarter 2 ingested, not released."""
     root = tmp_path_factory.mktemp("apart")
     raws = make_series(300, root / "raw", quarters=2, follow=0.3, seed=3)
-    flags: dict[str, object] = {"k": 3, "ledger": root / "ledger", "key_file": root / "agency.key"}
+    flags: dict[str, object] = {"k": 3, "ledger": root / "ledger", "key_file": root / "agency.key",
+                               "republish": True}
     api.release([raws[0]], root / "rel0", config=api.release_config(None, flags))
     api.ingest([raws[1]], root / "ingested")
     return {"root": root, "raw1": raws[1], "ledger": root / "ledger", "ingested": root / "ingested",
@@ -52,8 +53,8 @@ def test_the_step_apart_equals_the_step_in_process(quarter: dict[str, Path], tmp
     config, key = AnonymizeConfig(k=3), _key(quarter)
     here_ledger, here_work = _copy(quarter, tmp_path, "here")
     apart_ledger, apart_work = _copy(quarter, tmp_path, "apart")
-    here = prepare(here_ledger, quarter["ingested"], ["2024Q2"], here_work, config, key)
-    apart = prepare_apart(apart_ledger, quarter["ingested"], ["2024Q2"], apart_work, config, key)
+    here = prepare(here_ledger, quarter["ingested"], ["2024Q2"], here_work, config, key, True)
+    apart = prepare_apart(apart_ledger, quarter["ingested"], ["2024Q2"], apart_work, config, key, True)
     assert here.plan.counts == apart.plan.counts and here.plan.counts["returning"] > 0
     assert here.plan.counts["republished"] > 0
     # the plan's per-case frames and the composition's cases, OUTC codes and own E are not read by the
@@ -122,9 +123,9 @@ def test_an_exception_comes_back_with_its_type_attributes_and_where_a_bug_happen
 def test_a_ledger_changed_meanwhile_is_refused(quarter: dict[str, Path], tmp_path: Path) -> None:
     ledger, work = _copy(quarter, tmp_path, "changed")
     key = _key(quarter)
-    step = prepare_apart(ledger, quarter["ingested"], ["2024Q2"], work, AnonymizeConfig(k=3), key)
+    step = prepare_apart(ledger, quarter["ingested"], ["2024Q2"], work, AnonymizeConfig(k=3), key, True)
     assert len(with_state(step, key).ledger.meta["releases"]) == 1  # unchanged: read again, accepted
-    flags: dict[str, object] = {"k": 3, "ledger": ledger, "key_file": quarter["key"]}
+    flags: dict[str, object] = {"k": 3, "ledger": ledger, "key_file": quarter["key"], "republish": True}
     api.release([quarter["raw1"]], tmp_path / "other", config=api.release_config(None, flags))
     with pytest.raises(InputError, match="ledger changed while this release was made"):
         with_state(step, key)

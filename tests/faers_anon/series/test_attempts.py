@@ -124,7 +124,8 @@ def quarter_two(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("attempts")
     raws = make_series(300, root / "raw", quarters=2, follow=0.3, seed=3)
     ledger = root / "ledger"
-    api.release([raws[0]], root / "rel0", config=api.release_config(None, {"k": 3, "ledger": ledger}))
+    flags: dict[str, object] = {"k": 3, "ledger": ledger, "republish": True}
+    api.release([raws[0]], root / "rel0", config=api.release_config(None, flags))
     return {"ledger": ledger, "ingested": api.ingest([raws[1]], root / "ingested").out, "root": root}
 
 
@@ -132,7 +133,8 @@ def _prepare(made: dict[str, Path], work: Path) -> Any:
     key = load_key(None)  # the session's key (tests/conftest.py), as the release of quarter 1
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
-    return step_module.prepare(made["ledger"], made["ingested"], ["2024Q2"], work, AnonymizeConfig(k=3), key)
+    config = AnonymizeConfig(k=3)
+    return step_module.prepare(made["ledger"], made["ingested"], ["2024Q2"], work, config, key, True)
 
 
 def test_a_unit_over_theta_with_the_compositions_own_e_is_withheld_before_its_p_and_theta(

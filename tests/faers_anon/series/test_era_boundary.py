@@ -50,7 +50,8 @@ def released(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     _write(q4, "REAC12Q4.txt", ["primaryid$caseid$pt", *reac])
     ledger = root / "ledger"
     for name, raw in (("r3", q3), ("r4", q4)):
-        api.release([raw], root / name, config=api.release_config(None, {"k": K, "ledger": ledger}))
+        flags: dict[str, object] = {"k": K, "ledger": ledger, "republish": True}
+        api.release([raw], root / name, config=api.release_config(None, flags))
     return {"r3": root / "r3", "r4": root / "r4", "ledger": ledger}
 
 

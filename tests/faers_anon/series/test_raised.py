@@ -145,7 +145,7 @@ def _data(cases: list[tuple[int, str, list[str], list[str]]]) -> CaseData:
     schema = {"caseid": pl.Int64, "term": pl.String}
     return CaseData(view=view, fields=("sex",), drugs=pl.DataFrame(drugs, orient="row", schema=schema),
                     reactions=pl.DataFrame(pairs, orient="row", schema=schema),
-                    reports=view)  # fmt: skip
+                    reports=view.with_columns(primaryid=pl.col("caseid")))  # one report a case  # fmt: skip
 
 
 def test_the_composition_attack_reads_every_release_through_every_e(tmp_path: Path) -> None:

@@ -32,8 +32,9 @@ from faers_anon.verify.series import verify_series
 K = 3
 
 
-def _release(raw: Path, out: Path, ledger: Path | None) -> Path:
+def _release(raw: Path, out: Path, ledger: Path | None, *, republish: bool = True) -> Path:
     flags: dict[str, object] = {"k": K} | ({"ledger": ledger} if ledger is not None else {})
+    flags |= {"republish": True} if republish and ledger is not None else {}
     api.release([raw], out, config=api.release_config(None, flags))
     return out
 
@@ -90,14 +91,22 @@ def test_the_ledger_refuses_a_missing_quarter_and_another_key(
     # a ledger that ends at 2024Q1 (its first release) refuses 2024Q3: 2024Q2 is missing
     first = tmp_path / "first"
     _release(series["raw0"], tmp_path / "r0", first)
-    args = ["release", str(series["raw2"]), "-o", str(tmp_path / "r2"), "--k", str(K), "--ledger"]
+    args = ["release", str(series["raw2"]), "-o", str(tmp_path / "r2"), "--k", str(K), "--republish",
+            "--ledger"]
     result = CliRunner().invoke(cli, [*args, str(first)])
     assert result.exit_code == 1
     assert result.output.splitlines()[-1].startswith("Error: ")
     assert "ends at 2024Q1: release 2024Q2 first" in result.output
     assert not (tmp_path / "r2").exists()
+    # a series keeps one setting: the first release was made with republish, this one is not
+    args = ["release", str(series["raw1"]), "-o", str(tmp_path / "r1"), "--k", str(K), "--ledger", str(first)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1 and result.output.splitlines()[-1].startswith("Error: ")
+    assert "release 1 of this series was made with republish; this release asks without" in result.output
+    assert not (tmp_path / "r1").exists()
     other = tmp_path / "other.key"
-    args = ["release", str(series["raw2"]), "-o", str(tmp_path / "r3"), "--k", str(K), "--ledger"]
+    args = ["release", str(series["raw2"]), "-o", str(tmp_path / "r3"), "--k", str(K), "--republish",
+            "--ledger"]
     result = CliRunner().invoke(cli, [*args, str(ledger), "--key-file", str(other)])
     assert result.exit_code == 1 and "another agency key" in result.output
     assert not (tmp_path / "r3").exists() and (ledger / "ledger.json").read_bytes() == meta_file
@@ -139,7 +148,8 @@ def test_every_withheld_and_republished_report_is_accounted_for(series: dict[str
     # DEMO rows of the release are exactly that many.
     meta = json.loads((series["ledger"] / "ledger.json").read_text())
     names = ("returning", "published_returning", "withheld", "withheld_reports", "republished",
-             "republished_reports", "retried", "retried_reports", "left_out_links", "left_out_indi_rows")
+             "republished_reports", "retried", "retried_reports", "pending_waiting", "left_out_links",
+             "left_out_indi_rows")
     for index in (1, 2):
         counts = json.loads((series[f"rel{index}"] / "report.json").read_text())["counts"]
         placed = meta["releases"][index]["series"]
@@ -151,7 +161,7 @@ def test_every_withheld_and_republished_report_is_accounted_for(series: dict[str
         assert demo.height == kept + retried - withheld + placed["republished_reports"] - left
         assert placed["returning"] == placed["published_returning"] + placed["withheld"]
         public = json.loads((series[f"rel{index}"] / "report.json").read_text())["series"]
-        assert public == {"release": index + 1, **{name: placed[name] for name in names}}  # public
+        assert public == {"release": index + 1, "republish": True, **{name: placed[name] for name in names}}
     assert meta["releases"][2]["series"]["retried_reports"] > 0  # quarter 3 offers quarter 2's withheld
 
 
@@ -186,7 +196,7 @@ def test_a_ledgered_release_keeps_every_overall_signal_of_the_cases_it_publishes
     # 7 of 9 raw signals surviving and 8 new, ROR 9 of 10 and 12 new.
     raws = make_series(2000, tmp_path / "raw", quarters=2, seed=0, shape="realistic")
     ledger = tmp_path / "ledger"
-    flags: dict[str, object] = {"k": 5, "ledger": ledger}
+    flags: dict[str, object] = {"k": 5, "ledger": ledger, "republish": True}
     for i, raw in enumerate(raws):
         api.release([raw], tmp_path / f"rel{i}", config=api.release_config(None, flags))
     report = json.loads((tmp_path / "rel1" / "report.json").read_text())
@@ -246,3 +256,54 @@ def test_the_engines_cases_of_a_ledgered_release_keep_the_outcome_strata(series:
     starred = outcome[1].filter(pl.col("outcome") == "*").get_column("caseid")
     assert starred.len() < outcome[1].height / 4
     assert set(starred.to_list()) <= set(outcome[0].get_column("caseid").to_list())
+
+
+@pytest.fixture(scope="module")
+def returning_only(series: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The same three quarters released with a ledger and the default setting (no republish)."""
+    root = tmp_path_factory.mktemp("returning_only")
+    made = {"ledger": root / "ledger"}
+    for i in range(3):
+        made[f"rel{i}"] = _release(series[f"raw{i}"], root / f"rel{i}", made["ledger"], republish=False)
+    return made
+
+
+def test_knowing_when_reports_came_in_tells_a_follow_up_from_republished_mates(
+    series: dict[str, Path], returning_only: dict[str, Path]
+) -> None:
+    # republish: I(c) >= k by the member sets, but a follow-up is the one member of its bundle with a new
+    # report, and its republished mates the ones without (docs/series.md §4)
+    mates = [series[f"rel{i}"] for i in range(3)]
+    found = assess_risk(mates[2], config=RiskConfig(series=tuple(mates[:2]))).figures["composition"]
+    assert found["below_k"] == 0.0 and found["below_k_by_receipt"] > 0.2
+    assert found["cases_with_a_new_report"] > 0 and found["new_report_below_k_by_receipt"] > 0.5
+    # the default: a follow-up is published only beside k - 1 follow-ups of its own unit
+    alone = [returning_only[f"rel{i}"] for i in range(3)]
+    assert verify_series(alone).ok
+    found = assess_risk(alone[2], config=RiskConfig(series=tuple(alone[:2]))).figures["composition"]
+    assert found["cases_with_a_new_report"] > 0
+    assert found["below_k"] == found["below_k_by_receipt"] == found["unique_by_receipt"] == 0.0
+    assert found["intersections_above_theta"] == 0
+
+
+def test_the_default_republishes_nothing_and_accounts_for_every_follow_up(
+    returning_only: dict[str, Path],
+) -> None:
+    meta = json.loads((returning_only["ledger"] / "ledger.json").read_text())
+    assert [r["republish"] for r in meta["releases"]] == [False, False, False]
+    for index in (1, 2):
+        placed = meta["releases"][index]["series"]
+        assert placed["republished"] == placed["republished_reports"] == 0
+        assert placed["returning"] == placed["published_returning"] + placed["withheld"]
+        assert placed["withheld"] > 0  # most follow-ups wait for k of their group
+        public = json.loads((returning_only[f"rel{index}"] / "report.json").read_text())["series"]
+        assert public["republish"] is False and public["withheld"] == placed["withheld"]
+        html = (returning_only[f"rel{index}"] / "report.html").read_text()
+        assert "no earlier case is published again" in html
+    # every case withheld at quarter 2 is offered again at quarter 3, superseded, deleted, or waits for
+    # a follow-up of its own unit (the only way its unit's check could pass)
+    again = meta["releases"][2]["series"]
+    assert again["retried"] > 0 and again["pending_waiting"] > 0
+    parts = ("retried", "pending_superseded", "pending_deleted", "pending_waiting")
+    assert sum(again[name] for name in parts) == meta["releases"][1]["series"]["withheld"]
+

@@ -187,7 +187,7 @@ def test_the_anonymizer_takes_the_steps_inputs_and_writes_the_same_release(
     monkeypatch.setenv("FAERS_ANON_KEY_FILE", str(tmp_path / "agency.key"))
     raws = make_series(300, tmp_path / "raw", quarters=2, follow=0.3, seed=3)
     ledger = tmp_path / "ledger"
-    flags: dict[str, object] = {"k": 3, "ledger": ledger}
+    flags: dict[str, object] = {"k": 3, "ledger": ledger, "republish": True}
     api.release([raws[0]], tmp_path / "rel0", config=api.release_config(None, flags))
     shutil.copytree(ledger, tmp_path / "ledger-copy")
     calls: list[str] = []
