@@ -50,6 +50,8 @@ class AnonymizeConfig:
             mined here and it (:func:`faers_anon.anonymize.inputs.knowledge_table`; docs/series.md §4),
             so the release is bounded against every earlier release's E and publishes E*_t as its
             knowledge.csv; never in the manifest (the file is private, knowledge.csv states the E used).
+        republish: a ledgered release's ``republish`` setting (set by the release, docs/series.md §4),
+            stated in the manifest for ``verify --series``; None (not stated) without a ledger.
         qids: a non-empty subset of ``age``, ``sex``, ``weight``.
         candidates: M, exact ΔIL' evaluations per search (≥ 1).
         scan_limit: evaluations per search at most (≥ candidates).
@@ -86,6 +88,7 @@ class AnonymizeConfig:
     seed: int = 0
     frozen: Path | None = None
     earlier_knowledge: Path | None = None
+    republish: bool | None = None
     qids: tuple[str, ...] = QIDS
     candidates: int = 64
     scan_limit: int = 4096
@@ -165,6 +168,7 @@ class AnonymizeConfig:
             and not (key == "method" and value is None)
             and not (key == "outcome_theta" and value == "same")  # manifests before the option: unchanged
             and not (key == "outcome_strata" and value is False)
+            and not (key == "republish" and value is None)  # set for a ledgered release only
         }
         if self.method is not None:
             out.pop("model")  # the method replaces the model

@@ -93,8 +93,9 @@ def verify_command(
         composed = verify_series(release, k=k)
         click.echo(composed.summary(limit=20))
         if not composed.ok:
-            below = composed.violations.height
-            failed.append(f"series: {below} case(s) below k {composed.k} across releases")
+            below, told = composed.violations.height, composed.receipt.height
+            failed.append(f"series: {below} case(s) below k {composed.k} across releases, {told} knowing "
+                          "when their reports came in")  # fmt: skip
     if failed:
         raise VerificationError("; ".join(failed))
 

@@ -83,8 +83,10 @@ class ReleaseConfig:
     def parameters(self) -> dict[str, object]:
         """JSON-ready parameters of the whole run (manifest.json, report.json)."""
         signals = self.compare.signals
+        series = {"republish": self.republish} if self.ledger is not None else {}  # verify --series reads it
         return {
             **self.anonymize.parameters(),
+            **series,
             "demo": self.ingest.demo,
             "drug_names": str(self.ingest.drug_names) if self.ingest.drug_names else None,
             "signals": {

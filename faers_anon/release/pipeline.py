@@ -401,7 +401,8 @@ def _with_force(config: ReleaseConfig, series: SeriesStep | None = None) -> Anon
     if series is None:
         return replace(config.anonymize, force=True, frozen=None)
     earlier = series.earlier_knowledge
-    return replace(config.anonymize, force=True, frozen=series.frozen, earlier_knowledge=earlier)
+    return replace(config.anonymize, force=True, frozen=series.frozen, earlier_knowledge=earlier,
+                   republish=series.republish)  # stated in the manifest: verify --series reads it
 
 
 def _series(

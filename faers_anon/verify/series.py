@@ -12,9 +12,19 @@ Rule ``series_k``: every case in two or more releases has |I(c)| ≥ k, k the sm
 releases' ``parameters.k`` unless stated. Each violating case pseudonym is named with its releases
 and |I(c)|.
 
+Rule ``series_receipt`` (docs/series.md §4, "Knowing when a report came in"): the attacker who also
+knows when the target's reports came in keeps, of I(c), the cases that show a new report in the same
+releases: I_R(c), the members whose latest report pseudonym (the highest of the case in the release)
+is, release by release, the same as or other than the one of each earlier of c's releases exactly
+when c's is. Every case in several releases must have |I_R(c)| ≥ k, unless a release of the series
+states ``parameters.republish`` true (made with republished group-mates, which this attacker tells
+from a follow-up by design): then the cases below k are counted and named, and the verdict does not
+fail on them.
+
 Computation: I(c) depends only on c's groups in R(c), so for each distinct set S of releases that
 some case appears in (at most 2^n − 1, n releases), the cases present in every release of S are
-grouped on their groups there; the count is |I(c)| for the cases whose R(c) is exactly S.
+grouped on their groups there; the count is |I(c)| for the cases whose R(c) is exactly S; with the
+labels of their reports added to the key, |I_R(c)|.
 """
 
 from __future__ import annotations
@@ -42,6 +52,8 @@ class SeriesVerdict:
         cases: distinct case pseudonyms; in_several: of those, cases in two or more releases.
         violations: ``caseid`` (pseudonym), ``releases`` (indexes, from 1), ``intersection`` (|I(c)|),
             one row per case in several releases with |I(c)| < k, by caseid.
+        receipt: the same for |I_R(c)| < k (``intersection`` = |I_R(c)|): rule ``series_receipt``.
+        republished: a release states ``parameters.republish`` true: ``receipt`` is counted, not a failure.
     """
 
     releases: tuple[Path, ...]
@@ -49,11 +61,14 @@ class SeriesVerdict:
     cases: int
     in_several: int
     violations: pl.DataFrame
+    receipt: pl.DataFrame
+    republished: bool = False
 
     @property
     def ok(self) -> bool:
-        """True when no case in several releases is below k."""
-        return self.violations.height == 0
+        """True when no case in several releases is below k (and none knowing receipts, unless the series
+        was made with republished group-mates)."""
+        return self.violations.height == 0 and (self.republished or self.receipt.height == 0)
 
     def summary(self, limit: int = 20) -> str:
         """A few lines: the verdict, the counts, the first ``limit`` violating pseudonyms."""
@@ -67,6 +82,13 @@ class SeriesVerdict:
                          f"release where it appears ({where})")  # fmt: skip
         if self.violations.height > limit:
             lines.append(f"  … and {self.violations.height - limit:,} more")
+        rule = "counted only: made with republish" if self.republished else "series_receipt"
+        lines.append(f"knowing when reports came in ({rule}): {self.receipt.height:,} of {self.in_several:,} "
+                     "cases in several releases below k")  # fmt: skip
+        if not self.republished:
+            for row in self.receipt.head(limit).iter_rows(named=True):
+                lines.append(f"  case {row['caseid']}: {row['intersection']} case(s) share its group and its "
+                             "report dates in every release where it appears")  # fmt: skip
         return "\n".join(lines)
 
 
@@ -90,11 +112,22 @@ def _groups(release: Path, manifest: dict[str, object], index: int) -> pl.DataFr
     listed = columns.get("demo", {}).get("qid", []) if isinstance(columns, dict) else []
     names = pl.read_parquet_schema(path)
     qids = [c for c in dict.fromkeys([*_STANDARD, *listed]) if c in names]
-    cases = pl.read_parquet(path, columns=["caseid", *qids]).unique("caseid", keep="first")
+    rows = pl.read_parquet(path, columns=["caseid", "primaryid", *qids])
+    latest = rows.group_by("caseid").agg(pl.col("primaryid").max().alias(f"p{index}"))
+    cases = rows.unique("caseid", keep="first")
     tuples = cases.select(qids).unique().with_row_index("g")
-    return cases.join(tuples, on=qids, nulls_equal=True).select(
-        "caseid", pl.col("g").cast(pl.Int64).alias(f"g{index}")
+    return cases.join(tuples, on=qids, nulls_equal=True).join(latest, on="caseid").select(
+        "caseid", pl.col("g").cast(pl.Int64).alias(f"g{index}"), f"p{index}"
     )
+
+
+def _label(chosen: list[int], j: int) -> pl.Expr:
+    """The position among ``chosen`` of the first release showing the same latest report as the j-th."""
+    at = pl.col(f"p{chosen[j]}")
+    label: pl.Expr = pl.lit(j)
+    for position in reversed(range(j)):  # built inside out: the first match wins
+        label = pl.when(pl.col(f"p{chosen[position]}") == at).then(pl.lit(position)).otherwise(label)
+    return label.alias(f"_l{j}")
 
 
 def _k(manifests: list[dict[str, object]], k: int | None) -> int:
@@ -125,16 +158,30 @@ def verify_series(releases: Sequence[Path], /, *, k: int | None = None) -> Serie
         [pl.when(pl.col(c).is_not_null()).then(pl.lit(i + 1)) for i, c in enumerate(columns)]
     ).list.drop_nulls().alias("releases"))  # fmt: skip
     several = wide.filter(pl.col("releases").list.len() > 1)
-    parts = []
+    parts: list[pl.DataFrame] = []
+    receipts: list[pl.DataFrame] = []
     for pattern in several.get_column("releases").unique().to_list():
         chosen = [columns[i - 1] for i in pattern]
-        sizes = wide.filter(pl.all_horizontal(pl.col(c).is_not_null() for c in chosen)).group_by(chosen).len()
-        targets = several.filter(pl.col("releases") == pl.lit(pattern, pl.List(pl.Int32)))
-        parts.append(
-            targets.join(sizes, on=chosen).select("caseid", "releases", pl.col("len").alias("intersection"))
-        )
+        labels = [_label([i - 1 for i in pattern], j) for j in range(len(pattern))]
+        holders = wide.filter(pl.all_horizontal(pl.col(c).is_not_null() for c in chosen)).with_columns(labels)
+        keys = [*chosen, *[f"_l{j}" for j in range(len(pattern))]]
+        mine = pl.col("releases") == pl.lit(pattern, pl.List(pl.Int32))
+        targets = several.filter(mine).with_columns(labels)
+        for out, key in ((parts, chosen), (receipts, keys)):
+            sizes = holders.group_by(key).len()
+            out.append(targets.join(sizes, on=key).select("caseid", "releases",
+                                                          pl.col("len").alias("intersection")))  # fmt: skip
     checked = _k(manifests, k)
-    found = pl.concat(parts) if parts else pl.DataFrame(
-        schema={"caseid": pl.Int64, "releases": pl.List(pl.Int32), "intersection": pl.UInt32})  # fmt: skip
+    empty = pl.DataFrame(schema={"caseid": pl.Int64, "releases": pl.List(pl.Int32),
+                                 "intersection": pl.UInt32})  # fmt: skip
+    found = pl.concat(parts) if parts else empty
     violations = found.filter(pl.col("intersection") < checked).sort("caseid")
-    return SeriesVerdict(folders, checked, wide.height, several.height, violations)
+    by_receipt = pl.concat(receipts) if receipts else empty
+    receipt = by_receipt.filter(pl.col("intersection") < checked).sort("caseid")
+    republished = any(_parameter(m, "republish") is True for m in manifests)
+    return SeriesVerdict(folders, checked, wide.height, several.height, violations, receipt, republished)
+
+
+def _parameter(manifest: dict[str, object], name: str) -> object:
+    parameters = manifest.get("parameters")
+    return parameters.get(name) if isinstance(parameters, dict) else None

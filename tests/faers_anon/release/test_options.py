@@ -27,6 +27,7 @@ from faers_anon.release.options import OPTIONS
 NOT_OPTIONS = {
     ("anonymize", "frozen"): "internal: set by the series step, never by a user",
     ("anonymize", "earlier_knowledge"): "internal: set by the series step, never by a user",
+    ("anonymize", "republish"): "internal: the release's republish setting, stated in the manifest",
     ("anonymize", "force"): "release: ReleaseConfig.force; anonymize: its own --force",
     ("ingest", "work_dir"): "release: ReleaseConfig.work; ingest: its own --work-dir",
 }

@@ -278,8 +278,13 @@ def test_knowing_when_reports_came_in_tells_a_follow_up_from_republished_mates(
     assert found["below_k"] == 0.0 and found["below_k_by_receipt"] > 0.2
     assert found["cases_with_a_new_report"] > 0 and found["new_report_below_k_by_receipt"] > 0.5
     # the default: a follow-up is published only beside k - 1 follow-ups of its own unit
+    result = CliRunner().invoke(cli, ["verify", "--series", *map(str, mates)])
+    assert result.exit_code == 0 and "knowing when reports came in (counted only: made with republish)" in (
+        result.output)  # fmt: skip
     alone = [returning_only[f"rel{i}"] for i in range(3)]
-    assert verify_series(alone).ok
+    result = CliRunner().invoke(cli, ["verify", "--series", *map(str, alone)])
+    assert result.exit_code == 0, result.output
+    assert "knowing when reports came in (series_receipt): 0 of " in result.output
     found = assess_risk(alone[2], config=RiskConfig(series=tuple(alone[:2]))).figures["composition"]
     assert found["cases_with_a_new_report"] > 0
     assert found["below_k"] == found["below_k_by_receipt"] == found["unique_by_receipt"] == 0.0

@@ -63,3 +63,32 @@ def test_cli_verify_several_releases_needs_series(tmp_path: Path) -> None:
     one, two = _pair(tmp_path, extra=False)
     result = CliRunner().invoke(cli, ["verify", "--no-hashes", str(one), str(two)])
     assert result.exit_code != 0 and "several releases need --series" in result.output
+
+
+def _followed(root: Path, *, republish: bool) -> list[Path]:
+    """Release 1: {1, 2, 3} tuple A. Release 2: {1, 2, 3} tuple C, case 1 with a new report (1002),
+    cases 2 and 3 with the report they showed before (republished)."""
+    one = _release(root / "r1", [(1, A, "2024"), (2, A, "2024"), (3, A, "2024")], extra=False)
+    two = _release(root / "r2", [(1, C, "2024"), (2, C, "2024"), (3, C, "2024")], extra=False)
+    demo = pl.read_parquet(two / "parquet" / "demo.parquet")
+    demo.with_columns(pl.when(pl.col("caseid") == 1).then(1002).otherwise(pl.col("primaryid"))
+                      .alias("primaryid")).write_parquet(two / "parquet" / "demo.parquet")  # fmt: skip
+    manifest = json.loads((two / "manifest.json").read_text())
+    manifest["parameters"]["republish"] = republish
+    (two / "manifest.json").write_text(json.dumps(manifest))
+    return [one, two]
+
+
+def test_knowing_when_reports_came_in_the_follow_up_is_alone(tmp_path: Path) -> None:
+    # I(c) = {1, 2, 3} for all three (k = 2: none below). Knowing the receipts: I_R(1) = {1} (the only
+    # new report), I_R(2) = I_R(3) = {2, 3}: case 1 fails series_receipt
+    verdict = verify_series(_followed(tmp_path / "a", republish=False))
+    assert verdict.violations.height == 0 and not verdict.ok
+    assert verdict.receipt.rows() == [(1, [1, 2], 1)]
+    assert "knowing when reports came in (series_receipt): 1 of 3 cases in several releases below k" in (
+        verdict.summary())  # fmt: skip
+    # a series made with republish states it: counted, not a failure
+    stated = verify_series(_followed(tmp_path / "c", republish=True))
+    assert stated.ok and stated.republished and stated.receipt.height == 1
+    assert "(counted only: made with republish): 1 of 3" in stated.summary()
+
