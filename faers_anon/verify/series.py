@@ -73,7 +73,8 @@ class SeriesVerdict:
     def summary(self, limit: int = 20) -> str:
         """A few lines: the verdict, the counts, the first ``limit`` violating pseudonyms."""
         head = "OK" if self.ok else "FAILED"
-        lines = [f"series of {len(self.releases)} releases: {head} (series_k, k = {self.k}): "
+        rules = "series_k" if self.republished else "series_k, series_receipt"
+        lines = [f"series of {len(self.releases)} releases: {head} ({rules}, k = {self.k}): "
                  f"{self.cases:,} case pseudonyms, {self.in_several:,} in several releases, "
                  f"{self.violations.height:,} below k"]  # fmt: skip
         for row in self.violations.head(limit).iter_rows(named=True):
