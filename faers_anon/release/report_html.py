@@ -256,14 +256,16 @@ def _series(report: Mapping[str, Any]) -> str:
             "each beside at least k − 1 other follow-ups of its group, so that every case a reader could "
             "confuse it with also shows a new report here; no earlier case is published again"
         )
+    again = "with the next quarter" if c.get("republish") else (
+        "with a later quarter that brings a follow-up of their group")  # fmt: skip
     return (
         f"<p>This is release {c.get('release', '?')} of a series published with a private ledger (the "
         "agency's, never published). So that no combination of the releases singles a patient out, a case "
         f"published before travels with its earlier group: of this quarter's {c.get('returning', 0):,} "
         f"returning cases (follow-ups of cases already published), {c.get('published_returning', 0):,} are "
         f"published in the groups they had, {companions}; {c.get('withheld', 0):,} cases "
-        f"({c.get('withheld_reports', 0):,} reports) are withheld and offered again with the next quarter (a "
-        f"withheld follow-up's earlier version stays in the earlier release).{retried}{kept}</p>"
+        f"({c.get('withheld_reports', 0):,} reports) are withheld and offered again {again} (a withheld "
+        f"follow-up's earlier version stays in the earlier release).{retried}{kept}</p>"
         "<p>The figures, the plots and the signals below compare the release with the raw data of the cases "
         "it publishes: this quarter's reports less the withheld ones, with the earlier cases published "
         "again. For signals over the series, count each case once at its latest version "
