@@ -256,6 +256,8 @@ def _series(report: Mapping[str, Any]) -> str:
             "each beside at least k − 1 other follow-ups of its group, so that every case a reader could "
             "confuse it with also shows a new report here; no earlier case is published again"
         )
+    raw_side = "with the earlier cases published again" if c.get("republish") else (
+        "with the follow-ups of earlier quarters published now")  # fmt: skip
     again = "with the next quarter" if c.get("republish") else (
         "with a later quarter that brings a follow-up of their group")  # fmt: skip
     return (
@@ -267,8 +269,8 @@ def _series(report: Mapping[str, Any]) -> str:
         f"({c.get('withheld_reports', 0):,} reports) are withheld and offered again {again} (a withheld "
         f"follow-up's earlier version stays in the earlier release).{retried}{kept}</p>"
         "<p>The figures, the plots and the signals below compare the release with the raw data of the cases "
-        "it publishes: this quarter's reports less the withheld ones, with the earlier cases published "
-        "again. For signals over the series, count each case once at its latest version "
+        f"it publishes: this quarter's reports less the withheld ones, {raw_side}. For signals over the "
+        "series, count each case once at its latest version "
         "(<code>faers-anon signals</code> with every release of the series).</p>"
     )
 
