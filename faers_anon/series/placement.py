@@ -13,8 +13,10 @@ Rule, for the cases of this quarter (``cases.parquet``, raw caseids; pseudonyms 
 1. a case not in the ledger is *fresh*: the engine places it as in a stand-alone release;
 2. a case in the ledger is *returning*; its *unit* (:mod:`faers_anon.series.units`) is every
    earlier case whose history starts with its own (or with a shorter returning history's):
-   the group it was released in, as it was. The unit's members that do not return this quarter
-   are *republished* with it, their last version unchanged (rows kept in the ledger's store);
+   the group it was released in, as it was. With the setting ``republish``, the unit's members that
+   do not return this quarter are *republished* with it, their last version unchanged (rows kept in
+   the ledger's store); by default (docs/series.md §4, "Knowing when a report came in") the step
+   gives the planner no stored member, so a bundle holds returning cases only;
 3. a *bundle* B drawn from the unit is published as one group (a *frozen* group: its own group id,
    not the engine's): each history class holding a returning case filled up to k of its own
    history (:func:`_trim`; then 2k, then the whole unit when a check fails), with its last
