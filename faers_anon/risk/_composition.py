@@ -84,8 +84,12 @@ def composition(
             "present"
         )
     )
+    for i, (_, data) in enumerate(releases):  # each case's latest report pseudonym there (_receipt)
+        latest = data.reports.group_by("caseid").agg(pl.col("primaryid").max().alias(f"p{i}"))
+        wide = wide.join(latest, on="caseid", how="left")
     target_parts: list[pl.DataFrame] = []
     member_parts: list[pl.DataFrame] = []
+    receipt_parts: list[pl.DataFrame] = []
     for pattern in wide.get_column("present").unique().sort().to_list():
         chosen = [c for c, flag in zip(columns, pattern, strict=True) if flag == "1"]
         holders = wide.filter(pl.all_horizontal(pl.col(c).is_not_null() for c in chosen))
@@ -98,8 +102,9 @@ def composition(
             .join(counts, on="intersection")
         )
         member_parts.append(members)
+        receipt_parts.append(_receipt(holders, pattern, key))
     targets = pl.concat(target_parts)
-    receipt = _by_receipt(releases, wide, columns)
+    receipt = pl.concat(receipt_parts)
     several = targets.join(wide.filter(pl.col("present").str.count_matches("1") > 1), on="caseid", how="semi")
     member_rows = pl.concat(member_parts).join(
         targets.select("intersection").unique(), on="intersection", how="semi"
@@ -133,37 +138,27 @@ def composition(
     }
 
 
-def _by_receipt(
-    releases: list[tuple[Path, CaseData]], wide: pl.DataFrame, columns: list[str]
-) -> pl.DataFrame:
-    """``caseid``, ``size``, ``changed``: |I_R(c)|, the members of I(c) whose reports changed between the
-    same releases as c's, and whether c's did (a new report in some release after its first).
+def _receipt(holders: pl.DataFrame, pattern: str, key: pl.Expr) -> pl.DataFrame:
+    """``caseid``, ``size``, ``changed`` of the cases present exactly in ``pattern``'s releases: |I_R(c)|,
+    the members of I(c) (``holders`` grouped on ``key``) whose reports changed between the same releases
+    as c's, and whether c's did (a new report in some release after its first).
 
     The attacker who knows when the target's reports came in (a receipt date, SPEC §11) keeps of I(c)
     only the cases showing a new report in the same releases: in each release, a case's latest report
-    pseudonym (the highest: one slot per version, docs/keys.md) is labelled with the first of c's
-    releases (in the order given) that shows the same report. A republished case shows the report it
+    pseudonym ``p<i>`` (the highest: one slot per version, docs/keys.md) is labelled with the first of
+    c's releases (in the order given) that shows the same report. A republished case shows the report it
     showed before; a follow-up a new one. Without republication every member of I(c) shows a new report
     wherever it appears, and I_R(c) = I(c).
     """
-    table = wide.select("caseid", "present", *columns)
-    for i, (_, data) in enumerate(releases):
-        latest = data.reports.group_by("caseid").agg(pl.col("primaryid").max().alias(f"p{i}"))
-        table = table.join(latest, on="caseid", how="left")
-    parts: list[pl.DataFrame] = []
-    for pattern in table.get_column("present").unique().sort().to_list():
-        chosen = [i for i, flag in enumerate(pattern) if flag == "1"]
-        holders = table.filter(pl.all_horizontal(pl.col(columns[i]).is_not_null() for i in chosen))
-        labels = [_label(chosen, j) for j in range(len(chosen))]
-        groups = [pl.col(columns[i]).cast(pl.String) for i in chosen]
-        key = pl.concat_str([pl.lit(pattern), *groups, *labels], separator="|")
-        first = pl.col(f"p{chosen[0]}")
-        changed = pl.any_horizontal(pl.lit(False), *[pl.col(f"p{m}") != first for m in chosen[1:]])
-        keyed = holders.select("caseid", "present", key.alias("_r"), changed.alias("changed"))
-        counts = keyed.group_by("_r").agg(pl.len().alias("size"))
-        mine = keyed.filter(pl.col("present") == pattern).join(counts, on="_r")
-        parts.append(mine.select("caseid", "size", "changed"))
-    return pl.concat(parts)
+    chosen = [i for i, flag in enumerate(pattern) if flag == "1"]
+    labels = [_label(chosen, j) for j in range(len(chosen))]
+    first = pl.col(f"p{chosen[0]}")
+    changed = pl.any_horizontal(pl.lit(False), *[pl.col(f"p{m}") != first for m in chosen[1:]])
+    refined = pl.concat_str([key, *labels], separator="|").alias("_r")
+    keyed = holders.select("caseid", "present", refined, changed.alias("changed"))
+    counts = keyed.group_by("_r").agg(pl.len().alias("size"))
+    mine = keyed.filter(pl.col("present") == pattern).join(counts, on="_r")
+    return mine.select("caseid", "size", "changed")
 
 
 def _share(told: pl.DataFrame, k: int) -> float:

@@ -33,7 +33,7 @@ from typing import Any
 import polars as pl
 
 from faers_anon.series.store import PENDING, STORED, checked_file
-from faers_anon.series.units import pseudonym_ids
+from faers_anon.series.units import pseudonym_ids, unit_of
 
 __all__ = ["carried", "waiting", "write_pending"]
 
@@ -92,21 +92,15 @@ def waiting(pending: pl.DataFrame, past: pl.DataFrame, arrived: pl.Series) -> pl
     Returns:
         The raw caseids that wait.
     """
-    new = set(arrived.unique().to_list())
-    reached = {"|".join(parts[: i + 1]) for h in new for parts in [h.split("|")] for i in range(len(parts))}
+    new = arrived.unique().drop_nulls()
+    parts = new.str.split("|").to_frame("parts")
+    upto = parts.with_columns(pl.int_ranges(1, pl.col("parts").list.len() + 1).alias("n")).explode("n")
+    reached = upto.select(pl.col("parts").list.head(pl.col("n")).list.join("|")).to_series()  # new's prefixes
     own = pending.join(past, on="pseudonym", how="left")
-
-    def meets(history: str | None) -> bool:
-        if history is None or history in reached:  # a new follow-up's history starts with its own
-            return True
-        parts = history.split("|")
-        return any("|".join(parts[: i + 1]) in new for i in range(len(parts) - 1))
-
-    kinds = own.get_column("history").unique()
-    met = pl.DataFrame({"history": kinds, "met": [meets(h) for h in kinds.to_list()]},
-                       schema={"history": pl.Utf8, "met": pl.Boolean})  # fmt: skip
-    flags = own.join(met, on="history", how="left", nulls_equal=True)
-    return flags.filter(~pl.col("met")).get_column("caseid")
+    inside = unit_of(own.get_column("history").drop_nulls(), new).get_column("history")  # start with new's
+    history = pl.col("history")
+    met = history.is_null() | history.is_in(reached.implode()) | history.is_in(inside.implode())
+    return own.filter(~met).get_column("caseid")
 
 
 def write_pending(

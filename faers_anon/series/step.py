@@ -207,15 +207,14 @@ def _with_offered(cases: pl.DataFrame, offered: dict[str, pl.DataFrame]) -> pl.D
 
 
 def _waiting(
-    offered: dict[str, pl.DataFrame], counts: dict[str, int], cases: pl.DataFrame, ledger: Ledger,
+    offered: dict[str, pl.DataFrame], counts: dict[str, int], cases: pl.DataFrame, past: pl.DataFrame,
     key: AgencyKey,
 ) -> tuple[dict[str, pl.DataFrame], dict[str, pl.DataFrame]]:  # fmt: skip
     """Split the pending cases offered again into those offered and those that wait (no new follow-up in
     their unit: :func:`.pending.waiting`); ``counts`` (``retried``, ``retried_reports``,
-    ``pending_waiting``) counts the offered and the waiting ones."""
+    ``pending_waiting``) counts the offered and the waiting ones; ``past``: the ledger's histories."""
     if not offered:
         return offered, {}
-    past = history(ledger.state).rename({"caseid": "pseudonym"})
     arrived = pseudonym_ids(cases.select("caseid"), key.pseudonym_key).join(past, on="pseudonym")
     pending = pseudonym_ids(offered["cases"].select("caseid"), key.pseudonym_key)
     wait = waiting(pending, past, arrived.get_column("history")).implode()
@@ -262,7 +261,8 @@ def prepare(
     deleted, compose = _deleted(ledger, ingested, key), partial(Composition, ingested, held={"cases": cases})
     offered, retried = carried(ledger.path, ledger.meta["releases"], cases.get_column("caseid"), deleted,
                                key.pseudonym_key)  # fmt: skip
-    offered, waited = (offered, {}) if republish else _waiting(offered, retried, cases, ledger, key)
+    past = history(ledger.state).rename({"caseid": "pseudonym"})
+    offered, waited = (offered, {}) if republish else _waiting(offered, retried, cases, past, key)
     cases = _with_offered(cases, offered)
     ids = pseudonym_ids(cases, key.pseudonym_key)
     earlier = _earlier(ledger)
@@ -273,7 +273,6 @@ def prepare(
         wanted = wanted.head(0)
     stored, _ = stored_cases(ledger.path, ledger.meta["releases"], key.pseudonym_key, wanted=wanted)
     outcomes = _with_stored_outcomes(outcomes, ledger, stored, ids)
-    past = history(ledger.state).rename({"caseid": "pseudonym"})
     withhold: frozenset[str] = frozenset()
     before = _before(ledger, config, outcomes, earlier)
     planner = Planner(
