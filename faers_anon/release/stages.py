@@ -18,6 +18,18 @@ call, never halfway through a Python statement of ours; then the block waits for
 Only then does the caller go on (and the release's work folder is removed): no thread still reads it.
 A cancelled task's outcome is discarded; the exception that ended the block is the one raised.
 
+Decision (what a cancelled stage leaves behind): :class:`Cancelled` may land between ``open()``
+returning and its ``with`` taking the file (``Path.read_bytes`` is such a place). The file object,
+not yet anyone's, is then finalized as the exception unwinds: closed at once, in the stopped thread,
+with a ``ResourceWarning`` that it was not closed by its owner (an error under ``-W error``, reported
+through :data:`sys.unraisablehook` against whatever runs next). That warning is expected, so while the
+block stops its tasks it drops a ``ResourceWarning`` raised in a thread it stopped, and passes every
+other report on. The stopped frames also stay reachable from the exception's traceback, holding the
+stage's files and data frames until the :class:`Stages` is dropped; so once the threads have ended,
+the block closes the file objects those frames hold as locals (a file left open keeps its bytes on
+disk after the work folder is removed) and clears the frames, freeing the stage's memory before the
+caller goes on.
+
 Decision (modules imported ahead, :meth:`Stages.preload`): a thread imports the modules of later
 stages while earlier ones run. It is never cancelled (an exception raised inside the import system could
 leave a module's import lock held); the block's end waits for it instead (at most the imports' own
@@ -30,9 +42,12 @@ from __future__ import annotations
 
 import contextvars
 import ctypes
+import gc
 import importlib
+import io
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -142,9 +157,30 @@ class Task(Generic[_T]):
                 _raise_in(thread.ident, Cancelled)
             self._work = None  # a sequential task not run yet never runs
 
+    @property
+    def running(self) -> bool:
+        """Whether the stage's work is running on its thread now."""
+        with self._lock:
+            return self._running and self._thread is not None
+
+    @property
+    def ident(self) -> int | None:
+        """The identifier of the stage's thread (``None`` before it started, and in sequential mode)."""
+        return None if self._thread is None else self._thread.ident
+
     def join(self) -> None:
         if self._thread is not None:
             _join(self._thread)
+
+    def let_go(self) -> None:
+        """Once the thread ended: if the stage was stopped, close the files its frames hold and free
+        them (module docstring); its outcome stays :class:`Cancelled`."""
+        error = self._error
+        if not isinstance(error, Cancelled):
+            return
+        self._error = Cancelled(self.name)
+        self._value = None
+        _let_go(error)
 
 
 #: Seconds :func:`_join` waits for a thread whose start was interrupted to come up.
@@ -213,12 +249,56 @@ class Stages:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, trace: TracebackType | None
     ) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            task.join()
+        stopped = {task.ident for task in self._tasks if task.running}
+        previous = sys.unraisablehook
+        sys.unraisablehook = _QuietFor(stopped, previous)
+        try:
+            for task in self._tasks:
+                task.cancel()
+            for task in self._tasks:
+                task.join()
+        finally:
+            if isinstance(sys.unraisablehook, _QuietFor):
+                sys.unraisablehook = previous
         for thread in self._imports:
             _join(thread)
+        for task in self._tasks:
+            task.let_go()
+
+
+class _QuietFor:
+    """An unraisable hook dropping a ``ResourceWarning`` raised in one of the ``stopped`` threads (module
+    docstring: a file finalized as :class:`Cancelled` unwinds); every other report goes to ``passed``."""
+
+    def __init__(self, stopped: set[int | None], passed: Callable[[Any], object]) -> None:
+        self._stopped = stopped
+        self._passed = passed
+
+    def __call__(self, report: Any) -> None:
+        if issubclass(report.exc_type, ResourceWarning) and threading.get_ident() in self._stopped:
+            log.debug("a stopped stage's file was closed by its finalizer: %s", report.exc_value)
+            return
+        self._passed(report)
+
+
+def _let_go(error: BaseException) -> None:
+    """Close the file objects the ended frames of ``error``'s traceback hold as locals (what
+    :func:`gc.get_referents` finds of an ended frame), then clear those frames and drop the traceback."""
+    trace = error.__traceback__
+    error.__traceback__ = None
+    while trace is not None:
+        frame = trace.tb_frame
+        for held in gc.get_referents(frame):
+            if isinstance(held, io.IOBase) and not held.closed:
+                try:
+                    held.close()
+                except OSError as exc:  # a file that cannot flush: its data is the stopped stage's
+                    log.debug("closing a file of a stopped stage failed: %s", exc)
+        try:
+            frame.clear()
+        except RuntimeError:  # still running: not a frame of the ended thread
+            pass
+        trace = trace.tb_next
 
 
 def _import(modules: tuple[str, ...]) -> None:

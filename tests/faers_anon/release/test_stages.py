@@ -4,6 +4,7 @@ same files as one after the other, a failed verification or a stage's error stop
 from __future__ import annotations
 
 import _thread
+import gc
 import hashlib
 import importlib
 import json
@@ -12,10 +13,12 @@ import signal
 import sys
 import threading
 import time
+import weakref
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -330,3 +333,38 @@ def test_a_stage_importing_a_module_being_preloaded_waits_for_it(
         time.sleep(0.05)  # the preload is inside the module's 0.2 s body
         module = importlib.import_module(slow)
         assert module.THREAD == "faers-anon imports"  # complete: imported once, by the preload
+
+
+def test_a_stopped_stage_closes_the_files_its_frames_hold_and_frees_its_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cancelled can land between ``open()`` returning and its ``with`` (``Path.read_bytes``): the file
+    sits on the stage's value stack. Here one file is a local, one on the value stack, beside an array."""
+    source = tmp_path / "table.csv"
+    source.write_text("drug,event\n")
+    unraisable: list[Any] = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    kept: list[weakref.ref[Any]] = []
+    up = threading.Event()
+
+    def wait() -> None:
+        up.set()
+        while True:
+            time.sleep(0.001)
+
+    def stage() -> None:
+        local = source.open("rb")
+        data = np.zeros(1_000_000)
+        kept.extend([weakref.ref(local), weakref.ref(data)])
+        [open(source, "rb"), wait()]  # noqa: B018, SIM115 - the file is on the value stack only
+
+    with pytest.raises(RuntimeError, match="verify failed"):
+        with Stages(concurrent=True) as stages:
+            task = stages.start("stage", stage)
+            up.wait(5)
+            raise RuntimeError("verify failed")
+    assert [ref() for ref in kept] == [None, None]  # freed at the block's end, not at the next collection
+    gc.collect()
+    assert unraisable == []  # no file was left for its finalizer to warn about
+    with pytest.raises(Cancelled):
+        task.result()
