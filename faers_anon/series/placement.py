@@ -19,7 +19,8 @@ Rule, for the cases of this quarter (``cases.parquet``, raw caseids; pseudonyms 
    gives the planner no stored member, so a bundle holds returning cases only;
 3. a *bundle* B drawn from the unit is published as one group (a *frozen* group: its own group id,
    not the engine's): each history class holding a returning case filled up to k of its own
-   history (:func:`_trim`; then 2k, then the whole unit when a check fails), with its last
+   history (:func:`_trim`; then 2k, then the whole unit when a check fails, then the unit less its
+   history classes below k, :func:`_pruned`), with its last
    released region, widened to the root of any QID where a member's value falls outside it (so
    the region is never narrower than before: no QID range shrinks by intersecting releases); it is
    kept when every member's intersection in B has ≥ k members and meets θ*
@@ -70,8 +71,9 @@ class SeriesPlan:
             ``bundle`` (index), the region columns (:data:`faers_anon.series.ledger.REGION`).
         withheld: raw caseids of the returning cases not published in this release.
         counts: ``fresh``, ``returning``, ``bundles``, ``published_returning``, ``republished``,
-            ``withheld``, ``withheld_small`` (unit below k), ``withheld_theta`` (unit over θ*),
-            ``widened``.
+            ``withheld``, ``withheld_small`` (unit below k, or the case's class dropped from a unit
+            placed in part), ``withheld_theta`` (unit over θ*), ``widened``, the units placed at each
+            level (``placed_k``, ``placed_2k``, ``placed_unit``, ``placed_part``), ``withheld_earlier``.
         republish: the earlier cases published again with their unit: ``caseid`` (raw), ``store``
             (the release index whose stored rows hold their last version).
     """
@@ -118,6 +120,8 @@ def _sizes(members: pl.DataFrame, pairs: pl.DataFrame | None = None) -> pl.DataF
 _QIDS = ("age_min", "age_max", "sex", "wt_min", "wt_max")
 #: The bundle levels: filled to k, to 2k (multiples of k), then the whole unit (None).
 _LEVELS = (("placed_k", 1), ("placed_2k", 2), ("placed_unit", None))
+#: Every level counted in a plan: the bundle levels, then the unit less its classes below k.
+_COUNTED = (*(name for name, _ in _LEVELS), "placed_part")
 #: Placement rounds: units failing the earlier-intersection check are blocked and the rest placed again.
 _ROUNDS = 8
 _LISTS = ("indications", "reactions", "drug_keys")
@@ -201,19 +205,43 @@ def _trim(members: pl.DataFrame, target: int) -> pl.DataFrame:
     return members[keys.get_column("_i").filter(pl.Series(rank < quota[at]))]
 
 
+def _pruned(trial: pl.DataFrame, k: int) -> pl.DataFrame:
+    """``trial`` less its history classes whose intersection would hold fewer than k members, dropped
+    until none is left below k (a dropped class also leaves the intersections that counted it).
+
+    Safe (docs/series.md §4, "A unit in part"): a kept member's I is counted over the kept members
+    only, as :func:`_sizes` counts it; a dropped class's cases are withheld, so their I is unchanged;
+    the unit's own class (its history a prefix of every member's) lies in every I and has the largest,
+    so it is kept whenever anything is. The pairs are found once; each pass sums over classes only.
+    """
+    pairs = intersection_pairs(trial)
+    counts = trial.group_by("unit", "history").len("e_count")
+    while True:
+        found = pairs.join(counts, left_on=["unit", "e_history"], right_on=["unit", "history"])
+        sizes = found.group_by("unit", "d_history").agg(pl.col("e_count").sum().alias("size"))
+        low = sizes.filter(pl.col("size") < k).select("unit", pl.col("d_history").alias("history"))
+        if low.is_empty():
+            return trial.join(counts.select("unit", "history"), on=["unit", "history"], how="semi")
+        counts = counts.join(low, on=["unit", "history"], how="anti")
+        pairs = pairs.join(low.rename({"history": "d_history"}), on=["unit", "d_history"], how="anti")
+
+
 def _place(
     members: pl.DataFrame, *, k: int, probabilities: Callable[[pl.DataFrame], pl.DataFrame],
     thetas: dict[str, float],
 ) -> tuple[pl.DataFrame, pl.DataFrame]:  # fmt: skip
-    """Choose, per unit, the smallest bundle that passes: filled to k, then 2k, then the whole unit.
+    """Choose, per unit, the smallest bundle that passes: filled to k, then 2k, then the whole unit,
+    then the unit less its history classes below k (:func:`_pruned`, the level ``placed_part``).
 
     Every step is per unit (:func:`_trim`, :func:`_sizes`, :func:`over_theta` group by unit; P(s | c)
     is a function of c alone), so a unit's outcome does not depend on the other units: the plan
     places every unit once and a round that blocks units only leaves theirs out (:class:`Planner`).
 
     Returns:
-        (the published members, with ``level``: ``placed_k``, ``placed_2k`` or ``placed_unit``; the
-        members of units no level placed, with ``small`` true for a unit whose whole is below k).
+        (the published members, with ``level``: ``placed_k``, ``placed_2k``, ``placed_unit`` or
+        ``placed_part``; the members left out: those of units no level placed, and those a
+        ``placed_part`` bundle dropped, with ``small`` true for a member left out for k: its class
+        dropped, or its unit below k whole).
     """
     placed, pending = [], members
     small = pl.Series([], dtype=pl.Utf8)
@@ -225,8 +253,15 @@ def _place(
         done = fit.filter(~pl.col("unit").is_in(failing))
         placed.append(done.with_columns(pl.lit(name).alias("level")))
         pending = pending.join(done.select("unit").unique(), on="unit", how="anti")
-    left = pending.with_columns(pl.col("unit").is_in(small.implode()).alias("small"))
-    return pl.concat(placed), left
+    part = _pruned(pending.filter(pl.col("unit").is_in(small.implode())), k)
+    failing = over_theta(part, probabilities(part), thetas) if part.height else frozenset()
+    done = part.filter(~pl.col("unit").is_in(failing))
+    placed.append(done.with_columns(pl.lit("placed_part").alias("level")))
+    left = pending.join(done.select("_r"), on="_r", how="anti") if "_r" in pending.columns else (
+        pending.join(done.select("unit", "pseudonym"), on=["unit", "pseudonym"], how="anti"))
+    parted = done.get_column("unit").unique().implode()
+    dropped = pl.col("unit").is_in(parted) | pl.col("unit").is_in(small.implode())
+    return pl.concat(placed), left.with_columns(dropped.alias("small"))
 
 
 class Memo:
@@ -342,7 +377,7 @@ class Planner:
             "withheld": withheld.len(),
             "withheld_small": left.filter(pl.col("small") & pl.col("store").is_null()).height,
             "widened": int(frozen.get_column("widened").sum()),
-            **{name: 0 for name, _ in _LEVELS},
+            **dict.fromkeys(_COUNTED, 0),
             **dict(levels.iter_rows()),
         }
         late_histories = self.members.select("unit", "history").filter(pl.col("unit").is_in(late))

@@ -147,7 +147,7 @@ def test_placement_bundles_withholds_and_widens() -> None:
     assert plan.counts == {"fresh": 2, "returning": 3, "bundles": 1, "published_returning": 2,
                            "republished": 0, "withheld": 1, "withheld_small": 1, "withheld_theta": 0,
                            "widened": 2, "placed_k": 1, "placed_2k": 0, "placed_unit": 0,
-                           "withheld_earlier": 0}  # fmt: skip
+                           "placed_part": 0, "withheld_earlier": 0}  # fmt: skip
     assert plan.withheld.to_list() == [14]
     frozen = plan.frozen.sort("caseid")
     assert frozen.select("caseid", "age_group", "age_min", "age_max", "sex").rows() == [
@@ -352,3 +352,71 @@ def test_a_ledger_file_written_in_chunks_reads_back_the_same_rows(tmp_path: Path
         _write(rows, tmp_path / "f.parquet")
         back = pl.read_parquet(tmp_path / "f.parquet")
         assert back.height == rows.height and back.equals(rows)
+
+
+def _unit(groups: dict[int, list[tuple[int, int]]]) -> tuple[dict[int, int], pl.DataFrame]:
+    """Ledger entries for raw caseids (``caseid`` → [(release, group), …]), all of one Adult F region."""
+    raw = pl.DataFrame({"caseid": sorted(groups)})
+    p = dict(pseudonym_ids(raw, KEY.pseudonym_key).rows())
+    rows = [(r, p[c], g, *ADULT, "F") for c, pairs in groups.items() for r, g in pairs]
+    entries = pl.DataFrame(rows, orient="row", schema={
+        "release": pl.UInt32, "caseid": pl.Int64, "group": pl.UInt32, "age_group": pl.Utf8,
+        "age_min": pl.Float64, "age_max": pl.Float64, "sex": pl.Utf8,
+    }).with_columns(wt_min=pl.lit(None, pl.Float64), wt_max=pl.lit(None, pl.Float64))  # fmt: skip
+    return p, entries
+
+
+def test_a_unit_less_its_class_below_k_is_published() -> None:
+    """k = 3. Release 1 put G, A, B, C, D, E in group 5; release 2 put A–D in group 7 and E alone in
+    group 8. All six return. The unit 1:5 has classes 1:5 {G}, 1:5|2:7 {A–D}, 1:5|2:8 {E}: I(E) = {E}
+    is below k, so the unit whole fails; without E's class I(G) = {G, A–D} (5) and I(A) = {A–D} (4)
+    hold k: G and A–D are published, E is withheld (below k)."""
+    _, entries = _unit({21: [(1, 5)], 22: [(1, 5), (2, 7)], 23: [(1, 5), (2, 7)], 24: [(1, 5), (2, 7)],
+                        25: [(1, 5), (2, 7)], 26: [(1, 5), (2, 8)]})  # fmt: skip
+    cases = _current([(c, 30.0, "F") for c in range(21, 27)])
+    none = pl.DataFrame(schema={"caseid": pl.Int64, "value": pl.Utf8, "p": pl.Float64})
+    plan = plan_series(cases, entries, KEY.pseudonym_key, k=3, probabilities=lambda _: none, thetas={})
+    assert sorted(plan.frozen.get_column("caseid").to_list()) == [21, 22, 23, 24, 25]
+    assert plan.frozen.get_column("bundle").n_unique() == 1 and plan.withheld.to_list() == [26]
+    levels = (plan.counts["placed_part"], plan.counts["placed_unit"], plan.counts["withheld_small"])
+    assert levels == (1, 0, 1)
+    assert plan.counts["published_returning"] == 5 and plan.counts["withheld_theta"] == 0
+
+
+def test_classes_below_k_are_dropped_until_none_is_left() -> None:
+    """k = 3, one unit 1:5: G, H, I (1:5), A, B (1:5|2:7), C (1:5|2:7|3:9). I(C) = {C}: dropped;
+    then I(A) = {A, B}: dropped too (kept after one pass it would publish A and B with I of 2); then
+    I(G) = {G, H, I} = 3 holds. With only G and H in 1:5, nothing is left: the whole unit is withheld."""
+    groups = {31: [(1, 5)], 32: [(1, 5)], 33: [(1, 5)], 34: [(1, 5), (2, 7)], 35: [(1, 5), (2, 7)],
+              36: [(1, 5), (2, 7), (3, 9)]}  # fmt: skip
+    none = pl.DataFrame(schema={"caseid": pl.Int64, "value": pl.Utf8, "p": pl.Float64})
+    _, entries = _unit(groups)
+    cases = _current([(c, 30.0, "F") for c in groups])
+    plan = plan_series(cases, entries, KEY.pseudonym_key, k=3, probabilities=lambda _: none, thetas={})
+    assert sorted(plan.frozen.get_column("caseid").to_list()) == [31, 32, 33]
+    assert sorted(plan.withheld.to_list()) == [34, 35, 36] and plan.counts["withheld_small"] == 3
+    _, entries = _unit({c: pairs for c, pairs in groups.items() if c != 33})
+    cases = cases.filter(pl.col("caseid") != 33)
+    plan = plan_series(cases, entries, KEY.pseudonym_key, k=3, probabilities=lambda _: none, thetas={})
+    assert plan.frozen.is_empty() and sorted(plan.withheld.to_list()) == [31, 32, 34, 35, 36]
+    assert plan.counts["placed_part"] == 0 and plan.counts["withheld_small"] == 5
+
+
+def test_a_unit_in_part_is_still_checked_against_theta() -> None:
+    """The first test's unit less E, with G holding a protected value at P 1: conf(I(G) → s) = 1/5 ≤ 0.25
+    passes; at θ 0.15 the part fails θ* and the whole unit is withheld (counted below k: the class that
+    kept it from being placed whole is)."""
+    _, entries = _unit({21: [(1, 5)], 22: [(1, 5), (2, 7)], 23: [(1, 5), (2, 7)], 24: [(1, 5), (2, 7)],
+                        25: [(1, 5), (2, 7)], 26: [(1, 5), (2, 8)]})  # fmt: skip
+    cases = _current([(c, 30.0, "F") for c in range(21, 27)])
+    held = pl.DataFrame({"caseid": [21], "value": ["HIV"], "p": [1.0]})
+
+    def probabilities(frame: pl.DataFrame) -> pl.DataFrame:
+        return held.join(frame.select(pl.col("caseid").cast(pl.Int64)), on="caseid", how="semi")
+
+    passed = plan_series(cases, entries, KEY.pseudonym_key, k=3, probabilities=probabilities,
+                         thetas={"HIV": 0.25})  # fmt: skip
+    assert sorted(passed.frozen.get_column("caseid").to_list()) == [21, 22, 23, 24, 25]
+    failed = plan_series(cases, entries, KEY.pseudonym_key, k=3, probabilities=probabilities,
+                         thetas={"HIV": 0.15})  # fmt: skip
+    assert failed.frozen.is_empty() and failed.withheld.len() == 6 and failed.counts["placed_part"] == 0
