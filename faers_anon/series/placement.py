@@ -111,8 +111,12 @@ def _widened(bundles: pl.DataFrame) -> pl.DataFrame:
 def _sizes(members: pl.DataFrame, pairs: pl.DataFrame | None = None) -> pl.DataFrame:
     """``unit``, ``d_history``, ``size``: |I(d)| after the release for each history of each unit, the
     members of each member's I counted per history (``pairs``: :func:`.units.intersection_pairs`)."""
-    counts = members.group_by("unit", "history").len("e_count")
     pairs = intersection_pairs(members) if pairs is None else pairs
+    return _summed(members.group_by("unit", "history").len("e_count"), pairs)
+
+
+def _summed(counts: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
+    """:func:`_sizes` from the classes' member counts (``unit``, ``history``, ``e_count``)."""
     found = pairs.join(counts, left_on=["unit", "e_history"], right_on=["unit", "history"])
     return found.group_by("unit", "d_history").agg(pl.col("e_count").sum().alias("size"))
 
@@ -212,14 +216,14 @@ def _pruned(trial: pl.DataFrame, k: int) -> pl.DataFrame:
     Safe (docs/series.md §4, "A unit in part"): a kept member's I is counted over the kept members
     only, as :func:`_sizes` counts it; a dropped class's cases are withheld, so their I is unchanged;
     the unit's own class (its history a prefix of every member's) lies in every I and has the largest,
-    so it is kept whenever anything is. The pairs are found once; each pass sums over classes only.
+    so it is kept whenever anything is. The pairs are found once; each pass sums over classes only
+    (:func:`_summed`).
     """
     pairs = intersection_pairs(trial)
     counts = trial.group_by("unit", "history").len("e_count")
     while True:
-        found = pairs.join(counts, left_on=["unit", "e_history"], right_on=["unit", "history"])
-        sizes = found.group_by("unit", "d_history").agg(pl.col("e_count").sum().alias("size"))
-        low = sizes.filter(pl.col("size") < k).select("unit", pl.col("d_history").alias("history"))
+        low = _summed(counts, pairs).filter(pl.col("size") < k)
+        low = low.select("unit", pl.col("d_history").alias("history"))
         if low.is_empty():
             return trial.join(counts.select("unit", "history"), on=["unit", "history"], how="semi")
         counts = counts.join(low, on=["unit", "history"], how="anti")
@@ -257,11 +261,8 @@ def _place(
     failing = over_theta(part, probabilities(part), thetas) if part.height else frozenset()
     done = part.filter(~pl.col("unit").is_in(failing))
     placed.append(done.with_columns(pl.lit("placed_part").alias("level")))
-    left = pending.join(done.select("_r"), on="_r", how="anti") if "_r" in pending.columns else (
-        pending.join(done.select("unit", "pseudonym"), on=["unit", "pseudonym"], how="anti"))
-    parted = done.get_column("unit").unique().implode()
-    dropped = pl.col("unit").is_in(parted) | pl.col("unit").is_in(small.implode())
-    return pl.concat(placed), left.with_columns(dropped.alias("small"))
+    left = pending.join(done.select("unit", "pseudonym"), on=["unit", "pseudonym"], how="anti")
+    return pl.concat(placed), left.with_columns(pl.col("unit").is_in(small.implode()).alias("small"))
 
 
 class Memo:
